@@ -1,0 +1,147 @@
+/**
+ * API keys: `sk-` + 48 random base62 characters. Only the SHA-256 of a key is stored (the key has 285 bits of
+ * entropy, so a plain hash cannot be reversed by guessing), with a short display prefix such as `sk-Ab3dE9`.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+
+export const SCOPES = ['chat', 'completions', 'embeddings', 'models'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export interface ApiKey {
+  id: number;
+  account_id: number;
+  name: string | null;
+  prefix: string;
+  enabled: boolean;
+  quota_micros: number | null;
+  used_micros: number;
+  /** Allowed model ids, or null for every model. */
+  models: string[] | null;
+  scopes: Scope[];
+  created_at: number;
+  last_used_at: number | null;
+}
+
+/** What a request authenticated with a key may do. */
+export interface KeyPrincipal {
+  key: ApiKey;
+  accountId: number;
+}
+
+export class KeyError extends Error {
+  override name = 'KeyError';
+}
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const KEY_FORMAT = /^sk-[A-Za-z0-9_-]{32,200}$/;
+
+export function generateKey(): string {
+  let out = 'sk-';
+  while (out.length < 51) {
+    for (const b of crypto.randomBytes(64)) {
+      if (b < 248 && out.length < 51) out += ALPHABET[b % 62]; // 248 = 4 * 62: no modulo bias
+    }
+  }
+  return out;
+}
+
+export function hashKey(key: string): string {
+  return crypto.createHash('sha256').update(key).digest('hex');
+}
+
+function toKey(r: Record<string, unknown>): ApiKey {
+  return {
+    id: Number(r.id),
+    account_id: Number(r.account_id),
+    name: (r.name as string | null) ?? null,
+    prefix: String(r.prefix),
+    enabled: Boolean(r.enabled),
+    quota_micros: r.quota_micros === null || r.quota_micros === undefined ? null : Number(r.quota_micros),
+    used_micros: Number(r.used_micros),
+    models: r.models ? (JSON.parse(String(r.models)) as string[]) : null,
+    scopes: String(r.scopes).split(',').filter(Boolean) as Scope[],
+    created_at: Number(r.created_at),
+    last_used_at: r.last_used_at === null || r.last_used_at === undefined ? null : Number(r.last_used_at),
+  };
+}
+
+export interface NewKey {
+  accountId: number;
+  name?: string | null;
+  quotaMicros?: number | null;
+  models?: string[] | null;
+  scopes?: Scope[];
+  enabled?: boolean;
+}
+
+/** Creates a key and returns it with its secret, which is shown this once and never stored. */
+export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; secret: string }> {
+  const scopes = k.scopes ?? [...SCOPES];
+  const bad = scopes.filter((s) => !SCOPES.includes(s));
+  if (bad.length || !scopes.length) throw new KeyError(`scopes must be a non-empty list of ${SCOPES.join(', ')}; got ${scopes.join(',')}`);
+  if (k.quotaMicros !== undefined && k.quotaMicros !== null && (!Number.isSafeInteger(k.quotaMicros) || k.quotaMicros < 0)) {
+    throw new KeyError('quota must be >= 0');
+  }
+  if (k.models && (!k.models.length || k.models.some((m) => !m))) throw new KeyError('models must be a non-empty list of model ids');
+  if (!(await db('accounts').where('id', k.accountId).first('id'))) throw new KeyError(`no account ${k.accountId}`);
+  const secret = generateKey();
+  const [inserted] = await db('api_keys').insert({
+    account_id: k.accountId,
+    name: k.name ?? null,
+    prefix: secret.slice(0, 9),
+    hash: hashKey(secret),
+    enabled: k.enabled ?? true,
+    quota_micros: k.quotaMicros ?? null,
+    used_micros: 0,
+    models: k.models ? JSON.stringify(k.models) : null,
+    scopes: scopes.join(','),
+    created_at: Date.now(),
+  });
+  const id = Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);
+  return { key: (await getKey(db, id))!, secret };
+}
+
+export async function getKey(db: Knex, id: number): Promise<ApiKey | null> {
+  const row = await db('api_keys').where('id', id).first();
+  return row ? toKey(row) : null;
+}
+
+export async function listKeys(db: Knex, accountId: number): Promise<ApiKey[]> {
+  return (await db('api_keys').where('account_id', accountId).orderBy('id')).map(toKey);
+}
+
+export async function setKeyEnabled(db: Knex, id: number, enabled: boolean): Promise<ApiKey> {
+  const n = await db('api_keys').where('id', id).update({ enabled });
+  if (!n) throw new KeyError(`no key ${id}`);
+  return (await getKey(db, id))!;
+}
+
+/**
+ * Resolves an Authorization header to the key's principal, or null when the header is missing or malformed, or
+ * the key is unknown, disabled, or belongs to a disabled account.
+ */
+export async function authenticate(db: Knex, authorization: string | undefined): Promise<KeyPrincipal | null> {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  if (!m || !KEY_FORMAT.test(m[1])) return null;
+  const row = await db('api_keys as k')
+    .join('accounts as a', 'a.id', 'k.account_id')
+    .where('k.hash', hashKey(m[1]))
+    .first('k.*', 'a.status as account_status');
+  if (!row || !row.enabled || row.account_status !== 'active') return null;
+  const key = toKey(row);
+  return { key, accountId: key.account_id };
+}
+
+const lastUseWrites = new Map<number, number>();
+
+/** Records that a key was used, writing at most once a minute per key and process. */
+export async function touchKey(db: Knex, keyId: number, now = Date.now()): Promise<void> {
+  if ((lastUseWrites.get(keyId) ?? 0) > now - 60_000) return;
+  lastUseWrites.set(keyId, now);
+  await db('api_keys').where('id', keyId).update({ last_used_at: now });
+}
+
+export function keyAllowsModel(key: ApiKey, model: string): boolean {
+  return key.models === null || key.models.includes(model);
+}

@@ -1,0 +1,12 @@
+/** What every request handler can reach: the database, the configuration, the gateway and the logger. */
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Config } from './config';
+import type { Gateway } from './gateway/gateway';
+
+export interface App {
+  db: Knex;
+  config: Config;
+  gateway: Gateway;
+  log: Logger;
+}

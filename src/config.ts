@@ -1,0 +1,249 @@
+/**
+ * The gateway's YAML configuration (SWITCHYARD_CONFIG, default ./switchyard.yaml): providers and models.
+ * `${VAR}` and `${VAR:-default}` in string values are replaced from the environment. A broken file throws a
+ * ConfigError whose message names the file, the line and column, the setting and the problem.
+ */
+import fs from 'node:fs';
+import Ajv from 'ajv';
+import { LineCounter, isNode, parseDocument } from 'yaml';
+
+export type ModelKind = 'chat' | 'completion' | 'embedding';
+export type ProviderType = 'openai' | 'mock';
+
+export interface Timeouts {
+  /** TCP/TLS connect. */
+  connect_ms: number;
+  /** From sending the request to the response headers (for streams: the first byte). */
+  first_byte_ms: number;
+  /** Longest silence between two body chunks. */
+  idle_ms: number;
+  /** Whole request, headers to last byte. */
+  total_ms: number;
+}
+
+export interface ProviderConfig {
+  name: string;
+  type: ProviderType;
+  base_url?: string;
+  api_key?: string;
+  headers: Record<string, string>;
+  /** Most connections kept open to this upstream. */
+  max_connections: number;
+  timeouts: Timeouts;
+  /** mock only: delay before the answer and between stream chunks. */
+  latency_ms: number;
+}
+
+export interface RouteConfig {
+  provider: string;
+  /** The model id the upstream knows. */
+  model: string;
+}
+
+export interface ModelConfig {
+  id: string;
+  kind: ModelKind;
+  owned_by: string;
+  /** Unix seconds, shown in /v1/models. */
+  created: number;
+  /** USD per million tokens. */
+  price: { input: number; output: number };
+  /** Output tokens allowed when the request sets no max_tokens. */
+  max_output_tokens: number;
+  routes: RouteConfig[];
+}
+
+export interface Config {
+  file: string | null;
+  server: { max_body_bytes: number };
+  providers: Record<string, ProviderConfig>;
+  models: ModelConfig[];
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const DEFAULT_TIMEOUTS: Timeouts = { connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 };
+const DEFAULT_CREATED = 1_735_689_600; // 2025-01-01T00:00:00Z
+
+const timeoutsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: Object.fromEntries(Object.keys(DEFAULT_TIMEOUTS).map((k) => [k, { type: 'integer', minimum: 1 }])),
+};
+
+const schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['providers', 'models'],
+  properties: {
+    server: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { max_body_bytes: { type: 'integer', minimum: 1024 } },
+    },
+    providers: {
+      type: 'object',
+      minProperties: 1,
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['type'],
+        properties: {
+          type: { enum: ['openai', 'mock'] },
+          base_url: { type: 'string', pattern: '^https?://' },
+          api_key: { type: 'string' },
+          headers: { type: 'object', additionalProperties: { type: 'string' } },
+          max_connections: { type: 'integer', minimum: 1 },
+          timeouts: timeoutsSchema,
+          latency_ms: { type: 'integer', minimum: 0 },
+        },
+        if: { properties: { type: { const: 'openai' } } },
+        then: { required: ['base_url'] },
+      },
+    },
+    models: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id', 'kind', 'routes'],
+        properties: {
+          id: { type: 'string', minLength: 1, pattern: '^[^\\s]+$' },
+          kind: { enum: ['chat', 'completion', 'embedding'] },
+          owned_by: { type: 'string' },
+          created: { type: 'integer', minimum: 0 },
+          price: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { input: { type: 'number', minimum: 0 }, output: { type: 'number', minimum: 0 } },
+          },
+          max_output_tokens: { type: 'integer', minimum: 1 },
+          routes: {
+            type: 'array',
+            minItems: 1,
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['provider'],
+              properties: { provider: { type: 'string' }, model: { type: 'string' } },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
+const validate = new Ajv({ allErrors: false, strict: false }).compile(schema);
+
+/** Reads and checks a configuration file. */
+export function loadConfig(file = process.env.SWITCHYARD_CONFIG ?? './switchyard.yaml', env = process.env): Config {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`${file}: cannot read the configuration file (${(e as NodeJS.ErrnoException).code ?? e})`);
+  }
+  return parseConfig(text, file, env);
+}
+
+/** Parses configuration text; `file` is only used in messages. */
+export function parseConfig(text: string, file: string | null = null, env: NodeJS.ProcessEnv = process.env): Config {
+  const name = file ?? '<config>';
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  const where = (path: (string | number)[]) => {
+    const node = path.length ? doc.getIn(path, true) : doc.contents;
+    const offset = isNode(node) && node.range ? node.range[0] : undefined;
+    if (offset === undefined) return name;
+    const { line, col } = lines.linePos(offset);
+    return `${name}:${line}:${col}`;
+  };
+  const fail = (path: (string | number)[], problem: string): never => {
+    const setting = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
+    throw new ConfigError(`${where(path)}: ${setting ? `${setting}: ` : ''}${problem}`);
+  };
+  if (doc.errors.length) {
+    const e = doc.errors[0];
+    const { line, col } = lines.linePos(e.pos[0]);
+    throw new ConfigError(`${name}:${line}:${col}: invalid YAML: ${e.message.split('\n')[0]}`);
+  }
+  const raw = expandEnv(doc.toJS(), [], env, fail);
+  if (!validate(raw)) {
+    const e = validate.errors![0];
+    const path = e.instancePath.split('/').slice(1).map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
+    let problem = e.message ?? 'invalid';
+    if (e.keyword === 'additionalProperties') problem = `unknown setting '${(e.params as { additionalProperty: string }).additionalProperty}'`;
+    if (e.keyword === 'required') problem = `missing required setting '${(e.params as { missingProperty: string }).missingProperty}'`;
+    if (e.keyword === 'enum') problem = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+    fail(path, problem);
+  }
+  return normalise(raw as RawConfig, file, fail);
+}
+
+interface RawConfig {
+  server?: { max_body_bytes?: number };
+  providers: Record<string, Omit<Partial<ProviderConfig>, 'timeouts'> & { type: ProviderType; timeouts?: Partial<Timeouts> }>;
+  models: (Partial<ModelConfig> & { id: string; kind: ModelKind; routes: { provider: string; model?: string }[] })[];
+}
+
+function normalise(raw: RawConfig, file: string | null, fail: (p: (string | number)[], m: string) => never): Config {
+  const providers: Record<string, ProviderConfig> = {};
+  for (const [name, p] of Object.entries(raw.providers)) {
+    providers[name] = {
+      name,
+      type: p.type,
+      base_url: p.base_url?.replace(/\/+$/, ''),
+      api_key: p.api_key,
+      headers: p.headers ?? {},
+      max_connections: p.max_connections ?? 64,
+      timeouts: { ...DEFAULT_TIMEOUTS, ...p.timeouts },
+      latency_ms: p.latency_ms ?? 0,
+    };
+  }
+  const seen = new Set<string>();
+  const models = raw.models.map((m, i): ModelConfig => {
+    if (seen.has(m.id)) fail(['models', i, 'id'], `duplicate model id '${m.id}'`);
+    seen.add(m.id);
+    m.routes.forEach((r, j) => {
+      if (!providers[r.provider]) fail(['models', i, 'routes', j, 'provider'], `unknown provider '${r.provider}'`);
+    });
+    return {
+      id: m.id,
+      kind: m.kind,
+      owned_by: m.owned_by ?? m.routes[0].provider,
+      created: m.created ?? DEFAULT_CREATED,
+      price: { input: m.price?.input ?? 0, output: m.price?.output ?? 0 },
+      max_output_tokens: m.max_output_tokens ?? 4096,
+      routes: m.routes.map((r) => ({ provider: r.provider, model: r.model ?? m.id })),
+    };
+  });
+  return { file, server: { max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024 }, providers, models };
+}
+
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+function expandEnv(
+  value: unknown,
+  path: (string | number)[],
+  env: NodeJS.ProcessEnv,
+  fail: (p: (string | number)[], m: string) => never,
+): unknown {
+  if (typeof value === 'string') {
+    return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
+      const v = env[name];
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      return fail(path, `environment variable ${name} is not set`);
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, [...path, i], env, fail));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expandEnv(v, [...path, k], env, fail)]));
+  }
+  return value;
+}
+

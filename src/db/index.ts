@@ -1,0 +1,71 @@
+/**
+ * Database connection from DATABASE_URL: `mysql://user:pass@host:port/db` (MySQL / MariaDB through mysql2) or
+ * `sqlite:<path>` (embedded, better-sqlite3; the default is sqlite:./data/switchyard.db).
+ * Money columns are BIGINT micro-USD, kept below 2^53 so both drivers return plain numbers; times are epoch milliseconds.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import knex, { type Knex } from 'knex';
+import { migrationSource } from './migrations';
+
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/switchyard.db';
+
+export function knexConfig(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL): Knex.Config {
+  const migrations = { migrationSource, tableName: 'knex_migrations' };
+  if (url.startsWith('sqlite:')) {
+    const filename = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || DEFAULT_DATABASE_URL.slice(7);
+    return {
+      client: 'better-sqlite3',
+      connection: { filename },
+      useNullAsDefault: true,
+      migrations,
+      pool: {
+        afterCreate: (conn: { pragma: (s: string) => void }, done: (err: Error | null, conn: unknown) => void) => {
+          conn.pragma('journal_mode = WAL');
+          conn.pragma('foreign_keys = ON');
+          conn.pragma('busy_timeout = 5000');
+          done(null, conn);
+        },
+      },
+    };
+  }
+  if (url.startsWith('mysql:') || url.startsWith('mariadb:')) {
+    const u = new URL(url);
+    return {
+      client: 'mysql2',
+      connection: {
+        host: u.hostname || '127.0.0.1',
+        port: Number(u.port || 3306),
+        user: decodeURIComponent(u.username || 'root'),
+        password: decodeURIComponent(u.password),
+        database: u.pathname.replace(/^\//, ''),
+        supportBigNumbers: true,
+        bigNumberStrings: false,
+        decimalNumbers: true,
+        charset: 'utf8mb4',
+      },
+      pool: { min: 0, max: 10 },
+      migrations,
+    };
+  }
+  throw new Error('DATABASE_URL must start with mysql:// or sqlite: (for example sqlite:./data/switchyard.db)');
+}
+
+export function connect(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL): Knex {
+  const config = knexConfig(url);
+  if (config.client === 'better-sqlite3') {
+    const file = (config.connection as { filename: string }).filename;
+    if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  }
+  return knex(config);
+}
+
+export async function migrate(db: Knex): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest()) as [number, string[]];
+  return applied;
+}
+
+export function isUniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: string }).code;
+  return code === 'ER_DUP_ENTRY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}

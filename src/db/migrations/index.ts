@@ -1,0 +1,13 @@
+/** Migrations are listed here (not discovered from disk) so they run the same from src/ under tsx and from dist/. */
+import type { Knex } from 'knex';
+import * as m001 from './001_accounts_keys_ledger';
+
+const migrations: Record<string, Knex.Migration> = {
+  '001_accounts_keys_ledger': m001,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name],
+};

@@ -1,0 +1,67 @@
+/**
+ * Every failure the gateway reports to a client is an ApiError: an HTTP status plus the OpenAI error object
+ * `{error: {message, type, param, code}}`. Domain modules throw these; the server turns them into responses.
+ * Messages never contain upstream URLs, credentials or API keys.
+ */
+import type { components } from '../generated/openapi';
+
+export type ErrorBody = components['schemas']['ErrorResponse'];
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+    readonly code: string | null = null,
+    readonly param: string | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  toBody(): ErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+export const errors = {
+  invalidApiKey: () => new ApiError(401, 'authentication_error', 'Invalid API key', 'invalid_api_key'),
+  missingScope: (scope: string) =>
+    new ApiError(403, 'permission_error', `This API key does not have the '${scope}' scope`, 'insufficient_scope'),
+  modelNotFound: (model: string, status = 400) =>
+    new ApiError(status, 'invalid_request_error', `Model not found: ${model}`, 'model_not_found', 'model'),
+  wrongModelKind: (model: string, kind: string, endpoint: string) =>
+    new ApiError(
+      400,
+      'invalid_request_error',
+      `Model ${model} is a ${kind} model and cannot be used with ${endpoint}`,
+      'model_not_supported',
+      'model',
+    ),
+  invalidRequest: (message: string, param: string | null = null, code: string | null = 'invalid_value') =>
+    new ApiError(400, 'invalid_request_error', message, code, param),
+  notFound: (path: string) =>
+    new ApiError(404, 'invalid_request_error', `Unknown request URL: ${path}`, 'unknown_url'),
+  methodNotAllowed: (method: string, path: string) =>
+    new ApiError(405, 'invalid_request_error', `Method ${method.toUpperCase()} is not allowed for ${path}`, 'method_not_allowed'),
+  tooLarge: (limit: number) =>
+    new ApiError(413, 'invalid_request_error', `Request body is larger than the limit of ${limit} bytes`, 'request_too_large'),
+  internal: () => new ApiError(500, 'server_error', 'Internal server error', 'internal_error'),
+  upstreamUnavailable: (detail?: string) =>
+    new ApiError(
+      502,
+      'upstream_error',
+      detail ? `The upstream provider is unavailable (${detail})` : 'The upstream provider is unavailable',
+      'upstream_unavailable',
+    ),
+  upstreamRateLimited: () =>
+    new ApiError(
+      429,
+      'rate_limit_error',
+      'The upstream provider is rate limiting requests; try again later',
+      'upstream_rate_limited',
+    ),
+  unavailable: () =>
+    new ApiError(503, 'service_unavailable', 'The service is temporarily unavailable', 'service_unavailable'),
+};

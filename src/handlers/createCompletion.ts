@@ -1,0 +1,11 @@
+import type { Handler } from './types';
+import { sseFrames } from './sse';
+
+/** POST /v1/completions (legacy) */
+export const createCompletion: Handler<'createCompletion'> = async ({ body, principal, app, signal }) => {
+  if (body.stream) {
+    const stream = await app.gateway.completionStream(body, principal.key, signal);
+    return { sse: sseFrames(stream.chunks) };
+  }
+  return { body: await app.gateway.completion(body, principal.key, signal) };
+};
