@@ -135,17 +135,7 @@ export interface components {
             /** @description Machine-readable error code, e.g. `invalid_api_key`, `model_not_found`. */
             code: string | null;
         };
-        /**
-         * @description Envelope of every error response.
-         * @example {
-         *       "error": {
-         *         "message": "Invalid API key",
-         *         "type": "authentication_error",
-         *         "param": null,
-         *         "code": "invalid_api_key"
-         *       }
-         *     }
-         */
+        /** @description Envelope of every error response. */
         ErrorResponse: {
             error: components["schemas"]["Error"];
         };
