@@ -5,10 +5,10 @@
  */
 import fs from 'node:fs';
 import Ajv from 'ajv';
-import { LineCounter, isNode, parseDocument } from 'yaml';
+import { LineCounter, isMap, isNode, isScalar, parseDocument } from 'yaml';
 
 export type ModelKind = 'chat' | 'completion' | 'embedding';
-export type ProviderType = 'openai' | 'mock';
+export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'mock';
 
 export interface Timeouts {
   /** TCP/TLS connect. */
@@ -38,6 +38,12 @@ export interface RouteConfig {
   provider: string;
   /** The model id the upstream knows. */
   model: string;
+  /** Lower goes first (default: the route's position in the list). */
+  priority: number;
+  /** Share of traffic among routes of the same priority (default 1). */
+  weight: number;
+  /** The provider's timeouts with this route's overrides. */
+  timeouts: Timeouts;
 }
 
 export interface ModelConfig {
@@ -56,8 +62,16 @@ export interface ModelConfig {
 export interface Config {
   file: string | null;
   server: { max_body_bytes: number };
+  routing: RoutingConfig;
   providers: Record<string, ProviderConfig>;
   models: ModelConfig[];
+}
+
+export interface RoutingConfig {
+  /** Consecutive failures after which a route is skipped for a cool-down. */
+  breaker_failures: number;
+  /** How long a failing route is skipped before one request probes it again. */
+  breaker_cooldown_ms: number;
 }
 
 export class ConfigError extends Error {
@@ -66,6 +80,22 @@ export class ConfigError extends Error {
 
 const DEFAULT_TIMEOUTS: Timeouts = { connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 };
 const DEFAULT_CREATED = 1_735_689_600; // 2025-01-01T00:00:00Z
+
+/** Where each provider type is, unless the configuration says otherwise. */
+const DEFAULT_BASE_URL: Record<ProviderType, string | undefined> = {
+  openai: undefined, // required: there are many OpenAI-compatible upstreams
+  anthropic: 'https://api.anthropic.com/v1',
+  gemini: 'https://generativelanguage.googleapis.com/v1beta',
+  mock: undefined,
+};
+
+/** The kinds of model each provider type can serve. */
+const SERVES: Record<ProviderType, ModelKind[]> = {
+  openai: ['chat', 'completion', 'embedding'],
+  anthropic: ['chat'],
+  gemini: ['chat', 'embedding'],
+  mock: ['chat', 'completion', 'embedding'],
+};
 
 const timeoutsSchema = {
   type: 'object',
@@ -83,6 +113,14 @@ const schema = {
       additionalProperties: false,
       properties: { max_body_bytes: { type: 'integer', minimum: 1024 } },
     },
+    routing: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        breaker_failures: { type: 'integer', minimum: 1 },
+        breaker_cooldown_ms: { type: 'integer', minimum: 1 },
+      },
+    },
     providers: {
       type: 'object',
       minProperties: 1,
@@ -91,7 +129,7 @@ const schema = {
         additionalProperties: false,
         required: ['type'],
         properties: {
-          type: { enum: ['openai', 'mock'] },
+          type: { enum: ['openai', 'anthropic', 'gemini', 'mock'] },
           base_url: { type: 'string', pattern: '^https?://' },
           api_key: { type: 'string' },
           headers: { type: 'object', additionalProperties: { type: 'string' } },
@@ -128,7 +166,13 @@ const schema = {
               type: 'object',
               additionalProperties: false,
               required: ['provider'],
-              properties: { provider: { type: 'string' }, model: { type: 'string' } },
+              properties: {
+                provider: { type: 'string' },
+                model: { type: 'string' },
+                priority: { type: 'integer' },
+                weight: { type: 'number', exclusiveMinimum: 0 },
+                timeouts: timeoutsSchema,
+              },
             },
           },
         },
@@ -155,16 +199,18 @@ export function parseConfig(text: string, file: string | null = null, env: NodeJ
   const name = file ?? '<config>';
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
-  const where = (path: (string | number)[]) => {
-    const node = path.length ? doc.getIn(path, true) : doc.contents;
+  const where = (path: (string | number)[], key?: string) => {
+    let node = path.length ? doc.getIn(path, true) : doc.contents;
+    // An unknown setting is reported at its own key, not at the start of the mapping that holds it.
+    if (key !== undefined && isMap(node)) node = node.items.find((p) => isScalar(p.key) && String(p.key.value) === key)?.key ?? node;
     const offset = isNode(node) && node.range ? node.range[0] : undefined;
     if (offset === undefined) return name;
     const { line, col } = lines.linePos(offset);
     return `${name}:${line}:${col}`;
   };
-  const fail = (path: (string | number)[], problem: string): never => {
+  const fail = (path: (string | number)[], problem: string, key?: string): never => {
     const setting = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
-    throw new ConfigError(`${where(path)}: ${setting ? `${setting}: ` : ''}${problem}`);
+    throw new ConfigError(`${where(path, key)}: ${setting ? `${setting}: ` : ''}${problem}`);
   };
   if (doc.errors.length) {
     const e = doc.errors[0];
@@ -176,18 +222,20 @@ export function parseConfig(text: string, file: string | null = null, env: NodeJ
     const e = validate.errors![0];
     const path = e.instancePath.split('/').slice(1).map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
     let problem = e.message ?? 'invalid';
-    if (e.keyword === 'additionalProperties') problem = `unknown setting '${(e.params as { additionalProperty: string }).additionalProperty}'`;
+    const extra = e.keyword === 'additionalProperties' ? (e.params as { additionalProperty: string }).additionalProperty : undefined;
+    if (extra !== undefined) problem = `unknown setting '${extra}'`;
     if (e.keyword === 'required') problem = `missing required setting '${(e.params as { missingProperty: string }).missingProperty}'`;
     if (e.keyword === 'enum') problem = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
-    fail(path, problem);
+    fail(path, problem, extra);
   }
   return normalise(raw as RawConfig, file, fail);
 }
 
 interface RawConfig {
   server?: { max_body_bytes?: number };
+  routing?: Partial<RoutingConfig>;
   providers: Record<string, Omit<Partial<ProviderConfig>, 'timeouts'> & { type: ProviderType; timeouts?: Partial<Timeouts> }>;
-  models: (Partial<ModelConfig> & { id: string; kind: ModelKind; routes: { provider: string; model?: string }[] })[];
+  models: (Partial<ModelConfig> & { id: string; kind: ModelKind; routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[] })[];
 }
 
 function normalise(raw: RawConfig, file: string | null, fail: (p: (string | number)[], m: string) => never): Config {
@@ -196,7 +244,7 @@ function normalise(raw: RawConfig, file: string | null, fail: (p: (string | numb
     providers[name] = {
       name,
       type: p.type,
-      base_url: p.base_url?.replace(/\/+$/, ''),
+      base_url: (p.base_url ?? DEFAULT_BASE_URL[p.type])?.replace(/\/+$/, ''),
       api_key: p.api_key,
       headers: p.headers ?? {},
       max_connections: p.max_connections ?? 64,
@@ -209,7 +257,11 @@ function normalise(raw: RawConfig, file: string | null, fail: (p: (string | numb
     if (seen.has(m.id)) fail(['models', i, 'id'], `duplicate model id '${m.id}'`);
     seen.add(m.id);
     m.routes.forEach((r, j) => {
-      if (!providers[r.provider]) fail(['models', i, 'routes', j, 'provider'], `unknown provider '${r.provider}'`);
+      const p = providers[r.provider];
+      if (!p) fail(['models', i, 'routes', j, 'provider'], `unknown provider '${r.provider}'`);
+      if (!SERVES[p.type].includes(m.kind)) {
+        fail(['models', i, 'routes', j, 'provider'], `provider '${r.provider}' (type ${p.type}) cannot serve ${m.kind} models`);
+      }
     });
     return {
       id: m.id,
@@ -218,10 +270,22 @@ function normalise(raw: RawConfig, file: string | null, fail: (p: (string | numb
       created: m.created ?? DEFAULT_CREATED,
       price: { input: m.price?.input ?? 0, output: m.price?.output ?? 0 },
       max_output_tokens: m.max_output_tokens ?? 4096,
-      routes: m.routes.map((r) => ({ provider: r.provider, model: r.model ?? m.id })),
+      routes: m.routes.map((r, j) => ({
+        provider: r.provider,
+        model: r.model ?? m.id,
+        priority: r.priority ?? j, // in the order written, unless routes share a priority (then weighted)
+        weight: r.weight ?? 1,
+        timeouts: { ...providers[r.provider].timeouts, ...r.timeouts },
+      })),
     };
   });
-  return { file, server: { max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024 }, providers, models };
+  return {
+    file,
+    server: { max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024 },
+    routing: { breaker_failures: raw.routing?.breaker_failures ?? 3, breaker_cooldown_ms: raw.routing?.breaker_cooldown_ms ?? 30_000 },
+    providers,
+    models,
+  };
 }
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;

@@ -27,6 +27,7 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
   const stop = () =>
     (stopping ??= (async () => {
       log.info('shutting down: finishing requests in flight');
+      gateway.drain();
       await server.stop({ timeout: 30_000 });
       await gateway.close();
       await db.destroy();

@@ -17,6 +17,7 @@ import { ApiError, errors } from './errors';
 import { handlers } from './handlers';
 import type { OperationId, Reply } from './handlers/types';
 import { validationError } from './http/validation';
+import type { Meter } from './gateway/gateway';
 
 export const CONTRACT = path.join(__dirname, '..', 'openapi', 'openapi.yaml');
 
@@ -24,6 +25,7 @@ declare module '@hapi/hapi' {
   interface RequestApplicationState {
     requestId: string;
     keyPrefix?: string;
+    meter?: () => Meter;
   }
 }
 
@@ -71,6 +73,7 @@ export async function buildServer(app: App, opts: ServerOptions = {}): Promise<H
 
   server.events.on('response', (request) => {
     const res = request.response as Hapi.ResponseObject | null;
+    const meter = request.app.meter?.();
     app.log.info({
       reqId: request.app.requestId,
       method: request.method.toUpperCase(),
@@ -78,6 +81,7 @@ export async function buildServer(app: App, opts: ServerOptions = {}): Promise<H
       status: res?.statusCode,
       ms: Date.now() - request.info.received,
       key: request.app.keyPrefix,
+      ...(meter && { model: meter.model, provider: meter.provider, usage: meter.usage, counted: meter.counted }),
     });
   });
 
@@ -185,6 +189,7 @@ function clientGone(request: Hapi.Request): AbortSignal {
 
 function toResponse(out: Reply, request: Hapi.Request, h: Hapi.ResponseToolkit): Hapi.ResponseObject {
   let res: Hapi.ResponseObject;
+  request.app.meter = out.meter;
   if ('sse' in out) {
     const stream = new PassThrough();
     void pump(out.sse, stream, request);

@@ -1,30 +1,159 @@
 /**
- * Tries a model's routes in order. A route that fails before anything was sent to the client (connection refused,
- * timeout, upstream 5xx or 429, unreadable answer) hands over to the next route; a request the upstream rejects as
- * the caller's fault is not retried. The last failure becomes the client's error.
+ * Chooses and tries a model's routes. Routes go by `priority` (lower first) and, within one priority, in a random
+ * order weighted by `weight`. A route that fails before anything was sent to the client — connection refused, a
+ * timeout, an upstream 5xx or 429, an unreadable answer — hands over to the next one; a request the upstream rejects
+ * as the caller's fault is not retried. A route that fails `breaker_failures` times in a row is skipped for
+ * `breaker_cooldown_ms`, then one request probes it. No route left to try: 503; all tried and failed: the last
+ * failure (502, or 429 when the upstream rate-limited us).
  */
-import type { ModelConfig, RouteConfig } from '../config';
+import type { ModelConfig, RouteConfig, RoutingConfig } from '../config';
 import { ApiError, errors } from '../errors';
 import { UpstreamError, type Provider } from './types';
 
 const CALLER_FAULT = new Set([400, 413, 422]);
 
-export class Router {
-  constructor(private readonly providers: Map<string, Provider>) {}
+type BreakerState = { failures: number; openUntil: number; probing: boolean };
 
-  async run<T>(model: ModelConfig, attempt: (provider: Provider, route: RouteConfig) => Promise<T>): Promise<T> {
+/** One try of one route; `signal` fires when the client leaves or the route's total time is up. */
+export type Attempt<T> = (provider: Provider, route: RouteConfig, signal: AbortSignal) => Promise<T>;
+
+export interface Routed<T> {
+  value: T;
+  route: RouteConfig;
+  /** Aborts the upstream call (for the route's total time limit, or when the consumer gives up). */
+  controller: AbortController;
+  /** Clears the route's total-time timer; call when the answer is complete. */
+  finish(): void;
+}
+
+export class Router {
+  private readonly breakers = new Map<string, BreakerState>();
+  /** Set while the process shuts down: new upstream calls are refused with 503. */
+  draining = false;
+
+  constructor(
+    private readonly providers: Map<string, Provider>,
+    private readonly routing: RoutingConfig,
+    private readonly now: () => number = Date.now,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  /** The order in which a request tries the model's routes. */
+  order(model: ModelConfig): RouteConfig[] {
+    const byPriority = new Map<number, RouteConfig[]>();
+    for (const r of model.routes) byPriority.set(r.priority, [...(byPriority.get(r.priority) ?? []), r]);
+    return [...byPriority.keys()].sort((a, b) => a - b).flatMap((p) => this.weightedShuffle(byPriority.get(p)!));
+  }
+
+  async run<T>(model: ModelConfig, clientSignal: AbortSignal, attempt: Attempt<T>): Promise<Routed<T>> {
+    if (this.draining) throw errors.unavailable();
     let last: UpstreamError | undefined;
-    for (const route of model.routes) {
-      const provider = this.providers.get(route.provider)!;
+    for (const route of this.order(model)) {
+      if (!this.admit(route)) continue;
+      const controller = new AbortController();
+      const onClient = () => controller.abort(new UpstreamError('aborted', 'the client went away'));
+      clientSignal.addEventListener('abort', onClient, { once: true });
+      const timer = setTimeout(
+        () => controller.abort(new UpstreamError('timeout', `the route took longer than ${route.timeouts.total_ms} ms`)),
+        route.timeouts.total_ms,
+      );
+      const finish = () => {
+        clearTimeout(timer);
+        clientSignal.removeEventListener('abort', onClient);
+      };
+      if (clientSignal.aborted) onClient();
       try {
-        return await attempt(provider, route);
+        const value = await attempt(this.providers.get(route.provider)!, route, controller.signal);
+        this.succeeded(route);
+        return { value, route, controller, finish };
       } catch (e) {
-        if (!(e instanceof UpstreamError)) throw e;
-        last = e;
-        if (e.reason === 'aborted' || (e.reason === 'status' && CALLER_FAULT.has(e.status!))) break;
+        finish();
+        const failure = explain(e, controller.signal);
+        if (!failure) throw e;
+        last = failure;
+        if (failure.reason === 'aborted') break;
+        if (failure.reason === 'status' && CALLER_FAULT.has(failure.status!)) break;
+        this.failed(route);
       }
     }
-    throw toApiError(last!);
+    if (!last) throw errors.unavailable(); // every route is cooling down
+    throw toApiError(last);
+  }
+
+  /** A failure after the route had answered (a stream that broke): counts against the route's breaker. */
+  failed(route: RouteConfig): void {
+    const b = this.breaker(route);
+    b.failures += 1;
+    b.probing = false;
+    if (b.failures >= this.routing.breaker_failures) b.openUntil = this.now() + this.routing.breaker_cooldown_ms;
+  }
+
+  /** Whether a route's breaker is open (it is being skipped). */
+  isOpen(route: RouteConfig): boolean {
+    const b = this.breakers.get(key(route));
+    return !!b && b.openUntil > this.now();
+  }
+
+  private succeeded(route: RouteConfig): void {
+    this.breakers.set(key(route), { failures: 0, openUntil: 0, probing: false });
+  }
+
+  /** Closed: go. Open: skip until the cool-down ends. Then half-open: let one probe through at a time. */
+  private admit(route: RouteConfig): boolean {
+    const b = this.breakers.get(key(route));
+    if (!b || b.failures < this.routing.breaker_failures) return true;
+    if (b.openUntil > this.now() || b.probing) return false;
+    b.probing = true;
+    return true;
+  }
+
+  private breaker(route: RouteConfig): BreakerState {
+    let b = this.breakers.get(key(route));
+    if (!b) this.breakers.set(key(route), (b = { failures: 0, openUntil: 0, probing: false }));
+    return b;
+  }
+
+  private weightedShuffle(routes: RouteConfig[]): RouteConfig[] {
+    const pool = [...routes];
+    const out: RouteConfig[] = [];
+    while (pool.length) {
+      let pick = this.random() * pool.reduce((s, r) => s + r.weight, 0);
+      let i = 0;
+      while (i < pool.length - 1 && (pick -= pool[i].weight) >= 0) i++;
+      out.push(...pool.splice(i, 1));
+    }
+    return out;
+  }
+}
+
+const key = (r: RouteConfig) => `${r.provider}\u0000${r.model}`;
+
+/** The UpstreamError behind a failed attempt (our own timeouts included), or null for any other error. */
+export function explain(e: unknown, signal: AbortSignal): UpstreamError | null {
+  const reason = signal.aborted ? signal.reason : undefined;
+  if (reason instanceof UpstreamError && (!(e instanceof UpstreamError) || e.reason === 'aborted' || e.reason === 'connect')) {
+    return reason;
+  }
+  if (e instanceof UpstreamError) return e;
+  if ((e as Error)?.name === 'AbortError' && reason instanceof UpstreamError) return reason;
+  return null;
+}
+
+/** Races a step of an upstream call against a time limit; on expiry the call is aborted with a timeout. */
+export async function within<T>(step: Promise<T>, ms: number, controller: AbortController, what: string): Promise<T> {
+  step.catch(() => {}); // it may reject after the race is decided
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const e = new UpstreamError('timeout', `no ${what} within ${ms} ms`);
+      controller.abort(e);
+      reject(e);
+    }, ms);
+  });
+  try {
+    return await Promise.race([step, expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -43,6 +172,9 @@ export function toApiError(e: UpstreamError): ApiError {
 
 /** The error event that ends a stream which failed after it started. */
 export function streamErrorBody(e: unknown) {
-  const api = e instanceof UpstreamError ? toApiError(e) : e instanceof ApiError ? e : errors.internal();
-  return api.toBody();
+  if (e instanceof UpstreamError && e.reason !== 'aborted') {
+    const why = e.reason === 'timeout' ? 'it stopped sending (timed out)' : e.upstreamMessage ? e.upstreamMessage : 'its stream broke off';
+    return new ApiError(502, 'upstream_error', `The upstream provider failed during the stream: ${why}`, 'upstream_stream_error').toBody();
+  }
+  return (e instanceof ApiError ? e : errors.internal()).toBody();
 }

@@ -37,7 +37,8 @@ export async function* parseSse(source: AsyncIterable<Buffer | string>): AsyncGe
     }
   }
   buffer += decoder.decode();
-  if (buffer) yield* line(buffer);
+  // What is left may still end with the \r held back above; it ends a line like any other.
+  if (buffer) for (const l of buffer.split(/\r\n|\r|\n/)) yield* line(l);
   yield* line('');
 }
 

@@ -16,7 +16,10 @@ export type ChatMessage = S['ChatCompletionRequestMessage'];
 /** One call to an upstream: the client's body (unknown fields kept), the upstream's model id, and a cancel signal. */
 export interface UpstreamCall<B> {
   body: B;
+  /** The model id the upstream knows (the route's `model`). */
   model: string;
+  /** The model's output allowance, for upstreams that require one (Anthropic's max_tokens). */
+  maxOutputTokens: number;
   signal: AbortSignal;
 }
 

@@ -5,7 +5,8 @@ import { sseFrames } from './sse';
 export const createCompletion: Handler<'createCompletion'> = async ({ body, principal, app, signal }) => {
   if (body.stream) {
     const stream = await app.gateway.completionStream(body, principal.key, signal);
-    return { sse: sseFrames(stream.chunks) };
+    return { sse: sseFrames(stream.chunks), meter: stream.meter };
   }
-  return { body: await app.gateway.completion(body, principal.key, signal) };
+  const answer = await app.gateway.completion(body, principal.key, signal);
+  return { body: answer.body, meter: () => answer.meter };
 };

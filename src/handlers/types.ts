@@ -5,6 +5,7 @@
 import type { App } from '../app';
 import type { KeyPrincipal } from '../accounts/keys';
 import type { operations } from '../../generated/openapi';
+import type { Meter } from '../gateway/gateway';
 
 export type OperationId = keyof operations;
 
@@ -21,9 +22,14 @@ export interface HandlerInput<Op extends OperationId> {
   signal: AbortSignal;
 }
 
-export type Reply =
-  | { status?: number; body: unknown; headers?: Record<string, string> }
+export type Reply = (
+  | { status?: number; body: unknown }
   /** Server-sent events: each item is one frame, already framed (`data: ...\n\n`). */
-  | { sse: AsyncIterable<string>; headers?: Record<string, string> };
+  | { sse: AsyncIterable<string> }
+) & {
+  headers?: Record<string, string>;
+  /** What the request used at an upstream; for a stream, read once the stream has ended. */
+  meter?: () => Meter;
+};
 
 export type Handler<Op extends OperationId> = (input: HandlerInput<Op>) => Promise<Reply>;

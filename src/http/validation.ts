@@ -43,8 +43,10 @@ export function validationError(list: ErrorObject[] | null | undefined): ApiErro
   }
   const param = paramName(at);
   let message: string;
+  let wrongType = chosen.keyword === 'type';
   if (chosen === union) {
     const kinds = all.filter((e) => e.instancePath === at && e.keyword === 'type').flatMap((e) => [(e.params as { type: string }).type].flat());
+    wrongType = kinds.length > 0;
     message = kinds.length ? `must be of type ${[...new Set(kinds)].join(' or ')}` : 'does not match any of the allowed forms';
   } else if (chosen.keyword === 'additionalProperties') {
     const extra = (chosen.params as { additionalProperty: string }).additionalProperty;
@@ -53,5 +55,5 @@ export function validationError(list: ErrorObject[] | null | undefined): ApiErro
     message = describe(chosen);
   }
   if (!param) return errors.invalidRequest(`The request body ${message}`, null);
-  return errors.invalidRequest(`Invalid value for '${param}': ${message}`, param, chosen.keyword === 'type' ? 'invalid_type' : 'invalid_value');
+  return errors.invalidRequest(`Invalid value for '${param}': ${message}`, param, wrongType ? 'invalid_type' : 'invalid_value');
 }

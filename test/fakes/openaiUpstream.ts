@@ -27,6 +27,10 @@ export class FakeOpenAI {
   readonly requests: Received[] = [];
   /** Requests whose connection the client closed before the answer was complete. */
   clientAborts = 0;
+  /** TCP connections accepted so far, and open now. */
+  connections = 0;
+  openConnections = 0;
+  maxOpenConnections = 0;
   /** The next answers, first in first out; when empty, `defaultPlan` answers. */
   readonly plans: Plan[] = [];
   private server!: http.Server;
@@ -34,7 +38,13 @@ export class FakeOpenAI {
 
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
-    this.server.keepAliveTimeout = 1000;
+    this.server.keepAliveTimeout = 5000;
+    this.server.on('connection', (socket) => {
+      this.connections++;
+      this.openConnections++;
+      this.maxOpenConnections = Math.max(this.maxOpenConnections, this.openConnections);
+      socket.on('close', () => this.openConnections--);
+    });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
     return this;

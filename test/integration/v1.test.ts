@@ -13,6 +13,7 @@ let key: string;
 let client: OpenAI;
 
 const config = (url: string) => `
+routing: { breaker_failures: 1000 }   # these tests fail the upstream on purpose, often
 providers:
   up: { type: openai, base_url: "${url}", api_key: "\${FAKE_UPSTREAM_KEY}" }
   slow: { type: openai, base_url: "${url}", timeouts: { first_byte_ms: 300 } }

@@ -1,0 +1,17 @@
+/** Provider `gemini`: being written; until then every call fails as an unreadable upstream answer. */
+import type { ProviderConfig } from '../../../config';
+import { UpstreamError, type Provider } from '../../types';
+
+const todo = (): never => {
+  throw new UpstreamError('protocol', 'the gemini provider is not implemented yet');
+};
+
+export class GeminiProvider implements Provider {
+  constructor(readonly config: ProviderConfig) {}
+  chat = todo;
+  chatStream = todo;
+  completion = todo;
+  completionStream = todo;
+  embeddings = todo;
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,279 @@
+/** The YAML configuration: defaults, ${ENV} expansion, and errors that point at the file, line, column and setting. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig, parseConfig } from '../../src/config';
+
+/** The message of the ConfigError that parsing `text` throws (fails the test if it parses, or throws something else). */
+function configError(text: string, env: NodeJS.ProcessEnv = {}): string {
+  try {
+    parseConfig(text, 'gw.yaml', env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as Error).message;
+  }
+  throw new Error('expected a ConfigError, but the configuration was accepted');
+}
+
+describe('a valid configuration', () => {
+  const text = `
+server:
+  max_body_bytes: 2048
+providers:
+  up:
+    type: openai
+    base_url: https://api.example.com/v1///
+    api_key: sk-upstream
+    timeouts: { first_byte_ms: 5000 }
+  local:
+    type: mock
+models:
+  - id: gpt-4o-mini
+    kind: chat
+    routes:
+      - provider: up
+        model: gpt-4o-mini-2024-07-18
+      - provider: local
+  - id: text-embedding-3-small
+    kind: embedding
+    owned_by: openai
+    created: 1700000000
+    price: { input: 0.02 }
+    max_output_tokens: 1
+    routes: [ { provider: local } ]
+`;
+
+  test('providers get their defaults, and the base_url loses its trailing slashes', () => {
+    const c = parseConfig(text, 'gw.yaml', {});
+    expect(c.file).toBe('gw.yaml');
+    expect(c.server.max_body_bytes).toBe(2048);
+    expect(c.providers.up).toEqual({
+      name: 'up',
+      type: 'openai',
+      base_url: 'https://api.example.com/v1',
+      api_key: 'sk-upstream',
+      headers: {},
+      max_connections: 64,
+      timeouts: { connect_ms: 10_000, first_byte_ms: 5000, idle_ms: 60_000, total_ms: 600_000 },
+      latency_ms: 0,
+    });
+    expect(c.providers.local.timeouts).toEqual({ connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 });
+    expect(c.providers.local.base_url).toBeUndefined();
+  });
+
+  test('models get their defaults: owned_by from the first route, route model from the model id', () => {
+    const [chat, embedding] = parseConfig(text, 'gw.yaml', {}).models;
+    expect(chat).toMatchObject({
+      id: 'gpt-4o-mini',
+      kind: 'chat',
+      owned_by: 'up',
+      created: 1_735_689_600,
+      price: { input: 0, output: 0 },
+      max_output_tokens: 4096,
+      routes: [
+        { provider: 'up', model: 'gpt-4o-mini-2024-07-18' },
+        { provider: 'local', model: 'gpt-4o-mini' },
+      ],
+    });
+    expect(embedding).toMatchObject({
+      id: 'text-embedding-3-small',
+      kind: 'embedding',
+      owned_by: 'openai',
+      created: 1_700_000_000,
+      price: { input: 0.02, output: 0 },
+      max_output_tokens: 1,
+      routes: [{ provider: 'local', model: 'text-embedding-3-small' }],
+    });
+  });
+
+  test('server settings are optional', () => {
+    const c = parseConfig('providers: { m: { type: mock } }\nmodels: [ { id: a, kind: completion, routes: [ { provider: m } ] } ]\n');
+    expect(c.file).toBeNull();
+    expect(c.server.max_body_bytes).toBe(10 * 1024 * 1024);
+  });
+});
+
+describe('environment variables', () => {
+  const text = `
+providers:
+  up:
+    type: openai
+    base_url: "\${UP_URL:-http://127.0.0.1:11434/v1}"
+    api_key: "\${UP_KEY}"
+    headers: { X-Team: "team-\${TEAM:-none}-\${REGION:-eu}" }
+models:
+  - { id: a, kind: chat, routes: [ { provider: up } ] }
+`;
+
+  test('${VAR} is replaced, and ${VAR:-default} falls back when the variable is unset or empty', () => {
+    const c = parseConfig(text, 'gw.yaml', { UP_KEY: 'sk-from-env', TEAM: 'blue', REGION: '' });
+    expect(c.providers.up.api_key).toBe('sk-from-env');
+    expect(c.providers.up.base_url).toBe('http://127.0.0.1:11434/v1');
+    expect(c.providers.up.headers).toEqual({ 'X-Team': 'team-blue-eu' });
+  });
+
+  test('a set variable wins over the default', () => {
+    const c = parseConfig(text, 'gw.yaml', { UP_KEY: 'k', UP_URL: 'https://llm.internal/v1/' });
+    expect(c.providers.up.base_url).toBe('https://llm.internal/v1');
+  });
+
+  test('the expanded value is what gets validated', () => {
+    const msg = configError(text, { UP_KEY: 'k', UP_URL: 'llm.internal' });
+    expect(msg).toBe('gw.yaml:5:15: providers.up.base_url: must match pattern "^https?://"');
+  });
+
+  test('an unset variable without a default fails, naming the place and the variable', () => {
+    expect(configError(text, {})).toBe('gw.yaml:6:14: providers.up.api_key: environment variable UP_KEY is not set');
+    expect(configError(text, { UP_KEY: '' })).toContain('environment variable UP_KEY is not set');
+  });
+
+  test('a variable name in a comment or a key is left alone', () => {
+    const c = parseConfig('# ${NOT_SET}\nproviders: { m: { type: mock, headers: { "${X}": "v-${X}" } } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: m } ] } ]\n', null, { X: 'x' });
+    expect(c.providers.m.headers).toEqual({ '${X}': 'v-x' });
+  });
+});
+
+describe('a broken configuration names the file, line, column and setting', () => {
+  test('an unknown provider in a route', () => {
+    const text = [
+      'providers:', //                                   1
+      '  mock: { type: mock }', //                       2
+      'models:', //                                      3
+      '  - { id: a, kind: chat, routes: [ { provider: mock } ] }', // 4
+      '  - id: b', //                                    5
+      '    kind: chat', //                               6
+      '    routes:', //                                  7
+      '      - provider: x', //                          8
+    ].join('\n');
+    expect(configError(text)).toBe("gw.yaml:8:19: models[1].routes[0].provider: unknown provider 'x'");
+  });
+
+  test('a bad model kind', () => {
+    const text = `providers:
+  mock: { type: mock }
+models:
+  - id: a
+    kind: chat
+    routes: [ { provider: mock } ]
+  - id: b
+    kind: chatt
+    routes: [ { provider: mock } ]
+`;
+    expect(configError(text)).toBe('gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding');
+  });
+
+  test('a bad provider type', () => {
+    const text = 'providers:\n  mock: { type: mock }\n  other: { type: cohere }\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
+    expect(configError(text)).toMatch(/^gw\.yaml:3:18: providers\.other\.type: must be one of openai, (\w+, )*mock$/);
+  });
+
+  test('an openai provider without base_url', () => {
+    const text = `providers:
+  mock: { type: mock }
+  up:
+    type: openai
+    api_key: sk-x
+models:
+  - { id: a, kind: chat, routes: [ { provider: mock } ] }
+`;
+    expect(configError(text)).toBe("gw.yaml:4:5: providers.up: missing required setting 'base_url'");
+  });
+
+  test('a mock provider needs no base_url', () => {
+    expect(() => parseConfig('providers: { m: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: m } ] } ]\n')).not.toThrow();
+  });
+
+  test('a model without routes', () => {
+    const text = 'providers:\n  mock: { type: mock }\nmodels:\n  - id: a\n    kind: chat\n';
+    expect(configError(text)).toBe("gw.yaml:4:5: models[0]: missing required setting 'routes'");
+  });
+
+  test('an unknown setting is reported on its own line', () => {
+    const text = `providers:
+  mock:
+    type: mock
+    latency_ms: 5
+    latncy: 5
+models:
+  - { id: a, kind: chat, routes: [ { provider: mock } ] }
+`;
+    expect(configError(text)).toBe("gw.yaml:5:5: providers.mock: unknown setting 'latncy'");
+  });
+
+  test('an unknown top-level setting', () => {
+    const text = 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\nmodel_aliases: {}\n';
+    expect(configError(text)).toBe("gw.yaml:5:1: unknown setting 'model_aliases'");
+  });
+
+  test('an unknown setting inside a flow mapping', () => {
+    const text = 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock, region: eu } ] }\n';
+    expect(configError(text)).toBe("gw.yaml:4:54: models[0].routes[0]: unknown setting 'region'");
+  });
+
+  test('duplicate model ids', () => {
+    const text = `providers:
+  mock: { type: mock }
+models:
+  - { id: a, kind: chat, routes: [ { provider: mock } ] }
+  - { id: b, kind: chat, routes: [ { provider: mock } ] }
+  - { id: a, kind: embedding, routes: [ { provider: mock } ] }
+`;
+    expect(configError(text)).toBe("gw.yaml:6:11: models[2].id: duplicate model id 'a'");
+  });
+
+  test('out-of-range numbers', () => {
+    const timeouts = 'providers:\n  mock:\n    type: mock\n    timeouts:\n      connect_ms: 0\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
+    expect(configError(timeouts)).toBe('gw.yaml:5:19: providers.mock.timeouts.connect_ms: must be >= 1');
+    const body = 'server:\n  max_body_bytes: 10\nproviders: { mock: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
+    expect(configError(body)).toBe('gw.yaml:2:19: server.max_body_bytes: must be >= 1024');
+  });
+
+  test('no providers or no models', () => {
+    expect(configError('providers: { mock: { type: mock } }\n')).toBe("gw.yaml:1:1: missing required setting 'models'");
+    expect(configError('providers: { mock: { type: mock } }\nmodels: []\n')).toBe('gw.yaml:2:9: models: must NOT have fewer than 1 items');
+  });
+
+  test('invalid YAML syntax: a duplicate key and a tab used as indentation', () => {
+    const duplicate = 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\nproviders: {}\n';
+    expect(configError(duplicate)).toBe('gw.yaml:5:1: invalid YAML: Map keys must be unique');
+    const tab = 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\n\textra: 1\n';
+    expect(configError(tab)).toMatch(/^gw\.yaml:5:1: invalid YAML: Tabs are not allowed/);
+  });
+
+  test('without a file name the message says <config>', () => {
+    expect(() => parseConfig('providers: { mock: { type: mockk } }\nmodels: []\n', null, {})).toThrow(
+      /^<config>:1:28: providers\.mock\.type: must be one of /,
+    );
+  });
+});
+
+describe('loadConfig', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-config-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test('reads a file and names it in errors', () => {
+    const file = path.join(dir, 'bad.yaml');
+    fs.writeFileSync(file, 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: nope } ] }\n');
+    expect(() => loadConfig(file, {})).toThrow(new ConfigError(`${file}:4:48: models[0].routes[0].provider: unknown provider 'nope'`));
+  });
+
+  test('a missing file is a ConfigError naming the file', () => {
+    const file = path.join(dir, 'missing.yaml');
+    expect(() => loadConfig(file, {})).toThrow(ConfigError);
+    expect(() => loadConfig(file, {})).toThrow(`${file}: cannot read the configuration file (ENOENT)`);
+  });
+
+  test('the example configuration at the repository root loads as it is', () => {
+    const c = loadConfig(path.join(__dirname, '../../switchyard.example.yaml'), {});
+    expect(c.server.max_body_bytes).toBe(10485760);
+    expect(c.providers.mock).toMatchObject({ type: 'mock', latency_ms: 20 });
+    expect(c.models.map((m) => [m.id, m.kind, m.owned_by])).toEqual([
+      ['mock-chat', 'chat', 'switchyard'],
+      ['mock-embedding', 'embedding', 'switchyard'],
+    ]);
+    expect(c.models[1].routes).toMatchObject([{ provider: 'mock', model: 'mock-embedding' }]);
+  });
+});

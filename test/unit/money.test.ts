@@ -1,0 +1,71 @@
+/** Money is integer micro-USD; text is parsed and printed exactly, never through a float. */
+import { MICROS_PER_USD, formatUsd, parseUsd } from '../../src/billing/money';
+
+describe('parseUsd', () => {
+  test.each([
+    ['20', 20_000_000],
+    ['0.5', 500_000],
+    ['12.5', 12_500_000],
+    ['0.000001', 1],
+    ['-3.000001', -3_000_001],
+    ['7.25', 7_250_000],
+    ['0', 0],
+    ['007.10', 7_100_000],
+    [' 1.5 ', 1_500_000],
+    ['9007199254.740991', Number.MAX_SAFE_INTEGER],
+  ])('%j → %d micro-USD', (text, micros) => {
+    expect(parseUsd(text)).toBe(micros);
+  });
+
+  test('decimal amounts add up exactly, unlike floats', () => {
+    expect(0.1 + 0.2).not.toBe(0.3);
+    expect(parseUsd('0.1') + parseUsd('0.2')).toBe(300_000);
+    expect(parseUsd('0.1') + parseUsd('0.2')).toBe(parseUsd('0.3'));
+  });
+
+  test('numbers are read through their decimal text', () => {
+    expect(parseUsd(0.1)).toBe(100_000);
+    expect(parseUsd(19.99)).toBe(19_990_000);
+    expect(parseUsd(-2)).toBe(-2_000_000);
+  });
+
+  test.each(['1.0000001', '1e3', 'abc', '', '   ', '1.', '.5', '+5', '1,5', '1 000', '0x10', '--1', 'NaN', 'Infinity', '1.2.3'])(
+    'rejects %j',
+    (text) => {
+      expect(() => parseUsd(text)).toThrow(RangeError);
+    },
+  );
+
+  test('the error names the text it could not read', () => {
+    expect(() => parseUsd('1.0000001')).toThrow('not a USD amount with at most 6 decimals: "1.0000001"');
+  });
+
+  test('amounts beyond what a double holds exactly are refused', () => {
+    expect(() => parseUsd('9007199254.740992')).toThrow('USD amount too large');
+    expect(() => parseUsd('100000000000000000000')).toThrow(RangeError);
+    expect(() => parseUsd(1e21)).toThrow(RangeError);
+  });
+});
+
+describe('formatUsd', () => {
+  test.each([
+    [0, '0.000000'],
+    [1, '0.000001'],
+    [20_000_000, '20.000000'],
+    [12_345_678, '12.345678'],
+    [-3_000_001, '-3.000001'],
+    [-1, '-0.000001'],
+    [Number.MAX_SAFE_INTEGER, '9007199254.740991'],
+  ])('%d → %j', (micros, text) => {
+    expect(formatUsd(micros)).toBe(text);
+  });
+
+  test('round-trips with parseUsd', () => {
+    for (const micros of [0, 1, 999_999, MICROS_PER_USD, 1_000_001, 300_000, 12_500_000, -7_250_000, -1, 123_456_789_012]) {
+      expect(parseUsd(formatUsd(micros))).toBe(micros);
+    }
+    for (const text of ['0.000000', '0.300000', '-3.000001', '20.000000', '123456.789012']) {
+      expect(formatUsd(parseUsd(text))).toBe(text);
+    }
+  });
+});

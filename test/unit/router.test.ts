@@ -1,0 +1,65 @@
+/** The router's choices, with a fake clock and a fake random source. */
+import { parseConfig } from '../../src/config';
+import { Router } from '../../src/gateway/router';
+import { UpstreamError, type Provider } from '../../src/gateway/types';
+
+const config = parseConfig(`
+routing: { breaker_failures: 2, breaker_cooldown_ms: 1000 }
+providers: { p: { type: mock }, q: { type: mock }, r: { type: mock } }
+models:
+  - id: m
+    kind: chat
+    routes:
+      - { provider: p, priority: 1, weight: 3 }
+      - { provider: q, priority: 1, weight: 1 }
+      - { provider: r, priority: 0 }
+  - { id: plain, kind: chat, routes: [ { provider: q }, { provider: p }, { provider: r } ] }
+`);
+const model = config.models[0];
+const providers = new Map<string, Provider>(['p', 'q', 'r'].map((n) => [n, { name: n } as unknown as Provider]));
+
+test('without priorities, routes are tried in the order written', () => {
+  const router = new Router(providers, config.routing, () => 0, () => 0.99);
+  expect(router.order(config.models[1]).map((r) => r.provider)).toEqual(['q', 'p', 'r']);
+});
+
+test('priorities first, then a weighted order within a priority', () => {
+  const draws = (x: number) => new Router(providers, config.routing, () => 0, () => x).order(model).map((r) => r.provider);
+  // r has the lowest priority number; p holds 3/4 of the weight of priority 1
+  expect(draws(0.0)).toEqual(['r', 'p', 'q']);
+  expect(draws(0.74)).toEqual(['r', 'p', 'q']);
+  expect(draws(0.76)).toEqual(['r', 'q', 'p']);
+});
+
+test('the breaker: open after N consecutive failures, one probe after the cool-down, closed after a success', async () => {
+  let now = 0;
+  const router = new Router(providers, config.routing, () => now, () => 0);
+  const single = { ...model, routes: [model.routes[2]] };
+  const calls: string[] = [];
+  const fail = async (p: Provider) => {
+    calls.push((p as unknown as { name: string }).name);
+    throw new UpstreamError('status', 'down', 500);
+  };
+  const ok = async (p: Provider) => {
+    calls.push((p as unknown as { name: string }).name);
+    return 'ok';
+  };
+  const signal = new AbortController().signal;
+  await expect(router.run(single, signal, fail)).rejects.toMatchObject({ status: 502 });
+  await expect(router.run(single, signal, fail)).rejects.toMatchObject({ status: 502 });
+  expect(router.isOpen(single.routes[0])).toBe(true);
+  await expect(router.run(single, signal, ok)).rejects.toMatchObject({ status: 503 });
+  expect(calls).toEqual(['r', 'r']);
+  now = 1001; // cool-down over: one probe goes through
+  const probe = await router.run(single, signal, ok);
+  probe.finish();
+  expect(probe.value).toBe('ok');
+  expect(router.isOpen(single.routes[0])).toBe(false);
+  expect(calls).toEqual(['r', 'r', 'r']);
+});
+
+test('a process that is draining refuses new upstream calls with 503', async () => {
+  const router = new Router(providers, config.routing);
+  router.draining = true;
+  await expect(router.run(model, new AbortController().signal, async () => 'x')).rejects.toMatchObject({ status: 503 });
+});
