@@ -1,11 +1,21 @@
 #!/usr/bin/env node
-// The `switchyard` command: runs the compiled CLI (make build), or the TypeScript sources through tsx in a checkout.
+// The `switchyard` command. In a checkout (src/ and tsx present) it runs the TypeScript sources, so it is never
+// stale; in an installed package it runs the compiled dist/ (make build).
 const path = require('node:path');
 const fs = require('node:fs');
-const compiled = path.join(__dirname, '..', 'dist', 'cli.js');
-if (fs.existsSync(compiled)) {
-  require(compiled).main(process.argv.slice(2));
-} else {
+const root = path.join(__dirname, '..');
+const source = path.join(root, 'src', 'cli.ts');
+let useSource = fs.existsSync(source);
+if (useSource) {
+  try {
+    require.resolve('tsx/cjs');
+  } catch {
+    useSource = false;
+  }
+}
+if (useSource) {
   require('tsx/cjs');
-  require(path.join(__dirname, '..', 'src', 'cli.ts')).main(process.argv.slice(2));
+  require(source).main(process.argv.slice(2));
+} else {
+  require(path.join(root, 'dist', 'cli.js')).main(process.argv.slice(2));
 }

@@ -9,6 +9,8 @@ import { createKey, getKey, KeyError, listKeys, SCOPES, setKeyEnabled, type ApiK
 import { DuplicateLedgerEntry, post } from './billing/ledger';
 import { formatUsd, parseUsd } from './billing/money';
 import { ConfigError } from './config';
+import { verifyLedger } from './billing/verify';
+import { entries } from './billing/ledger';
 import { connect, migrate } from './db';
 
 class UsageError extends Error {}
@@ -21,9 +23,13 @@ const HELP = `switchyard — OpenAI-compatible model gateway
   switchyard accounts show ID
   switchyard accounts list
   switchyard keys create --account ID [--name N] [--quota USD] [--models a,b] [--scopes chat,embeddings] [--disabled]
+                         [--rpm N] [--tpm N]            (per-key limits; default from the configuration)
   switchyard keys disable ID
   switchyard keys enable ID
   switchyard credits grant --account ID --usd N
+  switchyard ledger verify                           (exit 1 when a balance differs from its ledger)
+  switchyard ledger list --account ID [--limit N]
+  switchyard usage list [--account ID] [--key ID] [--limit N]
   switchyard demo                                    (a demo account with credits and a new key)
 
 Environment: DATABASE_URL (sqlite:<path> or mysql://user:pass@host:port/db; default sqlite:./data/switchyard.db),
@@ -81,6 +87,10 @@ function options(args: string[]): Opts {
         scopes: { type: 'string' },
         disabled: { type: 'boolean' },
         usd: { type: 'string' },
+        rpm: { type: 'string' },
+        tpm: { type: 'string' },
+        limit: { type: 'string' },
+        key: { type: 'string' },
         note: { type: 'string' },
       },
     }) as Opts;
@@ -97,6 +107,15 @@ function required(o: Opts, name: string): string {
 
 function id(value: string | undefined, what: string): number {
   if (!value || !/^\d+$/.test(value)) throw new UsageError(`${what} must be a numeric id`);
+  return Number(value);
+}
+
+function limit(o: Opts): number {
+  return o.values.limit === undefined ? 50 : Math.min(1000, count(String(o.values.limit), '--limit'));
+}
+
+function count(value: string, what: string): number {
+  if (!/^\d+$/.test(value)) throw new UsageError(`${what} must be a whole number`);
   return Number(value);
 }
 
@@ -130,6 +149,8 @@ async function dispatch(db: Knex, command: string, o: Opts): Promise<unknown> {
         models: list(o.values.models) ?? null,
         scopes,
         enabled: !o.values.disabled,
+        rpmLimit: o.values.rpm === undefined ? null : count(String(o.values.rpm), '--rpm'),
+        tpmLimit: o.values.tpm === undefined ? null : count(String(o.values.tpm), '--tpm'),
       });
       return { ...keyJson(key), key: secret, note: 'This key is shown once; only its hash is stored.' };
     }
@@ -150,6 +171,40 @@ async function dispatch(db: Knex, command: string, o: Opts): Promise<unknown> {
       const row = await post(db, { accountId, kind: 'grant', amountMicros: amount, note: (o.values.note as string) ?? null }, amount < 0 ? { floor: 0 } : {});
       if (!row) throw new AccountError(`account ${accountId} has less than ${formatUsd(-amount)} USD`);
       return { account_id: accountId, granted_usd: formatUsd(amount), balance_usd: formatUsd(row.balance_after), balance_micros: row.balance_after, ledger_id: row.id };
+    }
+    case 'ledger verify': {
+      const result = await verifyLedger(db);
+      if (!result.ok) process.exitCode = 1;
+      return result;
+    }
+    case 'ledger list': {
+      const accountId = id(required(o, 'account'), '--account');
+      return { entries: (await entries(db, accountId, limit(o))).map((e) => ({ ...e, amount_usd: formatUsd(e.amount_micros), created_at: new Date(e.created_at).toISOString() })) };
+    }
+    case 'usage list': {
+      const q = db('usage_records').orderBy('id', 'desc').limit(limit(o));
+      if (o.values.account) q.where('account_id', id(String(o.values.account), '--account'));
+      if (o.values.key) q.where('key_id', id(String(o.values.key), '--key'));
+      const rows = await q;
+      return {
+        usage: rows.map((r) => ({
+          request_id: r.request_id,
+          account_id: Number(r.account_id),
+          key_id: Number(r.key_id),
+          model: r.model,
+          provider: r.provider,
+          endpoint: r.endpoint,
+          status: Number(r.status),
+          prompt_tokens: Number(r.prompt_tokens),
+          completion_tokens: Number(r.completion_tokens),
+          counted: r.counted,
+          cost_usd: formatUsd(Number(r.cost_micros)),
+          cost_micros: Number(r.cost_micros),
+          latency_ms: r.latency_ms === null ? null : Number(r.latency_ms),
+          ttfb_ms: r.ttfb_ms === null ? null : Number(r.ttfb_ms),
+          created_at: new Date(Number(r.created_at)).toISOString(),
+        })),
+      };
     }
     case 'demo': {
       const email = 'demo@switchyard.local';
@@ -178,6 +233,8 @@ function keyJson(k: ApiKey) {
     used_usd: formatUsd(k.used_micros),
     models: k.models,
     scopes: k.scopes,
+    rpm_limit: k.rpm_limit,
+    tpm_limit: k.tpm_limit,
     created_at: new Date(k.created_at).toISOString(),
     last_used_at: k.last_used_at ? new Date(k.last_used_at).toISOString() : null,
   };
@@ -204,3 +261,5 @@ async function serve(args: string[]): Promise<void> {
   const started = await start({ port, host: parsed.values.host ?? process.env.HOST ?? '127.0.0.1' });
   stopOnSignals(started.stop);
 }
+
+if (require.main === module) void main(process.argv.slice(2));

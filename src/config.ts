@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import Ajv from 'ajv';
+import { parseUsd } from './billing/money';
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from 'yaml';
 
 export type ModelKind = 'chat' | 'completion' | 'embedding';
@@ -52,7 +53,7 @@ export interface ModelConfig {
   owned_by: string;
   /** Unix seconds, shown in /v1/models. */
   created: number;
-  /** USD per million tokens. */
+  /** Micro-USD per million tokens (the configuration says USD per million tokens, read exactly). */
   price: { input: number; output: number };
   /** Output tokens allowed when the request sets no max_tokens. */
   max_output_tokens: number;
@@ -63,8 +64,25 @@ export interface Config {
   file: string | null;
   server: { max_body_bytes: number };
   routing: RoutingConfig;
+  billing: BillingConfig;
+  limits: LimitsConfig;
   providers: Record<string, ProviderConfig>;
   models: ModelConfig[];
+}
+
+export interface BillingConfig {
+  /** A request whose balance covers fewer output tokens than this is refused instead of shortened. */
+  min_output_tokens: number;
+  /** How long a hold lives unless its process renews it (it renews every third of this). */
+  hold_ttl_ms: number;
+  /** How often expired holds (of processes that died) are settled. */
+  sweep_interval_ms: number;
+}
+
+/** Default per-key limits; a key's own setting wins. 0 means no limit. */
+export interface LimitsConfig {
+  rpm: number;
+  tpm: number;
 }
 
 export interface RoutingConfig {
@@ -112,6 +130,20 @@ const schema = {
       type: 'object',
       additionalProperties: false,
       properties: { max_body_bytes: { type: 'integer', minimum: 1024 } },
+    },
+    billing: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        min_output_tokens: { type: 'integer', minimum: 1 },
+        hold_ttl_ms: { type: 'integer', minimum: 100 },
+        sweep_interval_ms: { type: 'integer', minimum: 100 },
+      },
+    },
+    limits: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { rpm: { type: 'integer', minimum: 0 }, tpm: { type: 'integer', minimum: 0 } },
     },
     routing: {
       type: 'object',
@@ -234,6 +266,8 @@ export function parseConfig(text: string, file: string | null = null, env: NodeJ
 interface RawConfig {
   server?: { max_body_bytes?: number };
   routing?: Partial<RoutingConfig>;
+  billing?: Partial<BillingConfig>;
+  limits?: Partial<LimitsConfig>;
   providers: Record<string, Omit<Partial<ProviderConfig>, 'timeouts'> & { type: ProviderType; timeouts?: Partial<Timeouts> }>;
   models: (Partial<ModelConfig> & { id: string; kind: ModelKind; routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[] })[];
 }
@@ -268,7 +302,10 @@ function normalise(raw: RawConfig, file: string | null, fail: (p: (string | numb
       kind: m.kind,
       owned_by: m.owned_by ?? m.routes[0].provider,
       created: m.created ?? DEFAULT_CREATED,
-      price: { input: m.price?.input ?? 0, output: m.price?.output ?? 0 },
+      price: {
+        input: priceMicros(m.price?.input, ['models', i, 'price', 'input'], fail),
+        output: priceMicros(m.price?.output, ['models', i, 'price', 'output'], fail),
+      },
       max_output_tokens: m.max_output_tokens ?? 4096,
       routes: m.routes.map((r, j) => ({
         provider: r.provider,
@@ -283,9 +320,25 @@ function normalise(raw: RawConfig, file: string | null, fail: (p: (string | numb
     file,
     server: { max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024 },
     routing: { breaker_failures: raw.routing?.breaker_failures ?? 3, breaker_cooldown_ms: raw.routing?.breaker_cooldown_ms ?? 30_000 },
+    billing: {
+      min_output_tokens: raw.billing?.min_output_tokens ?? 16,
+      hold_ttl_ms: raw.billing?.hold_ttl_ms ?? 60_000,
+      sweep_interval_ms: raw.billing?.sweep_interval_ms ?? 30_000,
+    },
+    limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
     providers,
     models,
   };
+}
+
+/** USD per million tokens, as written → micro-USD per million tokens, exactly (at most 6 decimals). */
+function priceMicros(usd: number | undefined, path: (string | number)[], fail: (p: (string | number)[], m: string) => never): number {
+  if (usd === undefined) return 0;
+  try {
+    return parseUsd(String(usd));
+  } catch {
+    return fail(path, 'must be a USD amount with at most 6 decimals');
+  }
 }
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;

@@ -4,6 +4,8 @@ import type { App } from './app';
 import { loadConfig } from './config';
 import { connect, migrate } from './db';
 import { Gateway } from './gateway/gateway';
+import { Billing } from './billing/billing';
+import { RateLimits, connectRedis } from './billing/limits';
 import { createLogger } from './log';
 import { buildServer } from './server';
 
@@ -19,7 +21,10 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
   const db = connect(opts.databaseUrl);
   await migrate(db);
   const gateway = new Gateway(config);
-  const app: App = { db, config, gateway, log };
+  const redis = await connectRedis(process.env.REDIS_URL, log);
+  const billing = new Billing(db, config.billing, new RateLimits(config.limits, redis, log), log);
+  billing.start();
+  const app: App = { db, config, gateway, billing, log };
   const server = await buildServer(app, { port: opts.port, host: opts.host });
   await server.start();
   log.info({ url: server.info.uri, config: config.file, models: config.models.length }, 'switchyard listening');
@@ -29,7 +34,9 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
       log.info('shutting down: finishing requests in flight');
       gateway.drain();
       await server.stop({ timeout: 30_000 });
+      billing.stop();
       await gateway.close();
+      redis?.disconnect();
       await db.destroy();
     })());
   return { app, server, stop };

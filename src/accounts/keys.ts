@@ -16,6 +16,11 @@ export interface ApiKey {
   enabled: boolean;
   quota_micros: number | null;
   used_micros: number;
+  /** Reserved by requests in flight. */
+  held_micros: number;
+  /** Requests / tokens per minute; null: the configuration's default. */
+  rpm_limit: number | null;
+  tpm_limit: number | null;
   /** Allowed model ids, or null for every model. */
   models: string[] | null;
   scopes: Scope[];
@@ -59,6 +64,9 @@ function toKey(r: Record<string, unknown>): ApiKey {
     enabled: Boolean(r.enabled),
     quota_micros: r.quota_micros === null || r.quota_micros === undefined ? null : Number(r.quota_micros),
     used_micros: Number(r.used_micros),
+    held_micros: Number(r.held_micros ?? 0),
+    rpm_limit: r.rpm_limit === null || r.rpm_limit === undefined ? null : Number(r.rpm_limit),
+    tpm_limit: r.tpm_limit === null || r.tpm_limit === undefined ? null : Number(r.tpm_limit),
     models: r.models ? (JSON.parse(String(r.models)) as string[]) : null,
     scopes: String(r.scopes).split(',').filter(Boolean) as Scope[],
     created_at: Number(r.created_at),
@@ -73,6 +81,8 @@ export interface NewKey {
   models?: string[] | null;
   scopes?: Scope[];
   enabled?: boolean;
+  rpmLimit?: number | null;
+  tpmLimit?: number | null;
 }
 
 /** Creates a key and returns it with its secret, which is shown this once and never stored. */
@@ -82,6 +92,9 @@ export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; sec
   if (bad.length || !scopes.length) throw new KeyError(`scopes must be a non-empty list of ${SCOPES.join(', ')}; got ${scopes.join(',')}`);
   if (k.quotaMicros !== undefined && k.quotaMicros !== null && (!Number.isSafeInteger(k.quotaMicros) || k.quotaMicros < 0)) {
     throw new KeyError('quota must be >= 0');
+  }
+  for (const [name, v] of [['rpm', k.rpmLimit], ['tpm', k.tpmLimit]] as const) {
+    if (v !== undefined && v !== null && (!Number.isSafeInteger(v) || v < 0)) throw new KeyError(`${name} limit must be a whole number >= 0`);
   }
   if (k.models && (!k.models.length || k.models.some((m) => !m))) throw new KeyError('models must be a non-empty list of model ids');
   if (!(await db('accounts').where('id', k.accountId).first('id'))) throw new KeyError(`no account ${k.accountId}`);
@@ -96,6 +109,8 @@ export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; sec
     used_micros: 0,
     models: k.models ? JSON.stringify(k.models) : null,
     scopes: scopes.join(','),
+    rpm_limit: k.rpmLimit ?? null,
+    tpm_limit: k.tpmLimit ?? null,
     created_at: Date.now(),
   });
   const id = Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);

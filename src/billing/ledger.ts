@@ -44,32 +44,35 @@ export class DuplicateLedgerEntry extends Error {
  */
 export async function post(db: Knex, entry: LedgerEntry, opts: { floor?: number } = {}): Promise<LedgerRow | null> {
   try {
-    return await db.transaction(async (trx) => {
-      const q = trx('accounts').where('id', entry.accountId);
-      if (opts.floor !== undefined) q.andWhere('balance_micros', '>=', opts.floor - entry.amountMicros);
-      const changed = await q.increment('balance_micros', entry.amountMicros);
-      if (changed !== 1) return null;
-      const { balance_micros } = await trx('accounts').where('id', entry.accountId).first('balance_micros');
-      const row = {
-        account_id: entry.accountId,
-        kind: entry.kind,
-        amount_micros: entry.amountMicros,
-        balance_after: Number(balance_micros),
-        ref: entry.ref ?? null,
-        key_id: entry.keyId ?? null,
-        model: entry.model ?? null,
-        prompt_tokens: entry.promptTokens ?? null,
-        completion_tokens: entry.completionTokens ?? null,
-        note: entry.note ?? null,
-        created_at: Date.now(),
-      };
-      const [id] = await trx('ledger').insert(row);
-      return { id: Number(typeof id === 'object' ? (id as { id: number }).id : id), ...row };
-    });
+    return await db.transaction((trx) => postWithin(trx, entry, opts));
   } catch (e) {
     if (isUniqueViolation(e)) throw new DuplicateLedgerEntry(`ledger entry ${entry.kind} ${entry.ref} already exists`);
     throw e;
   }
+}
+
+/** The same as post(), inside a transaction the caller holds. */
+export async function postWithin(trx: Knex.Transaction, entry: LedgerEntry, opts: { floor?: number } = {}): Promise<LedgerRow | null> {
+  const q = trx('accounts').where('id', entry.accountId);
+  if (opts.floor !== undefined) q.andWhere('balance_micros', '>=', opts.floor - entry.amountMicros);
+  const changed = await q.increment('balance_micros', entry.amountMicros);
+  if (changed !== 1) return null;
+  const { balance_micros } = await trx('accounts').where('id', entry.accountId).first('balance_micros');
+  const row = {
+    account_id: entry.accountId,
+    kind: entry.kind,
+    amount_micros: entry.amountMicros,
+    balance_after: Number(balance_micros),
+    ref: entry.ref ?? null,
+    key_id: entry.keyId ?? null,
+    model: entry.model ?? null,
+    prompt_tokens: entry.promptTokens ?? null,
+    completion_tokens: entry.completionTokens ?? null,
+    note: entry.note ?? null,
+    created_at: Date.now(),
+  };
+  const [id] = await trx('ledger').insert(row);
+  return { id: Number(typeof id === 'object' ? (id as { id: number }).id : id), ...row };
 }
 
 export async function entries(db: Knex, accountId: number, limit = 100): Promise<LedgerRow[]> {

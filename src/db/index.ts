@@ -69,3 +69,21 @@ export function isUniqueViolation(e: unknown): boolean {
   const code = (e as { code?: string }).code;
   return code === 'ER_DUP_ENTRY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
+
+/** Lock conflicts that a transaction can simply run again after (MySQL deadlock / lock wait, SQLite busy). */
+function isTransient(e: unknown): boolean {
+  const code = (e as { code?: string }).code;
+  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
+}
+
+/** Runs a transaction, again (a few times, after a short random pause) when it lost a lock conflict. */
+export async function transact<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>, attempts = 6): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await db.transaction(work);
+    } catch (e) {
+      if (i >= attempts || !isTransient(e)) throw e;
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * i));
+    }
+  }
+}

@@ -9,7 +9,7 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null ||
 trap cleanup EXIT
 
 export DATABASE_URL="sqlite:$tmp/contract.db" SWITCHYARD_CONFIG=test/contract/switchyard.contract.yaml LOG_LEVEL=warn
-cli() { node bin/switchyard.js "$@"; }
+cli() { node dist/cli.js "$@"; }
 field() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
 
 account=$(cli accounts create --email contract@example.com --credits 100 | field id)

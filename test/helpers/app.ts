@@ -8,6 +8,8 @@ import { createKey, type NewKey } from '../../src/accounts/keys';
 import { parseConfig } from '../../src/config';
 import { connect } from '../../src/db';
 import { Gateway } from '../../src/gateway/gateway';
+import { Billing } from '../../src/billing/billing';
+import { RateLimits } from '../../src/billing/limits';
 import { buildServer } from '../../src/server';
 
 export interface TestGateway {
@@ -24,7 +26,10 @@ export async function startGateway(configYaml: string, env: NodeJS.ProcessEnv = 
   const config = parseConfig(configYaml, 'test.yaml', env);
   const db = connect(process.env.DATABASE_URL);
   const gateway = new Gateway(config);
-  const app: App = { db, config, gateway, log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) };
+  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const billing = new Billing(db, config.billing, new RateLimits(config.limits, null, log), log);
+  billing.start();
+  const app: App = { db, config, gateway, billing, log };
   const server = await buildServer(app, { port: 0, host: '127.0.0.1' });
   await server.start();
   return {
@@ -33,6 +38,7 @@ export async function startGateway(configYaml: string, env: NodeJS.ProcessEnv = 
     url: `http://127.0.0.1:${server.info.port}`,
     async close() {
       await server.stop({ timeout: 1000 });
+      billing.stop();
       await gateway.close();
       await db.destroy();
     },

@@ -150,6 +150,8 @@ describe('keys', () => {
       enabled: false,
       quota_usd: '2.500000',
       used_usd: '0.000000',
+      rpm_limit: null,
+      tpm_limit: null,
       models: ['gpt-4o-mini', 'mock-chat'],
       scopes: ['chat', 'models'],
       created_at: expect.stringMatching(ISO),

@@ -101,11 +101,12 @@ describe('text answers', () => {
     });
   });
 
-  test('max_tokens is used when max_completion_tokens is absent; no generationConfig when nothing is set', async () => {
+  test('max_tokens is used when max_completion_tokens is absent; without either, the model allowance the hold covers', async () => {
     await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], max_tokens: 33, stop: 'STOP!' });
     expect(upstream.last().body.generationConfig).toEqual({ maxOutputTokens: 33, stopSequences: ['STOP!'] });
     await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }] });
-    expect(upstream.last().body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'x' }] }] });
+    // the gateway caps the output at what it held for the request: the model's max_output_tokens (default 4096)
+    expect(upstream.last().body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'x' }] }], generationConfig: { maxOutputTokens: 4096 } });
   });
 
   test('response_format json_schema becomes responseMimeType and responseJsonSchema', async () => {
@@ -118,7 +119,7 @@ describe('text answers', () => {
     });
     expect(res.choices[0].message.content).toBe('{"a":1}');
     const { $schema: _s, ...rest } = schema;
-    expect(upstream.last().body.generationConfig).toEqual({ responseMimeType: 'application/json', responseJsonSchema: rest });
+    expect(upstream.last().body.generationConfig).toEqual({ responseMimeType: 'application/json', responseJsonSchema: rest, maxOutputTokens: 4096 });
   });
 
   test('streaming: a role chunk, the text as it comes, a finish chunk, one id; no usage chunk unless asked', async () => {

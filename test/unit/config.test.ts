@@ -80,7 +80,7 @@ models:
       kind: 'embedding',
       owned_by: 'openai',
       created: 1_700_000_000,
-      price: { input: 0.02, output: 0 },
+      price: { input: 20_000, output: 0 }, // micro-USD per million tokens
       max_output_tokens: 1,
       routes: [{ provider: 'local', model: 'text-embedding-3-small' }],
     });

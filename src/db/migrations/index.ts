@@ -1,9 +1,11 @@
 /** Migrations are listed here (not discovered from disk) so they run the same from src/ under tsx and from dist/. */
 import type { Knex } from 'knex';
 import * as m001 from './001_accounts_keys_ledger';
+import * as m002 from './002_holds_usage_limits';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
+  '002_holds_usage_limits': m002,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -2,7 +2,8 @@
  * Provider `gemini`: Google's Gemini API (generativelanguage v1beta). Chat requests are translated to
  * generateContent / streamGenerateContent (SSE), embeddings to embedContent / batchEmbedContents, and the answers
  * back into OpenAI's shapes (see translate.ts). Legacy completions are not served: the gateway turns a completion
- * on a chat model into a chat request.
+ * on a chat model into a chat request. The key goes in the `x-goog-api-key` header (never in the URL, where it could end
+ * up in logs).
  */
 import type { ProviderConfig } from '../../../config';
 import {
@@ -17,19 +18,19 @@ import {
   type Provider,
   type UpstreamCall,
 } from '../../types';
-import { GeminiHttp } from './http';
+import { UpstreamHttp, eventObjects, str, type ErrorReader } from '../http';
 import { ChatStreamTranslator, fromEmbedResponse, fromGeminiResponse, resourceName, toEmbedCall, toGeminiRequest, type SignatureStore } from './translate';
-import type { GenerateContentResponse } from './wire';
+import type { GeminiError, GenerateContentResponse } from './wire';
 
 /** Thought signatures kept for replay (see SKIP_THOUGHT_SIGNATURE); the oldest are forgotten first. */
 const SIGNATURES_KEPT = 4096;
 
 export class GeminiProvider implements Provider {
-  private readonly http: GeminiHttp;
+  private readonly http: UpstreamHttp;
   private readonly signatures = new Map<string, string>();
 
   constructor(readonly config: ProviderConfig) {
-    this.http = new GeminiHttp(config);
+    this.http = new UpstreamHttp(config, { ...(config.api_key ? { 'x-goog-api-key': config.api_key } : {}), ...config.headers }, readError);
   }
 
   async chat(call: UpstreamCall<ChatRequest>): Promise<ChatResponse> {
@@ -43,7 +44,7 @@ export class GeminiProvider implements Provider {
     const store = this.store(call.model);
     const req = toGeminiRequest(call.body, store);
     const t = new ChatStreamTranslator(call.model, store);
-    for await (const ev of this.http.events(`/${path(call.model)}:streamGenerateContent?alt=sse`, req, call.signal)) {
+    for await (const ev of this.http.stream(`/${path(call.model)}:streamGenerateContent?alt=sse`, req, call.signal, eventObjects)) {
       yield* t.push(ev as GenerateContentResponse);
     }
     yield* t.end();
@@ -84,6 +85,17 @@ export class GeminiProvider implements Provider {
 function path(model: string): string {
   return resourceName(model).split('/').map(encodeURIComponent).join('/');
 }
+
+/** Gemini answers `{error}`, or `[{error}]` from some streaming endpoints. */
+const readError: ErrorReader = (body, status) => {
+  const error = ((Array.isArray(body) ? body[0] : body) as { error?: GeminiError } | undefined)?.error;
+  return {
+    // A bad key is our configuration's fault, not the caller's: Gemini says 400, we treat it as 401 (→ 502).
+    status: status === 400 && error?.details?.some((d) => d.reason === 'API_KEY_INVALID') ? 401 : status,
+    message: str(error?.message),
+    code: error?.status,
+  };
+};
 
 function notCompletions(): UpstreamError {
   return new UpstreamError('status', 'the gemini provider does not serve legacy completions', 400, 'This model only supports /v1/chat/completions');
