@@ -1318,12 +1318,23 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Rate limit exceeded, insufficient balance or key quota, or the upstream provider is rate limiting. */
+        /**
+         * @description Rate limit exceeded (`rate_limit_error` / `rate_limit_exceeded`, with `retry-after` and the
+         *     `x-ratelimit-*` headers), insufficient balance or key quota (`insufficient_quota`, with
+         *     `x-should-retry: false` and no `retry-after`: retrying cannot help until credits are added), or the
+         *     upstream provider is rate limiting us on every route (`upstream_rate_limited`).
+         */
         TooManyRequests: {
             headers: {
                 "x-request-id": components["headers"]["XRequestId"];
                 "retry-after": components["headers"]["RetryAfter"];
                 "x-should-retry": components["headers"]["XShouldRetry"];
+                "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
                 [name: string]: unknown;
             };
             content: {
@@ -1379,6 +1390,36 @@ export interface components {
          * @example true
          */
         XShouldRetry: "true" | "false";
+        /**
+         * @description Requests per minute this key may make (absent when the key has no request limit).
+         * @example 60
+         */
+        XRateLimitLimitRequests: number;
+        /**
+         * @description Requests left in the current minute window.
+         * @example 59
+         */
+        XRateLimitRemainingRequests: number;
+        /**
+         * @description Time until the request window resets, as a Go-style duration.
+         * @example 1m0s
+         */
+        XRateLimitResetRequests: string;
+        /**
+         * @description Tokens per minute this key may use: prompt tokens plus the output allowance (absent when the key has no token limit).
+         * @example 200000
+         */
+        XRateLimitLimitTokens: number;
+        /**
+         * @description Tokens left in the current minute window.
+         * @example 198750
+         */
+        XRateLimitRemainingTokens: number;
+        /**
+         * @description Time until the token window resets, as a Go-style duration.
+         * @example 12.5s
+         */
+        XRateLimitResetTokens: string;
     };
     pathItems: never;
 }
@@ -1404,6 +1445,12 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1450,6 +1497,12 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1512,6 +1565,12 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
                     [name: string]: unknown;
                 };
                 content: {

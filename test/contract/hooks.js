@@ -13,6 +13,7 @@ const addFormats = require('ajv-formats');
 
 const KEY = process.env.CONTRACT_KEY;
 const LIMITED_KEY = process.env.CONTRACT_LIMITED_KEY; // scope: embeddings only
+const BROKE_KEY = process.env.CONTRACT_BROKE_KEY; // an account with no credits: 429 insufficient_quota
 const api = new OpenAPIBackend({
   definition: path.join(__dirname, '..', '..', 'openapi', 'openapi.yaml'),
   quick: true,
@@ -23,8 +24,8 @@ const api = new OpenAPIBackend({
   },
 });
 
-// Statuses that cannot be provoked against a healthy single process with no billing limits configured.
-const NOT_PROVOKED = new Set(['429', '500', '503']);
+// Statuses that cannot be provoked from outside a healthy process: a bug (500), an outage or shutdown (503).
+const NOT_PROVOKED = new Set(['500', '503']);
 // Models whose only upstream refuses connections (test/contract/switchyard.contract.yaml).
 const UNREACHABLE = { createChatCompletion: 'unreachable-chat', createCompletion: 'unreachable-completion', createEmbedding: 'unreachable-embedding' };
 
@@ -36,8 +37,12 @@ hooks.beforeEach((t, done) => {
   const status = String(t.expected.statusCode);
   const op = operationOf(t);
   t.request.headers.Authorization = `Bearer ${KEY}`;
+  // Dredd treats every documented header as required; the optional ones (retry-after, x-ratelimit-*) are
+  // checked below where they must be present.
+  for (const h of Object.keys(t.expected.headers)) if (!['content-type', 'x-request-id'].includes(h.toLowerCase())) delete t.expected.headers[h];
   const body = t.request.body ? JSON.parse(t.request.body) : undefined;
   if (NOT_PROVOKED.has(status)) t.skip = true;
+  if (status === '429') t.request.headers.Authorization = `Bearer ${BROKE_KEY}`;
   if (status === '401') t.request.headers.Authorization = 'Bearer sk-not-a-real-key-000000000000000000000000';
   if (status === '403') {
     if (op === 'createEmbedding') t.skip = true; // the limited key may embed
@@ -61,6 +66,8 @@ hooks.beforeEachValidation((t, done) => {
   const op = api.router.matchOperation({ method: t.request.method, path: t.request.uri.split('?')[0], headers: {} });
   const status = Number(t.real.statusCode);
   if (!t.real.headers['x-request-id']) t.fail = 'no x-request-id header';
+  else if (status === 429 && t.real.headers['x-should-retry'] !== 'false') t.fail = 'insufficient quota without x-should-retry: false';
+  else if (status === 200 && t.request.method === 'POST' && !t.real.headers['x-ratelimit-limit-requests']) t.fail = 'no x-ratelimit-* headers';
   else if (op && real.startsWith('application/json')) {
     const errors = check(JSON.parse(t.real.body), op, status);
     if (errors) t.fail = errors;

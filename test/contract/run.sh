@@ -15,6 +15,8 @@ field() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>consol
 account=$(cli accounts create --email contract@example.com --credits 100 | field id)
 export CONTRACT_KEY=$(cli keys create --account "$account" --name contract | field key)
 export CONTRACT_LIMITED_KEY=$(cli keys create --account "$account" --name limited --scopes embeddings | field key)
+broke=$(cli accounts create --email broke@example.com | field id)
+export CONTRACT_BROKE_KEY=$(cli keys create --account "$broke" --name broke | field key)
 
 port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 cli serve --port "$port" > "$tmp/server.log" 2>&1 &
