@@ -12,6 +12,7 @@ import { ConfigError } from './config';
 import { verifyLedger } from './billing/verify';
 import { entries } from './billing/ledger';
 import { connect, migrate } from './db';
+import { start, stopOnSignals } from './main';
 
 class UsageError extends Error {}
 
@@ -257,7 +258,6 @@ async function serve(args: string[]): Promise<void> {
   }
   const port = Number(parsed.values.port ?? process.env.PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number');
-  const { start, stopOnSignals } = await import('./main');
   const started = await start({ port, host: parsed.values.host ?? process.env.HOST ?? '127.0.0.1' });
   stopOnSignals(started.stop);
 }

@@ -32,7 +32,7 @@ export class RateLimits {
   async admit(key: ApiKey, tokens: number): Promise<LimitGrant> {
     const rpm = key.rpm_limit ?? this.defaults.rpm;
     const tpm = key.tpm_limit ?? this.defaults.tpm;
-    const id = String(key.id);
+    const id = `${key.id}:${key.prefix}`; // the prefix keeps keys of different databases apart in a shared Redis
     const headers: Record<string, string> = {};
     let requests: RateLimiterRes | null = null;
     if (rpm > 0) {

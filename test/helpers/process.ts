@@ -1,0 +1,64 @@
+/** Gateway processes for tests that need several of them (shared database, shared Redis) or need to kill one. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+export interface GatewayProcess {
+  url: string;
+  proc: ChildProcess;
+  output: () => string;
+  /** SIGTERM (graceful) by default; SIGKILL to simulate a crash. Resolves when the process has exited. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function writeConfig(yaml: string): string {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-cfg-')), 'switchyard.yaml');
+  fs.writeFileSync(file, yaml);
+  return file;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startProcess(configFile: string, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'switchyard.js'), 'serve', '--port', String(port)], {
+    cwd: ROOT,
+    env: { ...process.env, SWITCHYARD_CONFIG: configFile, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (proc.exitCode !== null) throw new Error(`the gateway exited at start-up:\n${out}`);
+    try {
+      await fetch(`${url}/v1/models`);
+      break;
+    } catch {
+      if (i > 300) throw new Error(`the gateway did not start:\n${out}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    url,
+    proc,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited;
+    },
+  };
+}
