@@ -29,17 +29,8 @@ export async function metered<B extends Body, T>(
   input: MeteredInput<B>,
   run: (body: B) => Promise<Answer<T>>,
 ): Promise<{ body: T; headers: Record<string, string> }> {
-  const { admission, body } = await admit(input);
-  const started = Date.now();
-  let answer: Answer<T>;
-  try {
-    answer = await run(body);
-  } catch (e) {
-    await admission.settle({ status: e instanceof ApiError ? e.status : 500, meter: null });
-    if (e instanceof ApiError) Object.assign(e.headers, admission.headers);
-    throw e;
-  }
-  await admission.settle({ status: 200, meter: answer.meter, ttfbMs: Date.now() - started });
+  const { admission, value: answer, ttfbMs } = await call(input, run);
+  await admission.settle({ status: 200, meter: answer.meter, ttfbMs });
   return { body: answer.body, headers: admission.headers };
 }
 
@@ -47,17 +38,7 @@ export async function meteredStream<B extends Body, T>(
   input: MeteredInput<B>,
   run: (body: B) => Promise<ChunkStream<T>>,
 ): Promise<ChunkStream<T> & { headers: Record<string, string> }> {
-  const { admission, body } = await admit(input);
-  const started = Date.now();
-  let stream: ChunkStream<T>;
-  try {
-    stream = await run(body);
-  } catch (e) {
-    await admission.settle({ status: e instanceof ApiError ? e.status : 500, meter: null });
-    if (e instanceof ApiError) Object.assign(e.headers, admission.headers);
-    throw e;
-  }
-  const ttfbMs = Date.now() - started;
+  const { admission, value: stream, ttfbMs } = await call(input, run);
   admission.track(() => stream.meter().usage);
   async function* chunks(): AsyncGenerator<T> {
     let status = 499; // unless the stream completes or fails, its client went away
@@ -72,6 +53,20 @@ export async function meteredStream<B extends Body, T>(
     }
   }
   return { chunks: chunks(), meter: stream.meter, headers: admission.headers };
+}
+
+/** Admits the request and makes the upstream call; a call that fails releases its hold and keeps the limit headers. */
+async function call<B extends Body, V>(input: MeteredInput<B>, run: (body: B) => Promise<V>) {
+  const { admission, body } = await admit(input);
+  const started = Date.now();
+  try {
+    const value = await run(body);
+    return { admission, value, ttfbMs: Date.now() - started };
+  } catch (e) {
+    await admission.settle({ status: e instanceof ApiError ? e.status : 500, meter: null });
+    if (e instanceof ApiError) Object.assign(e.headers, admission.headers);
+    throw e;
+  }
 }
 
 async function admit<B extends Body>(input: MeteredInput<B>) {
