@@ -6,10 +6,12 @@ HOST ?= 127.0.0.1
 MYSQL_URL ?= mysql://root@127.0.0.1:3306/test
 export SWITCHYARD_CONFIG ?= $(if $(wildcard switchyard.yaml),switchyard.yaml,switchyard.example.yaml)
 
-.PHONY: install generate generate-check build run serve test typecheck lint unit integration integration-mysql contract mock migrate bench clean
+.PHONY: install generate generate-check build run serve test typecheck lint unit integration integration-mysql contract e2e mock migrate bench clean
 
+# npm 11.19 refuses `npm ci` on lockfiles without other platforms' optional binaries ("Missing: @swc/core-darwin-arm64
+# from lock file"); `npm install` then installs the same pinned tree without changing the lockfile.
 node_modules/.installed: package.json package-lock.json
-	$(NPM) ci --no-audit --no-fund
+	$(NPM) ci --no-audit --no-fund || $(NPM) install --no-audit --no-fund
 	@touch $@
 
 install: node_modules/.installed
@@ -22,6 +24,7 @@ generate-check: install
 
 build: install
 	$(NPM) run -s build
+	$(NPM) run -s build:console
 
 migrate: install
 	node bin/switchyard.js migrate
@@ -49,14 +52,18 @@ integration-mysql: install
 contract: build
 	bash test/contract/run.sh
 
+# The web console in headless Chromium (/usr/bin/chromium, Debian's package) against a real gateway.
+e2e: build
+	$(NPM) exec -- jest test/e2e
+
 # Prism serves the contract's examples on :4010, offline; no database or upstream needed.
 mock: install
 	node_modules/.bin/prism mock -h 127.0.0.1 -p 4010 openapi/openapi.yaml
 
-test: typecheck lint generate-check unit integration integration-mysql contract
+test: typecheck lint generate-check unit integration integration-mysql contract e2e
 
 bench: build
 	node test/bench/overhead.mjs
 
 clean:
-	rm -rf dist data
+	rm -rf dist data console/dist

@@ -116,6 +116,488 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/api/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register an account
+         * @description Creates an account with the starter credits (configuration
+         *     `console.starter_credits_usd`, default 1 USD, ledger kind `signup`) and logs
+         *     it in: the answer sets the `sy_session` cookie (HttpOnly, SameSite=Lax,
+         *     Path=/, Secure over HTTPS) and carries the CSRF token for later
+         *     state-changing calls.
+         *
+         *     With a valid `referral_code` (another account's), the new account and the
+         *     referrer each receive `console.referral_credits_usd` (default 20 USD, ledger
+         *     kind `referral`), once per new account. An unknown code is a 400 with
+         *     `param: referral_code`; nothing is created.
+         *
+         *     The password must have at least 10 characters, must not be only letters or
+         *     only digits, and must not be the email address (400, `param: password`).
+         *     Registrations are limited per client address (429).
+         */
+        post: operations["register"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Log in
+         * @description Checks the email and password and sets the `sy_session` cookie. A wrong
+         *     email or password is a 401 (`Invalid email or password`, the same for
+         *     both); a disabled account a 403 `account_disabled`. Failed attempts are
+         *     limited per email and per client address (429 with `retry-after`).
+         */
+        post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Log out
+         * @description Deletes the session on the server and clears the cookie.
+         */
+        post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The current session
+         * @description The logged-in account and the session's CSRF token; 401 when not logged in.
+         */
+        get: operations["getSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account
+         * @description Email, balance, referral code and link, and totals: spent on requests,
+         *     number of requests, topped up (cards and codes), received as referral
+         *     credits. The referral link is built from `console.public_url`, or else from
+         *     the scheme and host the request came in with.
+         */
+        get: operations["getAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's API keys */
+        get: operations["listConsoleKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Creates a key; the answer's `secret` is the full `sk-` key, shown this
+         *     once (only its hash is stored). `quota_usd` limits what the key may spend
+         *     (null or absent: no limit), `models` the models it may use (null or
+         *     absent: all; each must be a configured model), `scopes` the endpoints
+         *     (default: all).
+         */
+        post: operations["createConsoleKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The key's id (from the key list).
+                 * @example 7
+                 */
+                id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an API key
+         * @description Deletes the key; `/v1` refuses it from its next request on. Its usage and
+         *     ledger rows stay. Another account's key is a 404.
+         */
+        delete: operations["deleteConsoleKey"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an API key
+         * @description Renames, enables or disables the key, sets its quota (`null`: no quota),
+         *     its models (`null`: all) or its scopes; only the fields given change. A
+         *     disabled key is refused by `/v1` from its next request on. Another
+         *     account's key is a 404.
+         */
+        patch: operations["updateConsoleKey"];
+        trace?: never;
+    };
+    "/console/api/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Models and prices
+         * @description Every configured model with its price in USD per million input and output tokens.
+         */
+        get: operations["listConsoleModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/topup/redeem": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeem a top-up code
+         * @description Credits a redemption code (made by an admin) to the account, once: a code
+         *     that was already redeemed, by anyone, is a 409 `code_redeemed`; an unknown
+         *     code a 400 `invalid_code` with `param: code`. Case, spaces and dashes in
+         *     the code do not matter.
+         */
+        post: operations["redeemCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/topup/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How the account can top up
+         * @description `card` is true when card payments (Stripe Checkout) are configured; the
+         *     card amount must lie between `min_usd` and `max_usd`.
+         */
+        get: operations["getTopupOptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/topup/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a card payment
+         * @description Creates a Stripe Checkout Session for `amount_usd` (whole cents, between
+         *     the options' `min_usd` and `max_usd`) and returns its id and the `url` to
+         *     send the browser to. Stripe returns the browser to `/console/topup`. The
+         *     account is credited when Stripe reports the payment to the webhook. 404
+         *     `card_payments_not_configured` when the gateway has no Stripe keys.
+         */
+        post: operations["createCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe webhook
+         * @description Called by Stripe, not by browsers. The `stripe-signature` header is
+         *     verified over the raw request body with the webhook secret (400 and
+         *     nothing credited when it does not match). `checkout.session.completed`
+         *     with `payment_status: paid` (and `checkout.session.async_payment_succeeded`)
+         *     credits `amount_total` cents to the account in the session's
+         *     `metadata.account_id`, once per Checkout Session however often and in
+         *     whatever order the events arrive; every other event is acknowledged and
+         *     ignored. 404 when the gateway has no Stripe keys.
+         */
+        post: operations["stripeWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage records
+         * @description The account's requests, newest first, `limit` at a time; pass
+         *     `next_cursor` back as `cursor` for the next page (null: no more).
+         *     Filters: `key_id` (a key of this account; other ids match nothing),
+         *     `from` (inclusive) and `to` (exclusive), as ISO 8601 dates or date-times.
+         *     `totals` sums the whole filtered range per model, whatever the page.
+         */
+        get: operations["listUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/usage/daily": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Requests and cost per day
+         * @description The last `days` days (UTC, today included), oldest first, every day
+         *     present (zeros included).
+         */
+        get: operations["getDailyUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Ledger
+         * @description Every change of the balance, newest first: `signup`, `referral`, `topup`
+         *     (card), `redemption` (code), `grant` and `adjustment` (admin), `usage`
+         *     (one per request), `refund`. Paged and filtered like the usage records.
+         */
+        get: operations["listLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List accounts
+         * @description Accounts in id order, `limit` at a time (`next_cursor` → `cursor`),
+         *     optionally those whose email contains `email`. The admin API needs
+         *     `Authorization: Bearer <ADMIN_TOKEN>`; a gateway started without
+         *     ADMIN_TOKEN answers every admin path with 404.
+         */
+        get: operations["adminListAccounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/accounts/{id}/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Grant or remove credits
+         * @description Adds `usd` to the balance (ledger kind `grant`), or removes it when
+         *     negative (kind `adjustment`); a removal that would take the balance
+         *     below zero is a 400 `insufficient_balance` and changes nothing.
+         */
+        post: operations["adminGrantCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/accounts/{id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable an account
+         * @description The account's API keys are refused (401) from their next request on, and
+         *     its console sessions end.
+         */
+        post: operations["adminDisableAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/accounts/{id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Enable an account */
+        post: operations["adminEnableAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/redemption-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create redemption codes
+         * @description Makes `count` single-use codes worth `usd` each (100 random bits each).
+         *     The codes are shown this once; only their hashes are stored.
+         */
+        post: operations["adminCreateRedemptionCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1266,9 +1748,270 @@ export interface components {
                 total_tokens: number;
             };
         };
+        /**
+         * @description An amount of USD with exactly six decimals (micro-USD precision).
+         * @example 12.345678
+         */
+        Usd: string;
+        /**
+         * @description An amount of USD, at most six decimals, as a decimal string (preferred) or a number.
+         * @example 25.50
+         */
+        UsdInput: string | number;
+        RegisterRequest: {
+            /** Format: email */
+            email: string;
+            /** @description At least 10 characters, not only letters, not only digits, not the email address. */
+            password: string;
+            /** @description Another account's referral code (from its referral link). */
+            referral_code?: string | null;
+        };
+        LoginRequest: {
+            email: string;
+            password: string;
+        };
+        ConsoleAccount: {
+            id: number;
+            email: string;
+            balance_usd: components["schemas"]["Usd"];
+            /** @description The balance in micro-USD (1 USD = 1,000,000). */
+            balance_micros: number;
+            referral_code: string;
+            /**
+             * Format: uri
+             * @description Absolute link to the registration page with this account's referral code.
+             */
+            referral_link: string;
+            /** Format: date-time */
+            created_at: string;
+            totals: {
+                spent_usd: components["schemas"]["Usd"];
+                /** @description Requests recorded (successful or not). */
+                requests: number;
+                topped_up_usd: components["schemas"]["Usd"];
+                referral_usd: components["schemas"]["Usd"];
+            };
+        };
+        ConsoleSession: {
+            account: components["schemas"]["ConsoleAccount"];
+            /** @description Send it as `x-csrf-token` on every state-changing console call. */
+            csrf_token: string;
+        };
+        /** @enum {string} */
+        KeyScope: "chat" | "completions" | "embeddings" | "models";
+        ConsoleKey: {
+            id: number;
+            name: string | null;
+            /** @description The first characters of the key, for recognising it (`sk-Ab3dE9`). */
+            prefix: string;
+            enabled: boolean;
+            /** @description What the key may spend in total; null for no limit. */
+            quota_usd: components["schemas"]["Usd"] | null;
+            used_usd: components["schemas"]["Usd"];
+            /** @description The models the key may use; null for every model. */
+            models: string[] | null;
+            scopes: components["schemas"]["KeyScope"][];
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Recorded at most once a minute.
+             */
+            last_used_at: string | null;
+        };
+        ConsoleKeyList: {
+            data: components["schemas"]["ConsoleKey"][];
+        };
+        CreateConsoleKeyRequest: {
+            name?: string | null;
+            /** @description Spending limit of the key; null or absent for none. */
+            quota_usd?: components["schemas"]["UsdInput"] | null;
+            /** @description Allowed model ids; null or absent for every model. */
+            models?: string[] | null;
+            /** @description Allowed endpoints; default all. */
+            scopes?: components["schemas"]["KeyScope"][];
+        };
+        UpdateConsoleKeyRequest: {
+            name?: string | null;
+            enabled?: boolean;
+            /** @description Spending limit of the key; null for none. */
+            quota_usd?: components["schemas"]["UsdInput"] | null;
+            /** @description Allowed model ids; null for every model. */
+            models?: string[] | null;
+            scopes?: components["schemas"]["KeyScope"][];
+        };
+        CreatedConsoleKey: {
+            key: components["schemas"]["ConsoleKey"];
+            /** @description The full API key. It is shown this once and cannot be retrieved later. */
+            secret: string;
+        };
+        ConsoleModel: {
+            id: string;
+            /** @enum {string} */
+            kind: "chat" | "completion" | "embedding";
+            owned_by: string;
+            input_usd_per_million: components["schemas"]["Usd"];
+            output_usd_per_million: components["schemas"]["Usd"];
+        };
+        ConsoleModelList: {
+            data: components["schemas"]["ConsoleModel"][];
+        };
+        RedeemRequest: {
+            code: string;
+        };
+        RedeemResponse: {
+            amount_usd: components["schemas"]["Usd"];
+            balance_usd: components["schemas"]["Usd"];
+        };
+        TopupOptions: {
+            /** @description Card payments (Stripe Checkout) are available. */
+            card: boolean;
+            min_usd: components["schemas"]["Usd"];
+            max_usd: components["schemas"]["Usd"];
+            /** @constant */
+            currency: "usd";
+        };
+        CheckoutRequest: {
+            amount_usd: components["schemas"]["UsdInput"];
+        };
+        CheckoutResponse: {
+            /** @description The Stripe Checkout Session id. */
+            id: string;
+            /**
+             * Format: uri
+             * @description Where to send the browser to pay.
+             */
+            url: string;
+        };
+        /** @description A Stripe event, as Stripe sends it (only the fields the gateway reads are listed). */
+        StripeEvent: {
+            id: string;
+            type: string;
+            data: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        StripeWebhookResponse: {
+            /** @constant */
+            received: true;
+            /**
+             * @description `credited`: the account was credited now; `duplicate`: this Checkout
+             *     Session was credited before; `ignored`: another event, or a session
+             *     that is not paid (yet) or cannot be credited.
+             * @enum {string}
+             */
+            outcome: "credited" | "duplicate" | "ignored";
+        };
+        UsageRecord: {
+            request_id: string;
+            /** @description The key used (it may have been deleted since). */
+            key_id: number;
+            model: string;
+            /** @description HTTP status of the answer. */
+            status: number;
+            prompt_tokens: number;
+            completion_tokens: number;
+            /**
+             * @description Where the token counts come from: `upstream` (reported by the
+             *     provider), `tokenizer` (counted by the gateway), `checkpoint` (settled
+             *     after a gateway process stopped), `none` (no upstream answer).
+             * @enum {string}
+             */
+            counted: "upstream" | "tokenizer" | "checkpoint" | "none";
+            cost_usd: components["schemas"]["Usd"];
+            latency_ms: number | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        ModelUsageTotal: {
+            model: string;
+            requests: number;
+            prompt_tokens: number;
+            completion_tokens: number;
+            cost_usd: components["schemas"]["Usd"];
+        };
+        UsagePage: {
+            data: components["schemas"]["UsageRecord"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+            /** @description Per model, over the whole filtered range. */
+            totals: components["schemas"]["ModelUsageTotal"][];
+        };
+        DailyUsage: {
+            data: {
+                /** Format: date */
+                date: string;
+                requests: number;
+                cost_usd: components["schemas"]["Usd"];
+            }[];
+        };
+        /** @enum {string} */
+        LedgerKind: "signup" | "referral" | "topup" | "redemption" | "grant" | "adjustment" | "usage" | "refund";
+        LedgerEntry: {
+            id: number;
+            kind: components["schemas"]["LedgerKind"];
+            amount_usd: components["schemas"]["Usd"];
+            balance_after_usd: components["schemas"]["Usd"];
+            /** @description What the row is for (request id, Checkout Session id, code id...). */
+            ref: string | null;
+            model: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        LedgerPage: {
+            data: components["schemas"]["LedgerEntry"][];
+            next_cursor: string | null;
+        };
+        AdminAccount: {
+            id: number;
+            email: string;
+            /** @enum {string} */
+            status: "active" | "disabled";
+            balance_usd: components["schemas"]["Usd"];
+            balance_micros: number;
+            referral_code: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        AdminAccountList: {
+            data: components["schemas"]["AdminAccount"][];
+            next_cursor: string | null;
+        };
+        GrantCreditsRequest: {
+            /** @description USD to add (negative to remove), at most six decimals, not zero. */
+            usd: string | number;
+            note?: string | null;
+        };
+        GrantCreditsResponse: {
+            account_id: number;
+            /** @enum {string} */
+            kind: "grant" | "adjustment";
+            amount_usd: components["schemas"]["Usd"];
+            balance_usd: components["schemas"]["Usd"];
+            ledger_id: number;
+        };
+        CreateRedemptionCodesRequest: {
+            count: number;
+            usd: components["schemas"]["UsdInput"];
+            note?: string | null;
+        };
+        CreateRedemptionCodesResponse: {
+            codes: {
+                id: number;
+                code: string;
+                amount_usd: components["schemas"]["Usd"];
+            }[];
+        };
     };
     responses: {
-        /** @description Bad request — malformed JSON, invalid parameters, or an unknown/inaccessible model. */
+        /**
+         * @description Bad request — malformed JSON, invalid parameters, or an unknown/inaccessible
+         *     model; in the console also a weak password, an unknown referral or
+         *     redemption code, an amount out of range; for the Stripe webhook a bad
+         *     signature. `param` names the offending field.
+         */
         BadRequest: {
             headers: {
                 "x-request-id": components["headers"]["XRequestId"];
@@ -1278,7 +2021,10 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Missing, malformed, invalid or disabled API key. */
+        /**
+         * @description Missing, malformed, invalid or disabled API key (`/v1`); not logged in,
+         *     or a wrong email or password (console); a wrong admin token (admin).
+         */
         Unauthorized: {
             headers: {
                 "x-request-id": components["headers"]["XRequestId"];
@@ -1288,7 +2034,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The API key lacks the scope (or model access) required by the operation. */
+        /**
+         * @description The API key lacks the scope (or model access) required by the operation;
+         *     a console call without the session's CSRF token; log-in to a disabled
+         *     account.
+         */
         PermissionDenied: {
             headers: {
                 "x-request-id": components["headers"]["XRequestId"];
@@ -1298,8 +2048,26 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Unknown route, or (for `retrieveModel`) unknown model. */
+        /**
+         * @description Unknown route, or (for `retrieveModel`) unknown model; a key or account
+         *     that does not exist or is not the caller's; card payments or the admin
+         *     API not configured.
+         */
         NotFound: {
+            headers: {
+                "x-request-id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description The request conflicts with the current state: the email is already
+         *     registered (`email_taken`), the redemption code was already used
+         *     (`code_redeemed`).
+         */
+        Conflict: {
             headers: {
                 "x-request-id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
@@ -1372,7 +2140,38 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /**
+         * @description The key's id (from the key list).
+         * @example 7
+         */
+        KeyId: number;
+        /**
+         * @description The account's id.
+         * @example 42
+         */
+        AccountId: number;
+        /**
+         * @description Start of the range, inclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+         * @example 2026-11-01
+         */
+        From: string;
+        /**
+         * @description End of the range, exclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+         * @example 2026-12-01T00:00:00Z
+         */
+        To: string;
+        /**
+         * @description Items per page.
+         * @example 50
+         */
+        Limit: number;
+        /**
+         * @description The `next_cursor` of the previous page.
+         * @example 1187
+         */
+        Cursor: string;
+    };
     requestBodies: never;
     headers: {
         /**
@@ -1420,6 +2219,16 @@ export interface components {
          * @example 12.5s
          */
         XRateLimitResetTokens: string;
+        /**
+         * @description The `sy_session` cookie (HttpOnly; SameSite=Lax; Path=/; Max-Age in seconds; Secure over HTTPS).
+         * @example sy_session=3q2-7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA; Max-Age=2592000; Path=/; HttpOnly; SameSite=Lax
+         */
+        SetSessionCookie: string;
+        /**
+         * @description Clears the `sy_session` cookie.
+         * @example sy_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax
+         */
+        ClearSessionCookie: string;
     };
     pathItems: never;
 }
@@ -1673,6 +2482,1045 @@ export interface operations {
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];
+        };
+    };
+    register: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegisterRequest"];
+            };
+        };
+        responses: {
+            /** @description Registered and logged in. */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "set-cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account": {
+                     *         "id": 42,
+                     *         "email": "ada@example.com",
+                     *         "balance_usd": "21.000000",
+                     *         "balance_micros": 21000000,
+                     *         "referral_code": "4HX8P2WQ",
+                     *         "referral_link": "https://switchyard.example.com/console/register?ref=4HX8P2WQ",
+                     *         "created_at": "2026-11-22T10:00:00.000Z",
+                     *         "totals": {
+                     *           "spent_usd": "0.000000",
+                     *           "requests": 0,
+                     *           "topped_up_usd": "0.000000",
+                     *           "referral_usd": "20.000000"
+                     *         }
+                     *       },
+                     *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    login: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse 42"
+                 *     }
+                 */
+                "application/json": components["schemas"]["LoginRequest"];
+            };
+        };
+        responses: {
+            /** @description Logged in. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "set-cookie": components["headers"]["SetSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account": {
+                     *         "id": 42,
+                     *         "email": "ada@example.com",
+                     *         "balance_usd": "12.345678",
+                     *         "balance_micros": 12345678,
+                     *         "referral_code": "4HX8P2WQ",
+                     *         "referral_link": "https://switchyard.example.com/console/register?ref=4HX8P2WQ",
+                     *         "created_at": "2026-11-22T10:00:00.000Z",
+                     *         "totals": {
+                     *           "spent_usd": "8.654322",
+                     *           "requests": 1289,
+                     *           "topped_up_usd": "0.000000",
+                     *           "referral_usd": "20.000000"
+                     *         }
+                     *       },
+                     *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Logged out. */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "set-cookie": components["headers"]["ClearSessionCookie"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account": {
+                     *         "id": 42,
+                     *         "email": "ada@example.com",
+                     *         "balance_usd": "12.345678",
+                     *         "balance_micros": 12345678,
+                     *         "referral_code": "4HX8P2WQ",
+                     *         "referral_link": "https://switchyard.example.com/console/register?ref=4HX8P2WQ",
+                     *         "created_at": "2026-11-22T10:00:00.000Z",
+                     *         "totals": {
+                     *           "spent_usd": "8.654322",
+                     *           "requests": 1289,
+                     *           "topped_up_usd": "0.000000",
+                     *           "referral_usd": "20.000000"
+                     *         }
+                     *       },
+                     *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "email": "ada@example.com",
+                     *       "balance_usd": "12.345678",
+                     *       "balance_micros": 12345678,
+                     *       "referral_code": "4HX8P2WQ",
+                     *       "referral_link": "https://switchyard.example.com/console/register?ref=4HX8P2WQ",
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "totals": {
+                     *         "spent_usd": "8.654322",
+                     *         "requests": 1289,
+                     *         "topped_up_usd": "0.000000",
+                     *         "referral_usd": "20.000000"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleAccount"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    listConsoleKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK, oldest first. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": 7,
+                     *           "name": "production",
+                     *           "prefix": "sk-Ab3dE9",
+                     *           "enabled": true,
+                     *           "quota_usd": "50.000000",
+                     *           "used_usd": "3.141592",
+                     *           "models": [
+                     *             "gpt-4o-mini"
+                     *           ],
+                     *           "scopes": [
+                     *             "chat",
+                     *             "models"
+                     *           ],
+                     *           "created_at": "2026-11-22T10:05:00.000Z",
+                     *           "last_used_at": "2026-11-22T11:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleKeyList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    createConsoleKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "production",
+                 *       "quota_usd": "50",
+                 *       "models": [
+                 *         "gpt-4o-mini"
+                 *       ],
+                 *       "scopes": [
+                 *         "chat",
+                 *         "models"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateConsoleKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "key": {
+                     *         "id": 7,
+                     *         "name": "production",
+                     *         "prefix": "sk-Ab3dE9",
+                     *         "enabled": true,
+                     *         "quota_usd": "50.000000",
+                     *         "used_usd": "0.000000",
+                     *         "models": [
+                     *           "gpt-4o-mini"
+                     *         ],
+                     *         "scopes": [
+                     *           "chat",
+                     *           "models"
+                     *         ],
+                     *         "created_at": "2026-11-22T10:05:00.000Z",
+                     *         "last_used_at": null
+                     *       },
+                     *       "secret": "sk-Ab3dE9fGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIj"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedConsoleKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+        };
+    };
+    deleteConsoleKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The key's id (from the key list).
+                 * @example 7
+                 */
+                id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    updateConsoleKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The key's id (from the key list).
+                 * @example 7
+                 */
+                id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "staging",
+                 *       "enabled": false,
+                 *       "quota_usd": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateConsoleKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key after the change. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "name": "staging",
+                     *       "prefix": "sk-Ab3dE9",
+                     *       "enabled": false,
+                     *       "quota_usd": null,
+                     *       "used_usd": "3.141592",
+                     *       "models": [
+                     *         "gpt-4o-mini"
+                     *       ],
+                     *       "scopes": [
+                     *         "chat",
+                     *         "models"
+                     *       ],
+                     *       "created_at": "2026-11-22T10:05:00.000Z",
+                     *       "last_used_at": "2026-11-22T11:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    listConsoleModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "gpt-4o-mini",
+                     *           "kind": "chat",
+                     *           "owned_by": "openai",
+                     *           "input_usd_per_million": "0.150000",
+                     *           "output_usd_per_million": "0.600000"
+                     *         },
+                     *         {
+                     *           "id": "text-embedding-3-small",
+                     *           "kind": "embedding",
+                     *           "owned_by": "openai",
+                     *           "input_usd_per_million": "0.020000",
+                     *           "output_usd_per_million": "0.000000"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleModelList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    redeemCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "SY-7KQ2M-9XDAB-4HX8P-2WQNR"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RedeemRequest"];
+            };
+        };
+        responses: {
+            /** @description Credited. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "amount_usd": "25.000000",
+                     *       "balance_usd": "37.345678"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RedeemResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            409: components["responses"]["Conflict"];
+        };
+    };
+    getTopupOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "card": true,
+                     *       "min_usd": "5.000000",
+                     *       "max_usd": "1000.000000",
+                     *       "currency": "usd"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TopupOptions"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    createCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount_usd": "25.00"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CheckoutRequest"];
+            };
+        };
+        responses: {
+            /** @description The Checkout Session. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cs_test_a1B2c3D4e5F6g7H8i9J0",
+                     *       "url": "https://checkout.stripe.com/c/pay/cs_test_a1B2c3D4e5F6g7H8i9J0"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheckoutResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            502: components["responses"]["BadGateway"];
+        };
+    };
+    stripeWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Stripe's signature of the raw body (`t=...,v1=...`).
+                 * @example t=1764000000,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                 */
+                "stripe-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_1QzAbCdEfGhIjKlM",
+                 *       "object": "event",
+                 *       "type": "checkout.session.completed",
+                 *       "data": {
+                 *         "object": {
+                 *           "id": "cs_test_a1B2c3D4e5F6g7H8i9J0",
+                 *           "object": "checkout.session",
+                 *           "amount_total": 2500,
+                 *           "currency": "usd",
+                 *           "payment_status": "paid",
+                 *           "metadata": {
+                 *             "account_id": "42"
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["StripeEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "outcome": "credited"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StripeWebhookResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    listUsage: {
+        parameters: {
+            query?: {
+                /** @example 7 */
+                key_id?: number;
+                /**
+                 * @description Start of the range, inclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+                 * @example 2026-11-01
+                 */
+                from?: components["parameters"]["From"];
+                /**
+                 * @description End of the range, exclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: components["parameters"]["To"];
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next_cursor` of the previous page.
+                 * @example 1187
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "request_id": "req_7f3c9a1e2b4d4c8e9a0b1c2d3e4f5a6b",
+                     *           "key_id": 7,
+                     *           "model": "gpt-4o-mini",
+                     *           "status": 200,
+                     *           "prompt_tokens": 1234,
+                     *           "completion_tokens": 567,
+                     *           "counted": "upstream",
+                     *           "cost_usd": "0.000526",
+                     *           "latency_ms": 812,
+                     *           "created_at": "2026-11-22T11:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "1187",
+                     *       "totals": [
+                     *         {
+                     *           "model": "gpt-4o-mini",
+                     *           "requests": 1289,
+                     *           "prompt_tokens": 15903210,
+                     *           "completion_tokens": 6437702,
+                     *           "cost_usd": "6.248103"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UsagePage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    getDailyUsage: {
+        parameters: {
+            query?: {
+                /** @example 14 */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "date": "2026-11-21",
+                     *           "requests": 0,
+                     *           "cost_usd": "0.000000"
+                     *         },
+                     *         {
+                     *           "date": "2026-11-22",
+                     *           "requests": 1289,
+                     *           "cost_usd": "6.248103"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DailyUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    listLedger: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start of the range, inclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+                 * @example 2026-11-01
+                 */
+                from?: components["parameters"]["From"];
+                /**
+                 * @description End of the range, exclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: components["parameters"]["To"];
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next_cursor` of the previous page.
+                 * @example 1187
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": 5821,
+                     *           "kind": "usage",
+                     *           "amount_usd": "-0.000526",
+                     *           "balance_after_usd": "12.345678",
+                     *           "ref": "req_7f3c9a1e2b4d4c8e9a0b1c2d3e4f5a6b",
+                     *           "model": "gpt-4o-mini",
+                     *           "created_at": "2026-11-22T11:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": 12,
+                     *           "kind": "referral",
+                     *           "amount_usd": "20.000000",
+                     *           "balance_after_usd": "21.000000",
+                     *           "ref": "referral_42",
+                     *           "model": null,
+                     *           "created_at": "2026-11-22T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LedgerPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    adminListAccounts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Part of the email address.
+                 * @example example.com
+                 */
+                email?: string;
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next_cursor` of the previous page.
+                 * @example 1187
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": 42,
+                     *           "email": "ada@example.com",
+                     *           "status": "active",
+                     *           "balance_usd": "12.345678",
+                     *           "balance_micros": 12345678,
+                     *           "referral_code": "4HX8P2WQ",
+                     *           "created_at": "2026-11-22T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminAccountList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    adminGrantCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "usd": "10",
+                 *       "note": "Apology for the outage on 2026-11-20"
+                 *     }
+                 */
+                "application/json": components["schemas"]["GrantCreditsRequest"];
+            };
+        };
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account_id": 42,
+                     *       "kind": "grant",
+                     *       "amount_usd": "10.000000",
+                     *       "balance_usd": "22.345678",
+                     *       "ledger_id": 5822
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GrantCreditsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    adminDisableAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account after the change. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "email": "ada@example.com",
+                     *       "status": "disabled",
+                     *       "balance_usd": "12.345678",
+                     *       "balance_micros": 12345678,
+                     *       "referral_code": "4HX8P2WQ",
+                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminAccount"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    adminEnableAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account after the change. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "email": "ada@example.com",
+                     *       "status": "active",
+                     *       "balance_usd": "12.345678",
+                     *       "balance_micros": 12345678,
+                     *       "referral_code": "4HX8P2WQ",
+                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminAccount"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    adminCreateRedemptionCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "count": 2,
+                 *       "usd": "25",
+                 *       "note": "Conference giveaway"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateRedemptionCodesRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "codes": [
+                     *         {
+                     *           "id": 101,
+                     *           "code": "SY-7KQ2M-9XDAB-4HX8P-2WQNR",
+                     *           "amount_usd": "25.000000"
+                     *         },
+                     *         {
+                     *           "id": 102,
+                     *           "code": "SY-M3T0V-QZ81C-D5GHJ-KP6WE",
+                     *           "amount_usd": "25.000000"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreateRedemptionCodesResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
 }

@@ -4,12 +4,13 @@
  */
 import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
-import { AccountError, createAccount, getAccount, listAccounts, type Account } from './accounts/accounts';
+import { AccountError, createAccount, getAccount, listAccounts, setAccountStatus, type Account } from './accounts/accounts';
 import { createKey, getKey, KeyError, listKeys, SCOPES, setKeyEnabled, type ApiKey, type Scope } from './accounts/keys';
 import { DuplicateLedgerEntry, post } from './billing/ledger';
 import { formatUsd, parseUsd } from './billing/money';
 import { ConfigError } from './config';
 import { verifyLedger } from './billing/verify';
+import { createCodes, MAX_BATCH } from './billing/redemption';
 import { entries } from './billing/ledger';
 import { connect, migrate } from './db';
 import { start, stopOnSignals } from './main';
@@ -23,11 +24,14 @@ const HELP = `switchyard — OpenAI-compatible model gateway
   switchyard accounts create --email E [--credits USD]
   switchyard accounts show ID
   switchyard accounts list
+  switchyard accounts disable ID                     (its keys and console sessions stop working at once)
+  switchyard accounts enable ID
   switchyard keys create --account ID [--name N] [--quota USD] [--models a,b] [--scopes chat,embeddings] [--disabled]
                          [--rpm N] [--tpm N]            (per-key limits; default from the configuration)
   switchyard keys disable ID
   switchyard keys enable ID
   switchyard credits grant --account ID --usd N
+  switchyard codes create --count N --usd X [--note T] (single-use top-up codes, printed once)
   switchyard ledger verify                           (exit 1 when a balance differs from its ledger)
   switchyard ledger list --account ID [--limit N]
   switchyard usage list [--account ID] [--key ID] [--limit N]
@@ -93,6 +97,7 @@ function options(args: string[]): Opts {
         limit: { type: 'string' },
         key: { type: 'string' },
         note: { type: 'string' },
+        count: { type: 'string' },
       },
     }) as Opts;
   } catch (e) {
@@ -139,6 +144,22 @@ async function dispatch(db: Knex, command: string, o: Opts): Promise<unknown> {
     }
     case 'accounts list':
       return { accounts: (await listAccounts(db)).map(accountJson) };
+    case 'accounts disable':
+    case 'accounts enable': {
+      const accountId = id(o.positionals[0], 'ID');
+      return accountJson(await setAccountStatus(db, accountId, command === 'accounts enable' ? 'active' : 'disabled'));
+    }
+    case 'codes create': {
+      const n = count(required(o, 'count'), '--count');
+      if (n < 1 || n > MAX_BATCH) throw new UsageError(`--count must be between 1 and ${MAX_BATCH}`);
+      const amount = parseUsd(required(o, 'usd'));
+      if (amount <= 0) throw new UsageError('--usd must be more than 0');
+      const codes = await createCodes(db, n, amount, (o.values.note as string | undefined) ?? null);
+      return {
+        codes: codes.map((c) => ({ id: c.id, code: c.code, amount_usd: formatUsd(c.amount_micros) })),
+        note: 'These codes are shown once; only their hashes are stored.',
+      };
+    }
     case 'keys create': {
       const quota = o.values.quota ? parseUsd(String(o.values.quota)) : null;
       const scopes = list(o.values.scopes) as Scope[] | undefined;
@@ -169,7 +190,11 @@ async function dispatch(db: Knex, command: string, o: Opts): Promise<unknown> {
       const amount = parseUsd(required(o, 'usd'));
       if (amount === 0) throw new UsageError('--usd must not be 0');
       // A removal may not take the balance below zero.
-      const row = await post(db, { accountId, kind: 'grant', amountMicros: amount, note: (o.values.note as string) ?? null }, amount < 0 ? { floor: 0 } : {});
+      const row = await post(
+        db,
+        { accountId, kind: amount > 0 ? 'grant' : 'adjustment', amountMicros: amount, note: (o.values.note as string) ?? null },
+        amount < 0 ? { floor: 0 } : {},
+      );
       if (!row) throw new AccountError(`account ${accountId} has less than ${formatUsd(-amount)} USD`);
       return { account_id: accountId, granted_usd: formatUsd(amount), balance_usd: formatUsd(row.balance_after), balance_micros: row.balance_after, ledger_id: row.id };
     }

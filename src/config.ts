@@ -66,8 +66,31 @@ export interface Config {
   routing: RoutingConfig;
   billing: BillingConfig;
   limits: LimitsConfig;
+  console: ConsoleConfig;
   providers: Record<string, ProviderConfig>;
   models: ModelConfig[];
+}
+
+/** The web console: sign-up credits, sessions, card top-ups, brute-force limits. Amounts in micro-USD. */
+export interface ConsoleConfig {
+  /** Credited to every account registered through the console (ledger kind `signup`). */
+  starter_credits_micros: number;
+  /** Credited to both the new account and the referrer when a valid referral code is used (kind `referral`). */
+  referral_credits_micros: number;
+  /** How long a login lasts. */
+  session_ttl_ms: number;
+  /** Base of absolute links (referral link, Stripe return URLs); default: the request's own scheme and host. */
+  public_url: string | null;
+  /** Card top-up bounds. */
+  topup_min_micros: number;
+  topup_max_micros: number;
+  /** Failed log-ins allowed per email and per client address within the window. */
+  login_attempts_per_email: number;
+  login_attempts_per_address: number;
+  login_window_s: number;
+  /** Registrations allowed per client address within the window (0: no limit). */
+  registrations_per_address: number;
+  registration_window_s: number;
 }
 
 export interface BillingConfig {
@@ -144,6 +167,23 @@ const schema = {
       type: 'object',
       additionalProperties: false,
       properties: { rpm: { type: 'integer', minimum: 0 }, tpm: { type: 'integer', minimum: 0 } },
+    },
+    console: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        starter_credits_usd: { type: 'number', minimum: 0 },
+        referral_credits_usd: { type: 'number', minimum: 0 },
+        session_ttl_days: { type: 'number', exclusiveMinimum: 0 },
+        public_url: { type: 'string', pattern: '^https?://[^/]+$' },
+        topup_min_usd: { type: 'number', minimum: 0.5 },
+        topup_max_usd: { type: 'number', minimum: 0.5 },
+        login_attempts_per_email: { type: 'integer', minimum: 1 },
+        login_attempts_per_address: { type: 'integer', minimum: 1 },
+        login_window_s: { type: 'integer', minimum: 1 },
+        registrations_per_address: { type: 'integer', minimum: 0 },
+        registration_window_s: { type: 'integer', minimum: 1 },
+      },
     },
     routing: {
       type: 'object',
@@ -268,6 +308,19 @@ interface RawConfig {
   routing?: Partial<RoutingConfig>;
   billing?: Partial<BillingConfig>;
   limits?: Partial<LimitsConfig>;
+  console?: {
+    starter_credits_usd?: number;
+    referral_credits_usd?: number;
+    session_ttl_days?: number;
+    public_url?: string;
+    topup_min_usd?: number;
+    topup_max_usd?: number;
+    login_attempts_per_email?: number;
+    login_attempts_per_address?: number;
+    login_window_s?: number;
+    registrations_per_address?: number;
+    registration_window_s?: number;
+  };
   providers: Record<string, Omit<Partial<ProviderConfig>, 'timeouts'> & { type: ProviderType; timeouts?: Partial<Timeouts> }>;
   models: (Partial<ModelConfig> & { id: string; kind: ModelKind; routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[] })[];
 }
@@ -326,8 +379,38 @@ function normalise(raw: RawConfig, file: string | null, fail: (p: (string | numb
       sweep_interval_ms: raw.billing?.sweep_interval_ms ?? 30_000,
     },
     limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
+    console: consoleConfig(raw.console ?? {}, fail),
     providers,
     models,
+  };
+}
+
+function consoleConfig(c: NonNullable<RawConfig['console']>, fail: (p: (string | number)[], m: string) => never): ConsoleConfig {
+  const usd = (name: keyof typeof c, fallback: string): number => {
+    const v = c[name];
+    if (v === undefined) return parseUsd(fallback);
+    try {
+      return parseUsd(String(v));
+    } catch {
+      return fail(['console', name], 'must be a USD amount with at most 6 decimals');
+    }
+  };
+  const min = usd('topup_min_usd', '5');
+  const max = usd('topup_max_usd', '1000');
+  if (min % 10_000 || max % 10_000) fail(['console', min % 10_000 ? 'topup_min_usd' : 'topup_max_usd'], 'must be whole cents');
+  if (max < min) fail(['console', 'topup_max_usd'], 'must not be below topup_min_usd');
+  return {
+    starter_credits_micros: usd('starter_credits_usd', '1'),
+    referral_credits_micros: usd('referral_credits_usd', '20'),
+    session_ttl_ms: Math.round((c.session_ttl_days ?? 30) * 86_400_000),
+    public_url: c.public_url ?? null,
+    topup_min_micros: min,
+    topup_max_micros: max,
+    login_attempts_per_email: c.login_attempts_per_email ?? 10,
+    login_attempts_per_address: c.login_attempts_per_address ?? 50,
+    login_window_s: c.login_window_s ?? 900,
+    registrations_per_address: c.registrations_per_address ?? 20,
+    registration_window_s: c.registration_window_s ?? 3600,
   };
 }
 

@@ -64,4 +64,17 @@ export const errors = {
     ),
   unavailable: () =>
     new ApiError(503, 'service_unavailable', 'The service is temporarily unavailable', 'service_unavailable'),
+
+  // console and admin
+  notLoggedIn: () => new ApiError(401, 'authentication_error', 'Not logged in', 'not_logged_in'),
+  invalidCredentials: () => new ApiError(401, 'authentication_error', 'Invalid email or password', 'invalid_credentials'),
+  invalidAdminToken: () => new ApiError(401, 'authentication_error', 'Invalid admin token', 'invalid_admin_token'),
+  csrfFailed: () => new ApiError(403, 'permission_error', 'Missing or invalid CSRF token', 'csrf_failed'),
+  accountDisabled: () => new ApiError(403, 'permission_error', 'This account is disabled', 'account_disabled'),
+  keyNotFound: (id: number) => new ApiError(404, 'invalid_request_error', `No such API key: ${id}`, 'key_not_found', 'id'),
+  accountNotFound: (id: number) => new ApiError(404, 'invalid_request_error', `No such account: ${id}`, 'account_not_found', 'id'),
+  cardPaymentsOff: () => new ApiError(404, 'invalid_request_error', 'card payments are not configured', 'card_payments_not_configured'),
+  conflict: (message: string, code: string, param: string | null) => new ApiError(409, 'invalid_request_error', message, code, param),
+  paymentProviderUnavailable: () =>
+    new ApiError(502, 'upstream_error', 'The payment provider is unavailable; try again later', 'payment_provider_unavailable'),
 };

@@ -25,7 +25,7 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
   const billing = new Billing(db, config.billing, new RateLimits(config.limits, redis, log), log);
   billing.start();
   const app: App = { db, config, gateway, billing, log };
-  const server = await buildServer(app, { port: opts.port, host: opts.host });
+  const server = await buildServer(app, { port: opts.port, host: opts.host, redis });
   await server.start();
   log.info({ url: server.info.uri, config: config.file, models: config.models.length }, 'switchyard listening');
   let stopping: Promise<void> | undefined;

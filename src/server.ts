@@ -1,7 +1,12 @@
 /**
  * Composes the HTTP server: Hapi receives the request, openapi-backend routes it and validates it against
- * openapi/openapi.yaml, the bearer key is checked (and its scope, read from the operation's security in the
- * contract), and the operation's handler runs. Every answer carries an x-request-id; every error has the OpenAI shape.
+ * openapi/openapi.yaml, the caller is checked by the operation's security scheme in the contract — the bearer key
+ * and its scope (`/v1`), the console session cookie plus the CSRF header on state-changing calls (`/console/api`),
+ * the admin token (`/admin/api`) — and the operation's handler runs. Every answer carries an x-request-id; every
+ * error has the OpenAI shape.
+ *
+ * The Stripe webhook needs the exact bytes Stripe signed, so its route reads the body unparsed; the server parses a
+ * copy for openapi-backend's validation and hands the raw bytes to the handler (HttpInfo.rawBody).
  */
 import crypto from 'node:crypto';
 import path from 'node:path';
@@ -11,12 +16,17 @@ import type { Boom } from '@hapi/boom';
 import OpenAPIBackend, { type Context, type Operation } from 'openapi-backend';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import type { Redis } from 'ioredis';
 import type { App } from './app';
 import { authenticate, touchKey, type KeyPrincipal, type Scope } from './accounts/keys';
+import { csrfMatches, findSession, type Session } from './accounts/sessions';
+import { adminTokenMatches, consoleServices, type ConsoleServices } from './console/services';
+import { readCookie, SESSION_COOKIE } from './console/views';
 import { ApiError, errors } from './errors';
 import { handlers } from './handlers';
-import type { OperationId, Reply } from './handlers/types';
+import { ADMIN_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type HttpInfo, type Reply } from './handlers/types';
 import { validationError } from './http/validation';
+import { consoleStatic } from './http/consoleStatic';
 import type { Meter } from './gateway/gateway';
 
 export const CONTRACT = path.join(__dirname, '..', 'openapi', 'openapi.yaml');
@@ -25,17 +35,27 @@ declare module '@hapi/hapi' {
   interface RequestApplicationState {
     requestId: string;
     keyPrefix?: string;
+    accountId?: number;
     meter?: () => Meter;
+    /** The unparsed body (Stripe webhook only). */
+    rawBody?: Buffer;
   }
 }
 
 export interface ServerOptions {
   port?: number;
   host?: string;
+  /** ADMIN_TOKEN, STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_BASE (default: process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Shared counters for the console's log-in limits (the same Redis as the rate limits), or in memory. */
+  redis?: Redis | null;
 }
 
+const WEBHOOK_PATH = '/console/api/stripe/webhook';
+
 export async function buildServer(app: App, opts: ServerOptions = {}): Promise<Hapi.Server> {
-  const api = await buildApi(app);
+  const services = consoleServices({ env: opts.env ?? process.env, config: app.config.console, db: app.db, log: app.log, redis: opts.redis });
+  const api = await buildApi(app, services);
   const server = Hapi.server({
     port: opts.port ?? 8080,
     host: opts.host ?? '127.0.0.1',
@@ -81,45 +101,84 @@ export async function buildServer(app: App, opts: ServerOptions = {}): Promise<H
       status: res?.statusCode,
       ms: Date.now() - request.info.received,
       key: request.app.keyPrefix,
+      account: request.app.accountId,
       ...(meter && { model: meter.model, provider: meter.provider, usage: meter.usage, counted: meter.counted }),
     });
   });
 
+  await server.register(consoleStatic); // GET /console/... from console/dist (never /console/api/...)
+
+  const handle = async (request: Hapi.Request, h: Hapi.ResponseToolkit, body: unknown) => {
+    try {
+      const out = (await api.handleRequest(
+        {
+          method: request.method,
+          path: request.path,
+          query: request.query as Record<string, string>,
+          headers: request.headers as Record<string, string>,
+          body,
+        },
+        request,
+      )) as Reply;
+      return toResponse(out, request, h);
+    } catch (e) {
+      const err = e instanceof ApiError ? e : errors.internal();
+      if (!(e instanceof ApiError)) app.log.error({ reqId: request.app.requestId, err: e }, 'unhandled error');
+      const res = h.response(err.toBody()).code(err.status);
+      for (const [k, v] of Object.entries(err.headers)) res.header(k, v);
+      if (isApiConsolePath(request.path)) res.header('cache-control', 'no-store');
+      return res;
+    }
+  };
+  const payload: Hapi.RouteOptionsPayload = { parse: true, allow: ['application/json'], maxBytes: app.config.server.max_body_bytes, output: 'data' };
+  // Cookies are read by the console's security handler itself: a malformed cookie of another site on the same host
+  // must not turn every request into a 400.
+  const state: Hapi.RouteOptions['state'] = { parse: false, failAction: 'ignore' };
+  const apiRoute: Hapi.RouteOptions = { payload, state };
+  server.route({ method: '*', path: '/{any*}', options: apiRoute, handler: (request, h) => handle(request, h, request.payload) });
+  // The API's own prefixes, stated explicitly, so that no broader route under /console can ever take them.
+  server.route({ method: '*', path: '/console/api/{any*}', options: apiRoute, handler: (request, h) => handle(request, h, request.payload) });
+  server.route({ method: '*', path: '/admin/api/{any*}', options: apiRoute, handler: (request, h) => handle(request, h, request.payload) });
   server.route({
-    method: '*',
-    path: '/{any*}',
-    options: {
-      payload: { parse: true, allow: ['application/json'], maxBytes: app.config.server.max_body_bytes, output: 'data' },
-    },
-    handler: async (request, h) => {
+    method: 'POST',
+    path: WEBHOOK_PATH,
+    options: { payload: { ...payload, parse: false }, state },
+    handler: (request, h) => {
+      const raw = Buffer.isBuffer(request.payload) ? request.payload : Buffer.alloc(0);
+      request.app.rawBody = raw;
+      let body: unknown;
       try {
-        const out = (await api.handleRequest(
-          {
-            method: request.method,
-            path: request.path,
-            query: request.query as Record<string, string>,
-            headers: request.headers as Record<string, string>,
-            body: request.payload,
-          },
-          request,
-        )) as Reply;
-        return toResponse(out, request, h);
-      } catch (e) {
-        const err = e instanceof ApiError ? e : errors.internal();
-        if (!(e instanceof ApiError)) app.log.error({ reqId: request.app.requestId, err: e }, 'unhandled error');
-        const res = h.response(err.toBody()).code(err.status);
-        for (const [k, v] of Object.entries(err.headers)) res.header(k, v);
-        return res;
+        body = raw.length ? JSON.parse(raw.toString('utf8')) : undefined;
+      } catch {
+        const err = new ApiError(400, 'invalid_request_error', 'We could not parse the JSON body of your request.', 'invalid_json');
+        return h.response(err.toBody()).code(400);
       }
+      return handle(request, h, body);
     },
   });
   return server;
 }
 
-async function buildApi(app: App): Promise<OpenAPIBackend> {
+const isApiConsolePath = (p: string) => p.startsWith('/console/api/') || p.startsWith('/admin/api/');
+
+/** What handlers learn about the exchange: headers, client address, the origin for absolute links. */
+function httpInfo(request: Hapi.Request, app: App): HttpInfo {
+  const forwarded = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase();
+  const proto = forwarded === 'https' || forwarded === 'http' ? forwarded : request.server.info.protocol;
+  return {
+    headers: request.headers as Record<string, string | undefined>,
+    remoteAddress: request.info.remoteAddress,
+    origin: app.config.console.public_url ?? `${proto}://${request.info.host}`,
+    secure: proto === 'https',
+    rawBody: request.app.rawBody,
+  };
+}
+
+async function buildApi(app: App, services: ConsoleServices): Promise<OpenAPIBackend> {
   const api = new OpenAPIBackend({
     definition: CONTRACT,
     quick: true, // openapi-backend checks documents against the 3.0 meta-schema; ours is 3.1 and linted by Redocly
+    coerceTypes: true, // query and path parameters arrive as text: `?limit=10` → 10
     customizeAjv: (_ajv, opts) => {
       const ajv = new Ajv2020({ ...opts, strict: false, discriminator: true, allErrors: false });
       addFormats(ajv);
@@ -130,6 +189,17 @@ async function buildApi(app: App): Promise<OpenAPIBackend> {
     const principal = await authenticate(app.db, c.request.headers.authorization as string | undefined);
     return principal ?? false;
   });
+  // The session is looked up once per request, whichever of the two console schemes asks first.
+  const sessionOf = (c: Context): Promise<Session | null> => {
+    const memo = c as Context & { session?: Promise<Session | null> };
+    return (memo.session ??= findSession(app.db, readCookie(c.request.headers.cookie as string | undefined, SESSION_COOKIE)));
+  };
+  api.registerSecurityHandler('cookieSession', async (c: Context) => (await sessionOf(c)) ?? false);
+  api.registerSecurityHandler('csrfToken', async (c: Context) => {
+    const session = await sessionOf(c);
+    return !!session && csrfMatches(session, c.request.headers['x-csrf-token']);
+  });
+  api.registerSecurityHandler('adminToken', (c: Context) => adminTokenMatches(services, c.request.headers.authorization));
   api.register({
     notFound: async (c: Context) => {
       throw errors.notFound(c.request.path);
@@ -137,7 +207,15 @@ async function buildApi(app: App): Promise<OpenAPIBackend> {
     methodNotAllowed: async (c: Context) => {
       throw errors.methodNotAllowed(c.request.method, c.request.path);
     },
-    unauthorizedHandler: async () => {
+    unauthorizedHandler: async (c: Context) => {
+      const schemes = (c.operation.security ?? []).flatMap((s) => Object.keys(s));
+      // A security handler that failed (the database is down...) is a 500, not a refusal.
+      for (const name of schemes) {
+        const result = (c.security as Record<string, unknown> | undefined)?.[name];
+        if (result && typeof result === 'object' && 'error' in result && (result as { error: unknown }).error) throw (result as { error: unknown }).error;
+      }
+      if (schemes.includes('adminToken')) throw services.adminTokenHash ? errors.invalidAdminToken() : errors.notFound(c.request.path);
+      if (schemes.includes('cookieSession')) throw c.security?.cookieSession ? errors.csrfFailed() : errors.notLoggedIn();
       throw errors.invalidApiKey();
     },
     validationFail: async (c: Context) => {
@@ -146,22 +224,36 @@ async function buildApi(app: App): Promise<OpenAPIBackend> {
   });
   for (const [operationId, handler] of Object.entries(handlers)) {
     api.register(operationId, async (c: Context, request: Hapi.Request) => {
-      const principal = c.security?.bearerAuth as KeyPrincipal;
-      const scope = requiredScope(c.operation);
-      request.app.keyPrefix = principal.key.prefix;
-      if (scope && !principal.key.scopes.includes(scope)) throw errors.missingScope(scope);
-      void touchKey(app.db, principal.key.id).catch((e) => app.log.warn({ err: e }, 'could not record key use'));
-      return (handler as (i: unknown) => Promise<Reply>)({
+      const input: Record<string, unknown> = {
         body: c.request.requestBody,
-        params: c.request.params,
-        principal,
+        // Path parameters coerced by the validator (`/keys/7` → 7); openapi-backend re-parses them as text.
+        params: (c.validation?.coerced as { params?: unknown } | undefined)?.params ?? c.request.params,
+        query: c.request.query,
         app,
         requestId: request.app.requestId,
         signal: clientGone(request),
-      });
+        http: httpInfo(request, app),
+        services,
+      };
+      const principal = c.security?.bearerAuth as KeyPrincipal | undefined;
+      if (principal) {
+        const scope = requiredScope(c.operation);
+        request.app.keyPrefix = principal.key.prefix;
+        request.app.accountId = principal.accountId;
+        if (scope && !principal.key.scopes.includes(scope)) throw errors.missingScope(scope);
+        void touchKey(app.db, principal.key.id).catch((e) => app.log.warn({ err: e }, 'could not record key use'));
+        input.principal = principal;
+      }
+      const session = c.security?.cookieSession as Session | undefined;
+      if (session) {
+        request.app.accountId = session.accountId;
+        input.session = session;
+      }
+      return (handler as (i: unknown) => Promise<Reply>)(input);
     });
   }
   await api.init();
+  checkSecurity(api);
   const missing = api.definition.paths
     ? Object.values(api.definition.paths).flatMap((p) => Object.values(p ?? {}))
         .map((op) => (op as { operationId?: string }).operationId)
@@ -170,6 +262,31 @@ async function buildApi(app: App): Promise<OpenAPIBackend> {
   if (missing.length) throw new Error(`no handler for operations: ${missing.join(', ')}`);
   api.validator.preCompileRequestValidators();
   return api;
+}
+
+/**
+ * The contract's security of every operation must match what its handler expects (src/handlers/types.ts): a
+ * console operation without a session check, or a state-changing one without the CSRF check, stops start-up.
+ */
+function checkSecurity(api: OpenAPIBackend): void {
+  const problems: string[] = [];
+  for (const op of api.getOperations()) {
+    const id = op.operationId ?? `${op.method} ${op.path}`;
+    const reqs = op.security ?? [];
+    const every = (scheme: string) => reqs.length > 0 && reqs.every((r) => scheme in r);
+    const safe = op.method === 'get' || op.method === 'head';
+    if ((SESSION_OPERATIONS as readonly string[]).includes(id)) {
+      if (!every('cookieSession')) problems.push(`${id} must require cookieSession`);
+      if (!safe && !every('csrfToken')) problems.push(`${id} changes state and must require csrfToken`);
+    } else if ((ADMIN_OPERATIONS as readonly string[]).includes(id)) {
+      if (!every('adminToken')) problems.push(`${id} must require adminToken`);
+    } else if ((PUBLIC_OPERATIONS as readonly string[]).includes(id)) {
+      if (reqs.length) problems.push(`${id} is public and must have security: []`);
+    } else if (!every('bearerAuth')) {
+      problems.push(`${id} must require bearerAuth`);
+    }
+  }
+  if (problems.length) throw new Error(`the contract's security does not match the handlers: ${problems.join('; ')}`);
 }
 
 /** The scope an operation needs: the first scope of its bearerAuth requirement in the contract. */
@@ -201,6 +318,7 @@ function toResponse(out: Reply, request: Hapi.Request, h: Hapi.ResponseToolkit):
   } else {
     res = h.response(out.body as object).code(out.status ?? 200);
   }
+  if (isApiConsolePath(request.path)) res.header('cache-control', 'no-store');
   for (const [k, v] of Object.entries(out.headers ?? {})) res.header(k, v);
   return res;
 }

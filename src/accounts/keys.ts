@@ -86,10 +86,12 @@ export interface NewKey {
 }
 
 /** Creates a key and returns it with its secret, which is shown this once and never stored. */
-export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; secret: string }> {
-  const scopes = k.scopes ?? [...SCOPES];
-  const bad = scopes.filter((s) => !SCOPES.includes(s));
-  if (bad.length || !scopes.length) throw new KeyError(`scopes must be a non-empty list of ${SCOPES.join(', ')}; got ${scopes.join(',')}`);
+/** Throws a KeyError naming the first invalid setting. */
+function checkSettings(k: Omit<Partial<NewKey>, 'accountId'>): void {
+  if (k.scopes !== undefined) {
+    const bad = k.scopes.filter((s) => !SCOPES.includes(s));
+    if (bad.length || !k.scopes.length) throw new KeyError(`scopes must be a non-empty list of ${SCOPES.join(', ')}; got ${k.scopes.join(',')}`);
+  }
   if (k.quotaMicros !== undefined && k.quotaMicros !== null && (!Number.isSafeInteger(k.quotaMicros) || k.quotaMicros < 0)) {
     throw new KeyError('quota must be >= 0');
   }
@@ -97,6 +99,11 @@ export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; sec
     if (v !== undefined && v !== null && (!Number.isSafeInteger(v) || v < 0)) throw new KeyError(`${name} limit must be a whole number >= 0`);
   }
   if (k.models && (!k.models.length || k.models.some((m) => !m))) throw new KeyError('models must be a non-empty list of model ids');
+}
+
+export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; secret: string }> {
+  const scopes = k.scopes ?? [...SCOPES];
+  checkSettings({ ...k, scopes });
   if (!(await db('accounts').where('id', k.accountId).first('id'))) throw new KeyError(`no account ${k.accountId}`);
   const secret = generateKey();
   const [inserted] = await db('api_keys').insert({
@@ -124,6 +131,38 @@ export async function getKey(db: Knex, id: number): Promise<ApiKey | null> {
 
 export async function listKeys(db: Knex, accountId: number): Promise<ApiKey[]> {
   return (await db('api_keys').where('account_id', accountId).orderBy('id')).map(toKey);
+}
+
+export type KeyChanges = Pick<NewKey, 'name' | 'quotaMicros' | 'models' | 'scopes' | 'enabled'>;
+
+/**
+ * Changes a key's settings (only the ones given; null quota = no quota, null models = every model). With
+ * `accountId`, only a key of that account is found. Returns null when there is no such key.
+ */
+export async function updateKey(db: Knex, id: number, changes: KeyChanges, accountId?: number): Promise<ApiKey | null> {
+  checkSettings(changes);
+  const row: Record<string, unknown> = {};
+  if (changes.name !== undefined) row.name = changes.name;
+  if (changes.enabled !== undefined) row.enabled = changes.enabled;
+  if (changes.quotaMicros !== undefined) row.quota_micros = changes.quotaMicros;
+  if (changes.models !== undefined) row.models = changes.models === null ? null : JSON.stringify(changes.models);
+  if (changes.scopes !== undefined) row.scopes = changes.scopes.join(',');
+  const q = db('api_keys').where('id', id);
+  if (accountId !== undefined) q.andWhere('account_id', accountId);
+  if (!(await q.clone().first('id'))) return null;
+  if (Object.keys(row).length) await q.clone().update(row);
+  const found = await q.first();
+  return found ? toKey(found) : null;
+}
+
+/**
+ * Deletes a key: /v1 refuses it from the next request on (every request looks its key up). Its usage and ledger
+ * rows stay. With `accountId`, only a key of that account is deleted. Returns false when there was no such key.
+ */
+export async function deleteKey(db: Knex, id: number, accountId?: number): Promise<boolean> {
+  const q = db('api_keys').where('id', id);
+  if (accountId !== undefined) q.andWhere('account_id', accountId);
+  return (await q.del()) > 0;
 }
 
 export async function setKeyEnabled(db: Knex, id: number, enabled: boolean): Promise<ApiKey> {

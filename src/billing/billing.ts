@@ -73,6 +73,8 @@ interface HoldRow {
 
 interface Live {
   hold: HoldRow;
+  /** When the request was admitted: its usage record's latency runs from here. */
+  startedAt: number;
   price: ModelConfig['price'];
   progress?: () => Usage | null;
 }
@@ -113,7 +115,7 @@ export class Billing {
       if (e instanceof ApiError) Object.assign(e.headers, grant.headers);
       throw e;
     }
-    const live: Live = { hold: held.hold, price: r.model.price };
+    const live: Live = { hold: held.hold, price: r.model.price, startedAt: this.now() };
     this.live.set(r.requestId, live);
     return {
       outputTokens: held.outputTokens,
@@ -179,6 +181,7 @@ export class Billing {
     const account = await this.db('accounts').where('id', p.accountId).first('balance_micros', 'held_micros');
     const key = await this.db('api_keys').where('id', p.key.id).first('quota_micros', 'used_micros', 'held_micros');
     let left = Number(account.balance_micros) - Number(account.held_micros);
+    if (!key) return 0; // deleted while the request was being admitted
     if (key.quota_micros !== null) left = Math.min(left, Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros));
     return Math.max(0, left);
   }
@@ -189,7 +192,7 @@ export class Billing {
     grant.refund(reservedTokens - (usage?.total_tokens ?? 0));
     const cost = usage ? costMicros(live.price, usage.prompt_tokens, usage.completion_tokens) : 0;
     try {
-      await this.finish(live.hold, cost, {
+      await this.finish({ ...live.hold, created_at: live.startedAt }, cost, {
         status: outcome.status,
         provider: outcome.meter?.provider ?? null,
         promptTokens: usage?.prompt_tokens ?? 0,
@@ -219,9 +222,10 @@ export class Billing {
       await trx('accounts').where('id', hold.account_id).decrement('held_micros', amount);
       await trx('api_keys').where('id', hold.key_id).decrement('held_micros', amount);
       const account = await trx('accounts').where('id', hold.account_id).first('balance_micros', 'held_micros');
+      // The key may have been deleted while the request ran (console): the account still pays, no quota applies.
       const key = await trx('api_keys').where('id', hold.key_id).first('quota_micros', 'used_micros', 'held_micros');
       let charge = Math.min(cost, Math.max(0, Number(account.balance_micros) - Number(account.held_micros)));
-      if (key.quota_micros !== null) {
+      if (key && key.quota_micros !== null) {
         charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros)));
       }
       if (charge > 0) {

@@ -1,26 +1,89 @@
 /**
  * The shape of an operation handler. Handlers never touch Hapi: they get the validated request and return a Reply,
  * which src/server.ts writes out. Types of bodies come from the generated contract types.
+ *
+ * What a handler is told about its caller follows the operation's security in the contract (the server checks at
+ * start-up that the lists below agree with it): `/v1` operations get the API key's `principal`, console operations
+ * the log-in `session`, admin and public operations nothing.
  */
 import type { App } from '../app';
 import type { KeyPrincipal } from '../accounts/keys';
+import type { Session } from '../accounts/sessions';
+import type { ConsoleServices } from '../console/services';
 import type { operations } from '../../generated/openapi';
 import type { Meter } from '../gateway/gateway';
 
 export type OperationId = keyof operations;
 
-type JsonBody<Op extends OperationId> = operations[Op] extends { requestBody: { content: { 'application/json': infer B } } } ? B : undefined;
-type PathParams<Op extends OperationId> = operations[Op] extends { parameters: { path: infer P } } ? P : Record<string, never>;
+/** Operations with `security: [{cookieSession}]` (state-changing ones also with `csrfToken`). */
+export const SESSION_OPERATIONS = [
+  'logout',
+  'getSession',
+  'getAccount',
+  'listConsoleKeys',
+  'createConsoleKey',
+  'updateConsoleKey',
+  'deleteConsoleKey',
+  'listConsoleModels',
+  'redeemCode',
+  'getTopupOptions',
+  'createCheckout',
+  'listUsage',
+  'getDailyUsage',
+  'listLedger',
+] as const satisfies readonly OperationId[];
 
-export interface HandlerInput<Op extends OperationId> {
+/** Operations with `security: [{adminToken}]`. */
+export const ADMIN_OPERATIONS = [
+  'adminListAccounts',
+  'adminGrantCredits',
+  'adminDisableAccount',
+  'adminEnableAccount',
+  'adminCreateRedemptionCodes',
+] as const satisfies readonly OperationId[];
+
+/** Operations with `security: []`. */
+export const PUBLIC_OPERATIONS = ['register', 'login', 'stripeWebhook'] as const satisfies readonly OperationId[];
+
+export type SessionOperation = (typeof SESSION_OPERATIONS)[number];
+export type AdminOperation = (typeof ADMIN_OPERATIONS)[number];
+export type PublicOperation = (typeof PUBLIC_OPERATIONS)[number];
+
+type JsonBody<Op extends OperationId> = operations[Op] extends { requestBody: { content: { 'application/json': infer B } } }
+  ? B
+  : operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } }
+    ? B | undefined
+    : undefined;
+type PathParams<Op extends OperationId> = operations[Op] extends { parameters: { path: infer P } } ? P : Record<string, never>;
+type QueryParams<Op extends OperationId> = operations[Op] extends { parameters: { query?: infer Q } } ? NonNullable<Q> : Record<string, never>;
+
+/** About the HTTP exchange, for handlers that need more than the body: cookies, links, client address. */
+export interface HttpInfo {
+  headers: Record<string, string | undefined>;
+  /** The client's address (for brute-force limits). */
+  remoteAddress: string;
+  /** `https://host` or `http://host:port`, as the client reached us (or console.public_url). */
+  origin: string;
+  /** The client reached us over HTTPS (directly, or per x-forwarded-proto): cookies get `Secure`. */
+  secure: boolean;
+  /** The raw request body, for the Stripe webhook's signature. */
+  rawBody?: Buffer;
+}
+
+interface CommonInput<Op extends OperationId> {
   body: JsonBody<Op>;
   params: PathParams<Op>;
-  principal: KeyPrincipal;
+  query: QueryParams<Op>;
   app: App;
   requestId: string;
   /** Aborted when the client goes away: cancels the upstream request. */
   signal: AbortSignal;
+  http: HttpInfo;
+  services: ConsoleServices;
 }
+
+export type HandlerInput<Op extends OperationId> = CommonInput<Op> &
+  (Op extends SessionOperation ? { session: Session } : Op extends AdminOperation | PublicOperation ? unknown : { principal: KeyPrincipal });
 
 export type Reply = (
   | { status?: number; body: unknown }

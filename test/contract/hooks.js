@@ -4,12 +4,20 @@
  * (openapi-backend + Ajv 2020-12 against openapi/openapi.yaml), SSE bodies included, event by event.
  * Each documented error status is provoked for real: a bad key (401), a key without the scope (403), a bad
  * body (400), an unknown model (404), an oversized body (413), a model whose upstream is down (502).
+ *
+ * Console and admin operations (see consoleTransaction below) run for real too: beforeAll registers accounts
+ * through the API and the transactions use their session cookie and CSRF token, or the admin token (ADMIN_TOKEN
+ * from run.sh); card payments go to the fake Stripe API run.sh starts, and webhook events are signed with the
+ * `stripe` library's own test helper. Skipped, with the reason beside them: the 404s that only a gateway
+ * without Stripe keys or without ADMIN_TOKEN gives (this run has both; test/integration covers them), and 500s.
  */
 const path = require('node:path');
 const hooks = require('hooks');
 const { default: OpenAPIBackend } = require('openapi-backend');
 const Ajv2020 = require('ajv/dist/2020').default;
 const addFormats = require('ajv-formats');
+const crypto = require('node:crypto');
+const Stripe = require('stripe');
 
 const KEY = process.env.CONTRACT_KEY;
 const LIMITED_KEY = process.env.CONTRACT_LIMITED_KEY; // scope: embeddings only
@@ -30,7 +38,10 @@ const NOT_PROVOKED = new Set(['500', '503']);
 const UNREACHABLE = { createChatCompletion: 'unreachable-chat', createCompletion: 'unreachable-completion', createEmbedding: 'unreachable-embedding' };
 
 hooks.beforeAll((_t, done) => {
-  api.init().then(() => done(), done);
+  api
+    .init()
+    .then(setUpConsole)
+    .then(() => done(), done);
 });
 
 hooks.beforeEach((t, done) => {
@@ -42,6 +53,10 @@ hooks.beforeEach((t, done) => {
   for (const h of Object.keys(t.expected.headers)) if (!['content-type', 'x-request-id'].includes(h.toLowerCase())) delete t.expected.headers[h];
   const body = t.request.body ? JSON.parse(t.request.body) : undefined;
   if (NOT_PROVOKED.has(status)) t.skip = true;
+  if (isConsole(t)) {
+    consoleTransaction(t, op, status).then(() => done(), done);
+    return;
+  }
   if (status === '429') t.request.headers.Authorization = `Bearer ${BROKE_KEY}`;
   if (status === '401') t.request.headers.Authorization = 'Bearer sk-not-a-real-key-000000000000000000000000';
   if (status === '403') {
@@ -65,10 +80,14 @@ hooks.beforeEachValidation((t, done) => {
   if (expected && real.split(';')[0].trim() === expected) t.real.headers['content-type'] = expected; // hapi adds "; charset=utf-8"
   const op = api.router.matchOperation({ method: t.request.method, path: t.request.uri.split('?')[0], headers: {} });
   const status = Number(t.real.statusCode);
+  const v1 = !isConsole(t);
   if (!t.real.headers['x-request-id']) t.fail = 'no x-request-id header';
-  else if (status === 429 && t.real.headers['x-should-retry'] !== 'false') t.fail = 'insufficient quota without x-should-retry: false';
-  else if (status === 200 && t.request.method === 'POST' && !t.real.headers['x-ratelimit-limit-requests']) t.fail = 'no x-ratelimit-* headers';
-  else if (op && real.startsWith('application/json')) {
+  else if (v1 && status === 429 && t.real.headers['x-should-retry'] !== 'false') t.fail = 'insufficient quota without x-should-retry: false';
+  else if (v1 && status === 200 && t.request.method === 'POST' && !t.real.headers['x-ratelimit-limit-requests']) t.fail = 'no x-ratelimit-* headers';
+  else if (!v1 && status === 429 && !/^\d+$/.test(t.real.headers['retry-after'] || '')) t.fail = 'a console 429 without retry-after';
+  else if (!v1 && [200, 201].includes(status) && ['register', 'login'].includes(operationOf(t)) && !/^sy_session=[\w-]{43};.*HttpOnly; SameSite=Lax/.test(String(t.real.headers['set-cookie']))) {
+    t.fail = 'no HttpOnly SameSite session cookie';
+  } else if (op && real.startsWith('application/json')) {
     const errors = check(JSON.parse(t.real.body), op, status);
     if (errors) t.fail = errors;
   } else if (op && real.startsWith('text/event-stream')) {
@@ -104,4 +123,199 @@ function checkSchema(value, name) {
   }
   const validate = ajv.getSchema(`contract#/components/schemas/${name}`);
   return validate(value) ? null : validate.errors.map((e) => `${e.instancePath} ${e.message}`).join('; ');
+}
+
+// ------------------------------------------------------------------------------------------- console and admin
+
+const BASE = process.env.CONTRACT_URL;
+const ADMIN_TOKEN = process.env.ADMIN_TOKEN;
+const WEBHOOK_SECRET = process.env.STRIPE_WEBHOOK_SECRET;
+const PASSWORD = 'contract password 1';
+const NO_SUCH_ID = 987654321;
+const S = {}; // accounts, keys and codes made in setUpConsole
+
+function isConsole(t) {
+  const p = t.request.uri.split('?')[0];
+  return p.startsWith('/console/') || p.startsWith('/admin/');
+}
+
+const uniqueEmail = (tag) => `contract-${tag}-${crypto.randomUUID()}@example.com`;
+
+async function call(method, path, { body, cookie, csrf, token } = {}) {
+  const headers = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (cookie) headers.cookie = cookie;
+  if (csrf) headers['x-csrf-token'] = csrf;
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(`${BASE}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  const set = res.headers.getSetCookie()[0];
+  return { status: res.status, body: text ? JSON.parse(text) : null, cookie: set ? set.split(';')[0] : null };
+}
+
+async function must(status, promise) {
+  const r = await promise;
+  if (r.status !== status) throw new Error(`contract set-up: expected ${status}, got ${r.status} ${JSON.stringify(r.body)}`);
+  return r;
+}
+
+async function registerUser(tag) {
+  const email = uniqueEmail(tag);
+  const r = await must(201, call('POST', '/console/api/register', { body: { email, password: PASSWORD } }));
+  return { email, id: r.body.account.id, cookie: r.cookie, csrf: r.body.csrf_token };
+}
+
+/** The accounts, keys and codes the console and admin transactions work on. */
+async function setUpConsole() {
+  S.a = await registerUser('a'); // the logged-in user of the console transactions
+  const as = (u) => ({ cookie: u.cookie, csrf: u.csrf });
+  // Keys shaped like the examples (a model list: Dredd compares the types of the example's arrays and objects).
+  const key = async (name) => (await must(201, call('POST', '/console/api/keys', { body: { name, models: ['gpt-4o-mini'] }, ...as(S.a) }))).body;
+  S.keyPatch = (await key('patch me')).key.id;
+  S.keyDelete = (await key('delete me')).key.id;
+  // One request with a key of the account, so that usage and ledger have rows of every shape.
+  const { secret } = await key('used');
+  const chat = await fetch(`${BASE}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  if (chat.status !== 200) throw new Error(`contract set-up: chat ${chat.status}`);
+  // An account to disable and enable, and a disabled one to log in to (403).
+  S.b = await registerUser('b');
+  S.disabled = await registerUser('disabled');
+  await must(200, call('POST', `/admin/api/accounts/${S.disabled.id}/disable`, { token: ADMIN_TOKEN }));
+  // Codes: one to redeem, one redeemed already (409).
+  const codes = (await must(201, call('POST', '/admin/api/redemption-codes', { body: { count: 2, usd: '5' }, token: ADMIN_TOKEN }))).body.codes;
+  S.code = codes[0].code;
+  S.usedCode = codes[1].code;
+  await must(200, call('POST', '/console/api/topup/redeem', { body: { code: S.usedCode }, ...as(S.a) }));
+  // An email whose failed log-ins are used up (429).
+  S.lockedEmail = uniqueEmail('locked');
+  for (let i = 0; i < 30; i++) {
+    const r = await call('POST', '/console/api/login', { body: { email: S.lockedEmail, password: 'wrong password 1' } });
+    if (r.status === 429) break;
+  }
+}
+
+const SESSION_OPS = new Set(['logout', 'getSession', 'getAccount', 'listConsoleKeys', 'createConsoleKey', 'updateConsoleKey', 'deleteConsoleKey', 'listConsoleModels', 'redeemCode', 'getTopupOptions', 'createCheckout', 'listUsage', 'getDailyUsage', 'listLedger']);
+const ADMIN_OPS = new Set(['adminListAccounts', 'adminGrantCredits', 'adminDisableAccount', 'adminEnableAccount', 'adminCreateRedemptionCodes']);
+
+function setBody(t, body) {
+  t.request.body = typeof body === 'string' ? body : JSON.stringify(body);
+}
+
+function setUri(t, uri) {
+  t.fullPath = t.request.uri = uri;
+}
+
+/** Credentials and request changes that provoke the documented status of a console or admin transaction. */
+async function consoleTransaction(t, op, status) {
+  delete t.request.headers.Authorization;
+  if (t.skip) return;
+  const path = t.request.uri.split('?')[0];
+  if (SESSION_OPS.has(op)) {
+    if (status !== '401') t.request.headers.Cookie = S.a.cookie;
+    if (t.request.method !== 'GET' && status !== '403') t.request.headers['x-csrf-token'] = S.a.csrf;
+  }
+  if (ADMIN_OPS.has(op)) {
+    t.request.headers.Authorization = `Bearer ${status === '401' ? 'not-the-admin-token' : ADMIN_TOKEN}`;
+    // 404 for every admin path comes only from a gateway started without ADMIN_TOKEN; this one has it. The
+    // operations that take an account id give 404 for an unknown one, provoked below.
+    if (status === '404' && !/\/accounts\/\d+\//.test(path)) t.skip = true;
+  }
+  switch (op) {
+    case 'register':
+      if (status === '201') setBody(t, { email: uniqueEmail('register'), password: PASSWORD });
+      if (status === '400') setBody(t, { email: uniqueEmail('weak'), password: 'short' });
+      if (status === '409') setBody(t, { email: S.a.email, password: PASSWORD });
+      if (status === '429') {
+        // Use up this address's registrations (the limit is per hour), then the documented request is refused.
+        for (let i = 0; i < 100; i++) {
+          const r = await call('POST', '/console/api/register', { body: { email: uniqueEmail('flood'), password: PASSWORD } });
+          if (r.status === 429) break;
+        }
+        setBody(t, { email: uniqueEmail('refused'), password: PASSWORD });
+      }
+      break;
+    case 'login':
+      if (status === '200') setBody(t, { email: S.a.email, password: PASSWORD });
+      if (status === '400') setBody(t, { email: S.a.email });
+      if (status === '401') setBody(t, { email: S.b.email, password: 'not the password 1' });
+      if (status === '403') setBody(t, { email: S.disabled.email, password: PASSWORD });
+      if (status === '429') setBody(t, { email: S.lockedEmail, password: PASSWORD });
+      break;
+    case 'logout':
+      if (status === '204') {
+        // A session of its own, so that the other transactions keep theirs.
+        const r = await must(200, call('POST', '/console/api/login', { body: { email: S.a.email, password: PASSWORD } }));
+        t.request.headers.Cookie = r.cookie;
+        t.request.headers['x-csrf-token'] = r.body.csrf_token;
+      }
+      break;
+    case 'createConsoleKey':
+      if (status === '400') setBody(t, { scopes: [] });
+      break;
+    case 'updateConsoleKey':
+      setUri(t, `/console/api/keys/${status === '404' ? NO_SUCH_ID : S.keyPatch}`);
+      if (status === '400') setBody(t, { enabled: 'no' });
+      break;
+    case 'deleteConsoleKey':
+      setUri(t, `/console/api/keys/${status === '404' ? NO_SUCH_ID : S.keyDelete}`);
+      break;
+    case 'redeemCode':
+      if (status === '200') setBody(t, { code: S.code });
+      if (status === '400') setBody(t, { code: 'SY-AAAAA-AAAAA-AAAAA-AAAAA' });
+      if (status === '409') setBody(t, { code: S.usedCode });
+      break;
+    case 'createCheckout':
+      if (status === '400') setBody(t, { amount_usd: '1' });
+      if (status === '404') t.skip = true; // card payments not configured: this run has Stripe keys
+      if (status === '502') await fetch(`${process.env.STRIPE_API_BASE}/_test/fail-next?n=2`, { method: 'POST' }); // the library retries once
+      break;
+    case 'stripeWebhook': {
+      if (status === '404') {
+        t.skip = true; // card payments not configured: this run has Stripe keys
+        break;
+      }
+      const payload = JSON.stringify({
+        id: `evt_contract_${crypto.randomBytes(8).toString('hex')}`,
+        object: 'event',
+        type: 'checkout.session.completed',
+        data: {
+          object: {
+            id: `cs_test_contract_${crypto.randomBytes(8).toString('hex')}`,
+            object: 'checkout.session',
+            amount_total: 2500,
+            currency: 'usd',
+            payment_status: 'paid',
+            metadata: { account_id: String(S.a.id) },
+          },
+        },
+      });
+      setBody(t, payload);
+      t.request.headers['stripe-signature'] =
+        status === '400' ? 't=1,v1=0000' : Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
+      break;
+    }
+    case 'listUsage':
+    case 'listLedger':
+    case 'adminListAccounts':
+      setUri(t, `${path}?limit=${status === '400' ? 0 : 50}`);
+      break;
+    case 'getDailyUsage':
+      setUri(t, `${path}?days=${status === '400' ? 0 : 14}`);
+      break;
+    case 'adminGrantCredits':
+      setUri(t, `/admin/api/accounts/${status === '404' ? NO_SUCH_ID : S.a.id}/credits`);
+      if (status === '400') setBody(t, { usd: '0' });
+      break;
+    case 'adminDisableAccount':
+    case 'adminEnableAccount':
+      setUri(t, path.replace(/\/accounts\/\d+\//, `/accounts/${status === '404' ? NO_SUCH_ID : S.b.id}/`));
+      break;
+    case 'adminCreateRedemptionCodes':
+      if (status === '400') setBody(t, { count: 0, usd: '5' });
+      break;
+  }
 }

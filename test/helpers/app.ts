@@ -22,6 +22,10 @@ export interface TestGateway {
   newKey(k?: Partial<NewKey>, credits?: number): Promise<{ secret: string; accountId: number; keyId: number }>;
 }
 
+/**
+ * `env` is read for the configuration's `${VAR}`s and by the server (ADMIN_TOKEN, STRIPE_SECRET_KEY,
+ * STRIPE_WEBHOOK_SECRET, STRIPE_API_BASE).
+ */
 export async function startGateway(configYaml: string, env: NodeJS.ProcessEnv = process.env): Promise<TestGateway> {
   const config = parseConfig(configYaml, 'test.yaml', env);
   const db = connect(process.env.DATABASE_URL);
@@ -30,7 +34,7 @@ export async function startGateway(configYaml: string, env: NodeJS.ProcessEnv = 
   const billing = new Billing(db, config.billing, new RateLimits(config.limits, null, log), log);
   billing.start();
   const app: App = { db, config, gateway, billing, log };
-  const server = await buildServer(app, { port: 0, host: '127.0.0.1' });
+  const server = await buildServer(app, { port: 0, host: '127.0.0.1', env });
   await server.start();
   return {
     app,

@@ -223,13 +223,14 @@ describe('credits', () => {
     expect(Number(row.balance_after)).toBe(8_250_000);
   });
 
-  test('a negative grant removes credits, but never below zero', async () => {
+  test('a negative grant removes credits (an adjustment row), but never below zero', async () => {
     const error = await fails(1, 'credits', 'grant', '--account', String(accountId), '--usd=-100');
     expect(error).toBe(`account ${accountId} has less than 100.000000 USD`);
     expect((await ok('accounts', 'show', String(accountId))).balance_micros).toBe(8_250_000);
     const out = await ok('credits', 'grant', '--account', String(accountId), '--usd=-8.25');
     expect(out).toMatchObject({ granted_usd: '-8.250000', balance_usd: '0.000000', balance_micros: 0 });
-    expect(await db('ledger').where({ account_id: accountId, kind: 'grant' })).toHaveLength(2);
+    expect(await db('ledger').where({ account_id: accountId, kind: 'grant' })).toHaveLength(1);
+    expect(await db('ledger').where({ account_id: accountId, kind: 'adjustment' })).toHaveLength(1); // a removal
   });
 
   test('bad amounts and unknown accounts are refused', async () => {

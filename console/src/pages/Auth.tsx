@@ -1,0 +1,166 @@
+/** Log in and Create account: a form beside a short description of the product. */
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { api, ApiError } from '../api';
+import { Brand } from '../components/Brand';
+import { Icon } from '../components/icons';
+import { Alert, Button, Field, Link } from '../components/ui';
+import { navigate } from '../router';
+import type { Session } from '../types';
+
+function AuthLayout({ children }: { children: ComponentChildren }) {
+  return (
+    <div class="auth">
+      <aside class="auth-aside">
+        <Brand light />
+        <div class="auth-pitch">
+          <h2>One key. Every model.</h2>
+          <p>An OpenAI-compatible gateway to chat and embedding models from many providers, paid from prepaid credits.</p>
+          <ul class="auth-points">
+            <li>
+              <Icon name="key" size={17} /> Keys with quotas, model allow-lists and scopes
+            </li>
+            <li>
+              <Icon name="chart" size={17} /> Every request metered to the token, in USD
+            </li>
+            <li>
+              <Icon name="shield" size={17} /> No card needed to start: free starter credits
+            </li>
+          </ul>
+        </div>
+        <pre class="auth-code" aria-hidden="true">
+          <span class="c-k">const</span> client = <span class="c-k">new</span> OpenAI({'{'}
+          {'\n'}  baseURL: <span class="c-s">'{location.origin}/v1'</span>,{'\n'}  apiKey: <span class="c-s">'sk-…'</span>
+          {'\n'}
+          {'}'});
+        </pre>
+      </aside>
+      <main class="auth-main">
+        <div class="auth-card">{children}</div>
+      </main>
+    </div>
+  );
+}
+
+function PasswordInput({ id, value, onInput, autocomplete, invalid }: { id: string; value: string; onInput: (v: string) => void; autocomplete: string; invalid?: boolean }) {
+  const [shown, setShown] = useState(false);
+  return (
+    <div class="input-group">
+      <input
+        id={id}
+        name="password"
+        class="input"
+        type={(shown ? 'text' : 'password') as 'text'}
+        value={value}
+        onInput={(e) => onInput(e.currentTarget.value)}
+        autocomplete={autocomplete}
+        required
+        aria-invalid={invalid ? 'true' : undefined}
+      />
+      <button type="button" class="input-addon" onClick={() => setShown(!shown)} aria-label={shown ? 'Hide password' : 'Show password'}>
+        {shown ? 'Hide' : 'Show'}
+      </button>
+    </div>
+  );
+}
+
+export function Login({ onDone }: { onDone: (s: Session) => void }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const s = await api.login({ email: email.trim(), password });
+      onDone(s);
+      navigate('/', { replace: true });
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <AuthLayout>
+      <h1 class="auth-title">Welcome back</h1>
+      <p class="auth-sub">Log in to manage your keys, credits and usage.</p>
+      {error && <Alert>{error}</Alert>}
+      <form onSubmit={submit} class="form" noValidate={false}>
+        <Field label="Email" htmlFor="login-email">
+          <input id="login-email" name="email" class="input" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        </Field>
+        <Field label="Password" htmlFor="login-password">
+          <PasswordInput id="login-password" value={password} onInput={setPassword} autocomplete="current-password" />
+        </Field>
+        <Button type="submit" variant="primary" loading={busy} class="btn-block">
+          Log in
+        </Button>
+      </form>
+      <p class="auth-switch">
+        New to Switchyard? <Link href={`/register${location.search}`}>Create an account</Link>
+      </p>
+    </AuthLayout>
+  );
+}
+
+export function Register({ onDone }: { onDone: (s: Session) => void }) {
+  const ref = new URLSearchParams(location.search).get('ref') ?? '';
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [code, setCode] = useState(ref);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const s = await api.register({ email: email.trim(), password, ...(code.trim() ? { referral_code: code.trim() } : {}) });
+      onDone(s);
+      navigate('/', { replace: true });
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new ApiError(0, (err as Error).message));
+      setBusy(false);
+    }
+  };
+  const fieldError = (param: string) => (error?.param === param ? error.message : null);
+  const general = error && !['email', 'password', 'referral_code'].includes(error.param ?? '') ? error.message : null;
+
+  return (
+    <AuthLayout>
+      <h1 class="auth-title">Create your account</h1>
+      <p class="auth-sub">Free starter credits, no card required. Your first key is a minute away.</p>
+      {ref && (
+        <div class="invite">
+          <Icon name="gift" size={18} />
+          <span>
+            You were invited. With this referral code, you and your friend <strong>both get bonus credits</strong>.
+          </span>
+        </div>
+      )}
+      {general && <Alert>{general}</Alert>}
+      <form onSubmit={submit} class="form">
+        <Field label="Email" htmlFor="reg-email" error={fieldError('email')}>
+          <input id="reg-email" name="email" class="input" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} aria-invalid={fieldError('email') ? 'true' : undefined} />
+        </Field>
+        <Field label="Password" htmlFor="reg-password" hint="At least 10 characters, with letters and digits or symbols. A passphrase is best." error={fieldError('password')}>
+          <PasswordInput id="reg-password" value={password} onInput={setPassword} autocomplete="new-password" invalid={!!fieldError('password')} />
+        </Field>
+        <Field label="Referral code" htmlFor="reg-ref" hint="Optional" error={fieldError('referral_code')}>
+          <input id="reg-ref" name="referral_code" class="input mono" autocomplete="off" spellcheck={false} value={code} onInput={(e) => setCode(e.currentTarget.value)} aria-invalid={fieldError('referral_code') ? 'true' : undefined} />
+        </Field>
+        <Button type="submit" variant="primary" loading={busy} class="btn-block">
+          Create account
+        </Button>
+      </form>
+      <p class="auth-switch">
+        Already have an account? <Link href="/login">Log in</Link>
+      </p>
+    </AuthLayout>
+  );
+}

@@ -1,0 +1,253 @@
+/** Usage: every request, filtered by key and dates, paged with next_cursor, with totals per model. */
+import { useMemo, useState } from 'preact/hooks';
+import { api } from '../api';
+import { Alert, Badge, Button, Card, Empty, Field, Loading, PageHeader, useLoader } from '../components/ui';
+import { dateTime, int, num, usd } from '../format';
+import type { ApiKey, ModelTotal } from '../types';
+
+const PAGE = 25;
+
+const COUNTED: Record<string, string> = {
+  upstream: 'Tokens as reported by the provider',
+  tokenizer: 'Tokens counted by Switchyard',
+  checkpoint: 'Settled after an interrupted request',
+  none: 'No answer from the provider',
+};
+
+interface Filters {
+  key_id: string;
+  from: string;
+  to: string;
+}
+
+function localDay(d: Date): string {
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+}
+
+/** A local calendar day as an instant: its start, or (end) the start of the next day. */
+function dayToIso(day: string, end = false): string | undefined {
+  if (!day) return undefined;
+  const [y, m, d] = day.split('-').map(Number);
+  return new Date(y, m - 1, d + (end ? 1 : 0)).toISOString();
+}
+
+export function Usage() {
+  const keys = useLoader(() => api.keys().catch(() => ({ data: [] as ApiKey[] })));
+  const [draft, setDraft] = useState<Filters>({ key_id: '', from: '', to: '' });
+  const [filters, setFilters] = useState<Filters>(draft);
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const [error, setError] = useState<string | null>(null);
+  const cursor = cursors[cursors.length - 1];
+
+  const page = useLoader(
+    () =>
+      api.usage({
+        key_id: filters.key_id || undefined,
+        from: dayToIso(filters.from),
+        to: dayToIso(filters.to, true),
+        limit: PAGE,
+        cursor: cursor ?? undefined,
+      }),
+    [filters, cursor],
+  );
+
+  const keyNames = useMemo(() => {
+    const m = new Map<string, ApiKey>();
+    for (const k of keys.data?.data ?? []) m.set(String(k.id), k);
+    return m;
+  }, [keys.data]);
+
+  const apply = (e: Event) => {
+    e.preventDefault();
+    if (draft.from && draft.to && draft.from > draft.to) return setError('The start date must be before the end date.');
+    setError(null);
+    setFilters({ ...draft });
+    setCursors([null]);
+  };
+  const reset = () => {
+    const empty = { key_id: '', from: '', to: '' };
+    setDraft(empty);
+    setFilters(empty);
+    setCursors([null]);
+    setError(null);
+  };
+  const quick = (days: number) => {
+    const to = new Date();
+    const from = new Date();
+    from.setDate(from.getDate() - (days - 1));
+    const f = { ...draft, from: localDay(from), to: localDay(to) };
+    setDraft(f);
+    setFilters(f);
+    setCursors([null]);
+    setError(null);
+  };
+
+  const rows = page.data?.data ?? [];
+  const totals = page.data?.totals ?? [];
+  const filtered = !!(filters.key_id || filters.from || filters.to);
+
+  return (
+    <>
+      <PageHeader title="Usage" description="Every request made with your keys, what it used and what it cost." />
+
+      <Card class="filters-card">
+        <form class="filters" onSubmit={apply}>
+          <Field label="Key" htmlFor="f-key">
+            <select id="f-key" name="key_id" class="input" value={draft.key_id} onChange={(e) => setDraft({ ...draft, key_id: e.currentTarget.value })}>
+              <option value="">All keys</option>
+              {(keys.data?.data ?? []).map((k) => (
+                <option key={k.id} value={String(k.id)}>
+                  {k.name ? `${k.name} (${k.prefix}…)` : `${k.prefix}…`}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field label="From" htmlFor="f-from">
+            <input id="f-from" name="from" type="date" class="input" value={draft.from} max={draft.to || undefined} onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })} />
+          </Field>
+          <Field label="To" htmlFor="f-to">
+            <input id="f-to" name="to" type="date" class="input" value={draft.to} min={draft.from || undefined} onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })} />
+          </Field>
+          <div class="filters-actions">
+            <Button type="submit" variant="primary" icon="filter">
+              Apply
+            </Button>
+            {filtered && (
+              <Button variant="ghost" onClick={reset}>
+                Clear
+              </Button>
+            )}
+          </div>
+          <div class="filters-quick">
+            <span class="muted">Quick range:</span>
+            <button type="button" class="link-btn" onClick={() => quick(1)}>
+              Today
+            </button>
+            <button type="button" class="link-btn" onClick={() => quick(7)}>
+              7 days
+            </button>
+            <button type="button" class="link-btn" onClick={() => quick(30)}>
+              30 days
+            </button>
+          </div>
+        </form>
+        {error && <Alert>{error}</Alert>}
+      </Card>
+
+      {page.error ? (
+        <Alert>{page.error}</Alert>
+      ) : (
+        <>
+          <Totals totals={totals} loading={page.loading && !page.data} />
+          <Card title="Requests" subtitle={filtered ? 'Matching the filters above, newest first' : 'Newest first'} pad={false}>
+            {page.loading && !page.data ? (
+              <Loading label="Loading requests…" />
+            ) : rows.length === 0 ? (
+              <Empty icon="activity" title={filtered ? 'No requests match these filters' : 'No requests yet'}>
+                {filtered ? 'Try another key or a wider date range.' : 'Requests made with your API keys appear here within seconds.'}
+              </Empty>
+            ) : (
+              <div class={`table-wrap${page.loading ? ' is-refreshing' : ''}`}>
+                <table class="table" data-testid="usage-table">
+                  <thead>
+                    <tr>
+                      <th>Time</th>
+                      <th>Key</th>
+                      <th>Model</th>
+                      <th>Status</th>
+                      <th class="num">Input tokens</th>
+                      <th class="num">Output tokens</th>
+                      <th class="num">Latency</th>
+                      <th class="num">Cost</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {rows.map((r) => {
+                      const k = r.key_id === null || r.key_id === undefined ? undefined : keyNames.get(String(r.key_id));
+                      const ok = r.status >= 200 && r.status < 300;
+                      return (
+                        <tr key={r.request_id} title={r.request_id}>
+                          <td class="nowrap">{dateTime(r.created_at)}</td>
+                          <td class="nowrap">{k ? k.name || <code>{k.prefix}…</code> : <span class="muted">{r.key_id === null ? 'Deleted key' : `#${r.key_id}`}</span>}</td>
+                          <td>
+                            <code>{r.model}</code>
+                          </td>
+                          <td>
+                            <Badge tone={ok ? 'green' : r.status >= 500 ? 'red' : 'amber'}>{r.status}</Badge>
+                          </td>
+                          <td class="num">{int(r.prompt_tokens)}</td>
+                          <td class="num">{int(r.completion_tokens)}</td>
+                          <td class="num muted">{r.latency_ms === null || r.latency_ms === undefined ? '—' : `${int(r.latency_ms)} ms`}</td>
+                          <td class="num" title={COUNTED[r.counted]}>{num(r.cost_usd) === 0 && !ok ? <span class="muted">Not charged</span> : usd(r.cost_usd, { precise: true })}</td>
+                        </tr>
+                      );
+                    })}
+                  </tbody>
+                </table>
+              </div>
+            )}
+            {(cursors.length > 1 || page.data?.next_cursor) && (
+              <div class="pager">
+                <span class="muted">Page {cursors.length}</span>
+                <div class="pager-btns">
+                  <Button size="sm" disabled={cursors.length <= 1 || page.loading} onClick={() => setCursors(cursors.slice(0, -1))}>
+                    Previous
+                  </Button>
+                  <Button size="sm" disabled={!page.data?.next_cursor || page.loading} onClick={() => setCursors([...cursors, page.data!.next_cursor!])}>
+                    Next
+                  </Button>
+                </div>
+              </div>
+            )}
+          </Card>
+        </>
+      )}
+    </>
+  );
+}
+
+function Totals({ totals, loading }: { totals: ModelTotal[]; loading: boolean }) {
+  if (loading || !totals.length) return null;
+  const sum = totals.reduce((a, t) => ({ requests: a.requests + t.requests, prompt: a.prompt + t.prompt_tokens, completion: a.completion + t.completion_tokens, cost: a.cost + num(t.cost_usd) }), { requests: 0, prompt: 0, completion: 0, cost: 0 });
+  return (
+    <Card title="Totals by model" pad={false}>
+      <div class="table-wrap">
+        <table class="table" data-testid="usage-totals">
+          <thead>
+            <tr>
+              <th>Model</th>
+              <th class="num">Requests</th>
+              <th class="num">Input tokens</th>
+              <th class="num">Output tokens</th>
+              <th class="num">Cost</th>
+            </tr>
+          </thead>
+          <tbody>
+            {totals.map((t) => (
+              <tr key={t.model}>
+                <td>
+                  <code>{t.model}</code>
+                </td>
+                <td class="num">{int(t.requests)}</td>
+                <td class="num">{int(t.prompt_tokens)}</td>
+                <td class="num">{int(t.completion_tokens)}</td>
+                <td class="num">{usd(t.cost_usd, { precise: true })}</td>
+              </tr>
+            ))}
+          </tbody>
+          {totals.length > 1 && (
+            <tfoot>
+              <tr>
+                <td>All models</td>
+                <td class="num">{int(sum.requests)}</td>
+                <td class="num">{int(sum.prompt)}</td>
+                <td class="num">{int(sum.completion)}</td>
+                <td class="num">{usd(sum.cost, { precise: true })}</td>
+              </tr>
+            </tfoot>
+          )}
+        </table>
+      </div>
+    </Card>
+  );
+}

@@ -1,0 +1,32 @@
+/** Shapes of the console API, from the contract (openapi/openapi.yaml → generated/openapi.d.ts, `make generate`). */
+import type { components, operations } from '../../generated/openapi';
+
+type S = components['schemas'];
+type Body<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+
+/** USD amounts are decimal strings with six decimals ("21.000000"). */
+export type Usd = S['Usd'] | number;
+
+export type AccountDetails = S['ConsoleAccount'];
+export type Account = S['ConsoleAccount'];
+export type Session = S['ConsoleSession'];
+export type Scope = S['KeyScope'];
+export type ApiKey = S['ConsoleKey'];
+export type CreatedKey = S['CreatedConsoleKey'];
+export type NewKeyInput = S['CreateConsoleKeyRequest'];
+export type KeyChanges = S['UpdateConsoleKeyRequest'];
+export type Model = S['ConsoleModel'];
+export type Redeemed = S['RedeemResponse'];
+export type TopupOptions = S['TopupOptions'];
+export type UsageRow = S['UsageRecord'];
+export type ModelTotal = S['ModelUsageTotal'];
+export type UsagePage = S['UsagePage'];
+export type DailyUsage = S['DailyUsage']['data'][number];
+export type LedgerKind = S['LedgerKind'];
+export type LedgerEntry = S['LedgerEntry'];
+export type LedgerPage = S['LedgerPage'];
+export type CheckoutResponse = S['CheckoutResponse'];
+export type RegisterBody = Body<'register'>;
+export type LoginBody = Body<'login'>;
+
+export const SCOPES: Scope[] = ['chat', 'completions', 'embeddings', 'models'];

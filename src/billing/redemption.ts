@@ -1,0 +1,79 @@
+/**
+ * Redemption codes: single-use top-up codes made by an admin in batches (`SY-XXXXX-XXXXX-XXXXX-XXXXX`, 100 random
+ * bits, so they cannot be guessed). Only their SHA-256 is stored. Redeeming is one transaction around a conditional
+ * UPDATE (`... WHERE redeemed_by IS NULL`): of two concurrent redemptions exactly one changes the row and writes the
+ * `redemption` ledger row (ref = the code's id, unique with its kind); the other finds it taken.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { canonicalCode, randomCode } from '../accounts/accounts';
+import { isUniqueViolation, transact } from '../db';
+import { postWithin } from './ledger';
+
+export class RedemptionError extends Error {
+  override name = 'RedemptionError';
+  constructor(
+    readonly reason: 'unknown' | 'redeemed',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface NewCode {
+  id: number;
+  code: string;
+  amount_micros: number;
+}
+
+const CANONICAL = /^SY[0-9A-Z]{20}$/;
+const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
+
+export const MAX_BATCH = 1000;
+
+/** Makes `count` codes worth `amountMicros` each; the codes are returned this once. */
+export async function createCodes(db: Knex, count: number, amountMicros: number, note: string | null = null): Promise<NewCode[]> {
+  if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH) throw new RangeError(`count must be between 1 and ${MAX_BATCH}`);
+  if (!Number.isSafeInteger(amountMicros) || amountMicros <= 0) throw new RangeError('the amount must be more than 0');
+  const now = Date.now();
+  const codes = Array.from({ length: count }, () => {
+    const body = randomCode(20);
+    return `SY-${body.match(/.{5}/g)!.join('-')}`;
+  });
+  return transact(db, async (trx) => {
+    const out: NewCode[] = [];
+    for (const code of codes) {
+      const [inserted] = await trx('redemption_codes').insert({
+        code_hash: sha256(canonicalCode(code)),
+        prefix: code.slice(0, 8),
+        amount_micros: amountMicros,
+        note,
+        created_at: now,
+      });
+      out.push({ id: Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted), code, amount_micros: amountMicros });
+    }
+    return out;
+  });
+}
+
+/** Credits the code's amount to the account, once; throws RedemptionError for an unknown or used code. */
+export async function redeemCode(db: Knex, accountId: number, code: string): Promise<{ codeId: number; amountMicros: number; balanceMicros: number }> {
+  const canonical = canonicalCode(code);
+  const unknown = () => new RedemptionError('unknown', `Unknown redemption code: ${code.trim().slice(0, 40)}`);
+  if (!CANONICAL.test(canonical)) throw unknown();
+  const hash = sha256(canonical);
+  try {
+    return await transact(db, async (trx) => {
+      const row = await trx('redemption_codes').where('code_hash', hash).first('id', 'amount_micros');
+      if (!row) throw unknown();
+      const taken = await trx('redemption_codes').where('id', row.id).whereNull('redeemed_by').update({ redeemed_by: accountId, redeemed_at: Date.now() });
+      if (taken !== 1) throw new RedemptionError('redeemed', 'This code has already been redeemed');
+      const entry = await postWithin(trx, { accountId, kind: 'redemption', amountMicros: Number(row.amount_micros), ref: String(row.id) });
+      if (!entry) throw new Error(`account ${accountId} not found`);
+      return { codeId: Number(row.id), amountMicros: Number(row.amount_micros), balanceMicros: entry.balance_after };
+    });
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new RedemptionError('redeemed', 'This code has already been redeemed');
+    throw e;
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Card top-ups through Stripe Checkout, with the official `stripe` library. Keys come from the environment:
+ * STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (both, or card payments are off); STRIPE_API_BASE (e.g.
+ * http://127.0.0.1:12111) points the library at another API host, for tests with a fake Stripe.
+ *
+ * The webhook (`checkout.session.completed` with payment_status `paid`, and `checkout.session.async_payment_succeeded`)
+ * credits `amount_total` cents × 10,000 µUSD to `metadata.account_id` as a `topup` ledger row whose ref is the
+ * Checkout Session id: the ledger's unique (ref, kind) makes every further delivery of either event a no-op.
+ */
+import Stripe from 'stripe';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { DuplicateLedgerEntry, post } from './ledger';
+
+export interface StripeSettings {
+  secretKey: string;
+  webhookSecret: string;
+  /** Another API base, e.g. http://127.0.0.1:12111 (tests). */
+  apiBase: string | null;
+}
+
+export function stripeSettingsFromEnv(env: NodeJS.ProcessEnv): StripeSettings | null {
+  const secretKey = env.STRIPE_SECRET_KEY?.trim();
+  const webhookSecret = env.STRIPE_WEBHOOK_SECRET?.trim();
+  if (!secretKey || !webhookSecret) return null;
+  return { secretKey, webhookSecret, apiBase: env.STRIPE_API_BASE?.trim() || null };
+}
+
+export const MICROS_PER_CENT = 10_000;
+
+export class SignatureError extends Error {
+  override name = 'SignatureError';
+}
+
+export interface WebhookResult {
+  received: true;
+  /** What was done: `credited`, `duplicate` (already credited), or `ignored` (another event, unpaid, not USD...). */
+  outcome: 'credited' | 'duplicate' | 'ignored';
+}
+
+export class CardPayments {
+  readonly stripe: Stripe;
+
+  constructor(
+    private readonly settings: StripeSettings,
+    private readonly db: Knex,
+    private readonly log: Logger,
+  ) {
+    const base = settings.apiBase ? new URL(settings.apiBase) : null;
+    this.stripe = new Stripe(settings.secretKey, {
+      maxNetworkRetries: 1,
+      timeout: 20_000,
+      telemetry: false,
+      appInfo: { name: 'switchyard' },
+      ...(base && {
+        host: base.hostname,
+        port: base.port || (base.protocol === 'http:' ? 80 : 443),
+        protocol: base.protocol === 'http:' ? 'http' : 'https',
+      }),
+    });
+  }
+
+  /** A Checkout Session for one line item of `cents`; the browser is sent to its `url`. */
+  async createCheckout(o: { accountId: number; email: string; cents: number; returnUrl: string }): Promise<{ id: string; url: string }> {
+    const session = await this.stripe.checkout.sessions.create({
+      mode: 'payment',
+      line_items: [
+        {
+          quantity: 1,
+          price_data: { currency: 'usd', unit_amount: o.cents, product_data: { name: 'Switchyard credits', description: 'Prepaid USD credits for the Switchyard API' } },
+        },
+      ],
+      metadata: { account_id: String(o.accountId) },
+      client_reference_id: String(o.accountId),
+      customer_email: o.email,
+      success_url: `${o.returnUrl}?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
+      cancel_url: `${o.returnUrl}?checkout=cancelled`,
+    });
+    if (!session.url) throw new Error(`Stripe returned checkout session ${session.id} without a url`);
+    return { id: session.id, url: session.url };
+  }
+
+  /** Verifies the signature over the raw body and credits a paid Checkout Session once. */
+  async handleWebhook(raw: Buffer, signature: string | undefined): Promise<WebhookResult> {
+    let event: Stripe.Event;
+    try {
+      event = this.stripe.webhooks.constructEvent(raw, signature ?? '', this.settings.webhookSecret);
+    } catch (e) {
+      throw new SignatureError(`Invalid Stripe signature: ${(e as Error).message}`);
+    }
+    if (event.type !== 'checkout.session.completed' && event.type !== 'checkout.session.async_payment_succeeded') {
+      return { received: true, outcome: 'ignored' };
+    }
+    const session = event.data.object as Stripe.Checkout.Session;
+    const accountId = Number(session.metadata?.account_id);
+    const ignore = (why: string): WebhookResult => {
+      this.log.warn({ event: event.id, session: session.id, why }, 'stripe checkout session not credited');
+      return { received: true, outcome: 'ignored' };
+    };
+    if (session.payment_status !== 'paid') return { received: true, outcome: 'ignored' }; // an async payment: wait for its success event
+    if (session.currency !== 'usd') return ignore(`currency ${session.currency}`);
+    if (!Number.isSafeInteger(accountId) || accountId <= 0) return ignore('no account_id in the metadata');
+    if (!session.amount_total || session.amount_total <= 0) return ignore('no amount');
+    if (!(await this.db('accounts').where('id', accountId).first('id'))) return ignore(`no account ${accountId}`);
+    try {
+      await post(this.db, { accountId, kind: 'topup', amountMicros: session.amount_total * MICROS_PER_CENT, ref: session.id, note: `stripe ${event.id}` });
+    } catch (e) {
+      if (e instanceof DuplicateLedgerEntry) return { received: true, outcome: 'duplicate' };
+      throw e;
+    }
+    this.log.info({ event: event.id, session: session.id, account: accountId, cents: session.amount_total }, 'card top-up credited');
+    return { received: true, outcome: 'credited' };
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * Serves the web console (console/dist, built by `make build`) at /console. GET and HEAD only; /console/api/... is
+ * never touched here and reaches the API. Paths that name no file get index.html, so the console's own routes
+ * (/console/keys...) load on refresh; a missing file with an extension (/console/assets/x.js) is a plain 404.
+ *
+ * It runs as an onRequest extension rather than a route: a `/console/{path*}` route would be more specific than the
+ * API's catch-all `/{any*}` and would swallow GET /console/api/... as well.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Plugin, Request, ResponseObject, ResponseToolkit } from '@hapi/hapi';
+
+export const CONSOLE_DIST = path.resolve(__dirname, '..', '..', 'console', 'dist');
+const PREFIX = '/console';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.ico': 'image/x-icon',
+  '.webp': 'image/webp',
+  '.woff2': 'font/woff2',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+// The console loads nothing from elsewhere and talks only to its own origin.
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+  // Stripe Checkout is reached by navigation (location.assign), which form-action and connect-src do not restrict.
+  "form-action 'self'",
+].join('; ');
+
+/** True for the paths this plugin serves: /console and /console/..., except /console/api and below. */
+export function isConsolePath(p: string): boolean {
+  if (p !== PREFIX && !p.startsWith(`${PREFIX}/`)) return false;
+  return !(p === `${PREFIX}/api` || p.startsWith(`${PREFIX}/api/`));
+}
+
+export interface ConsoleStaticOptions {
+  /** The built console; default console/dist of this checkout. */
+  dir?: string;
+}
+
+export const consoleStatic: Plugin<ConsoleStaticOptions> = {
+  name: 'switchyard-console-static',
+  register(server, opts) {
+    const dir = path.resolve(opts.dir ?? CONSOLE_DIST);
+    server.ext('onRequest', async (request, h) => {
+      if ((request.method !== 'get' && request.method !== 'head') || !isConsolePath(request.path)) return h.continue;
+      return (await serve(dir, request, h)).takeover();
+    });
+  },
+};
+
+async function serve(dir: string, request: Request, h: ResponseToolkit): Promise<ResponseObject> {
+  let rel: string;
+  try {
+    rel = decodeURIComponent(request.path.slice(PREFIX.length));
+  } catch {
+    return notFound(h);
+  }
+  if (rel.includes('\0')) return notFound(h);
+  const file = path.join(dir, rel);
+  if (file !== dir && !file.startsWith(dir + path.sep)) return notFound(h);
+
+  if (rel && !rel.endsWith('/')) {
+    const found = await fileAt(file);
+    if (found) return send(h, file, found, rel.startsWith('/assets/'));
+    // Something that looks like a file (has an extension) and is not there: a real 404, not the page.
+    if (path.extname(rel)) return notFound(h);
+  }
+  const index = path.join(dir, 'index.html');
+  const found = await fileAt(index);
+  if (!found) {
+    return h
+      .response('The web console is not built: run `make build`.\n')
+      .code(404)
+      .type('text/plain; charset=utf-8');
+  }
+  return send(h, index, found, false);
+}
+
+async function fileAt(file: string): Promise<{ size: number; mtime: Date } | null> {
+  try {
+    const st = await fs.stat(file);
+    return st.isFile() ? { size: st.size, mtime: st.mtime } : null;
+  } catch {
+    return null;
+  }
+}
+
+async function send(h: ResponseToolkit, file: string, st: { size: number; mtime: Date }, immutable: boolean): Promise<ResponseObject> {
+  const etag = `${st.size.toString(16)}-${Math.floor(st.mtime.getTime()).toString(16)}`;
+  const modified = st.mtime.toUTCString();
+  // Before routing, Hapi's own conditional-request check does not run: h.entity() answers 304 when it matches.
+  const unmodified = h.entity({ etag, modified });
+  if (unmodified) return unmodified as ResponseObject;
+  const body = await fs.readFile(file);
+  const type = TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
+  const res = h
+    .response(body)
+    .type(type)
+    .etag(etag)
+    .header('last-modified', modified)
+    // Hashed file names under assets/ never change; everything else is checked on every load.
+    .header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
+    .header('x-content-type-options', 'nosniff');
+  if (type.startsWith('text/html')) {
+    res.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('referrer-policy', 'same-origin');
+  }
+  return res;
+}
+
+function notFound(h: ResponseToolkit): ResponseObject {
+  return h.response('Not found\n').code(404).type('text/plain; charset=utf-8').header('cache-control', 'no-cache');
+}

@@ -1,0 +1,372 @@
+/**
+ * The web console end to end, in headless Chromium (Debian's `chromium`, driven by playwright-core) against a real
+ * gateway on loopback with a mock model: register with a referral code and see 21 USD, create a key and read its
+ * secret off the page, call /v1 with it through the official `openai` SDK, see the usage, disable the key and see
+ * /v1 refuse it, redeem a code and see the balance change. The page may reach nothing but the gateway.
+ *
+ * Needs the built console (`make build`; `make e2e` builds first) and /usr/bin/chromium (or CHROMIUM_PATH).
+ * Screenshots go to .tmp/e2e/; with E2E_SCREENSHOT=docs/console.png the dashboard is also saved there (the README's).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { CONSOLE_DIST } from '../../src/http/consoleStatic';
+import { startGateway, type TestGateway } from '../helpers/app';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ADMIN_TOKEN = 'e2e-admin-token';
+const OUT = path.join(__dirname, '..', '..', '.tmp', 'e2e');
+const PASSWORD = 'correct horse 42';
+
+jest.setTimeout(180_000);
+
+let gw: TestGateway;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const outside: string[] = [];
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  if (!fs.existsSync(path.join(CONSOLE_DIST, 'index.html'))) throw new Error(`the console is not built (${CONSOLE_DIST}): run make build`);
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  fs.mkdirSync(OUT, { recursive: true });
+  gw = await startGateway(
+    `
+providers: { local: { type: mock } }
+models:
+  - { id: mock-chat, kind: chat, owned_by: switchyard, price: { input: 0.15, output: 0.60 }, routes: [ { provider: local } ] }
+  - { id: mock-embedding, kind: embedding, owned_by: switchyard, price: { input: 0.02 }, routes: [ { provider: local } ] }
+`,
+    { ...process.env, ADMIN_TOKEN },
+  );
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 2, locale: 'en-US', timezoneId: 'UTC' });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
+  // Anything but the gateway is refused and remembered: the console must work without any other network.
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${gw.url}/`) || url.startsWith('data:')) return route.continue();
+    outside.push(url);
+    return route.abort();
+  });
+  page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+});
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+  await gw?.close();
+});
+
+afterEach(() => {
+  expect(pageErrors).toEqual([]);
+  expect(outside).toEqual([]);
+});
+
+const email = (who: string) => `${who}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}@example.com`;
+
+async function text(testId: string): Promise<string> {
+  return (await page.getByTestId(testId).textContent())?.trim() ?? '';
+}
+
+const balanceText = () => text('balance');
+
+async function apiBalance(): Promise<string> {
+  return page.evaluate(async () => {
+    const res = await fetch('/console/api/account');
+    return ((await res.json()) as { balance_usd: string }).balance_usd;
+  });
+}
+
+/** Retries an assertion until it passes (or rethrows its last failure after `timeout` ms). */
+async function eventually(check: () => Promise<void>, timeout = 10_000, interval = 250): Promise<void> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > end) throw e;
+      await new Promise((r) => setTimeout(r, interval));
+    }
+  }
+}
+
+const usd = (s: string) => new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' }).format(Number(s));
+
+let secret = '';
+let keyPrefix = '';
+let userEmail = '';
+
+test('registering with a referral code shows 21 USD on the dashboard', async () => {
+  // The referrer registers through the API; the new user follows the referrer's link.
+  const res = await fetch(`${gw.url}/console/api/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: email('referrer'), password: PASSWORD }),
+  });
+  expect(res.status).toBe(201);
+  const referrer = (await res.json()) as { account: { referral_code: string; referral_link: string } };
+  const link = new URL(referrer.account.referral_link);
+  expect(link.pathname).toBe('/console/register');
+
+  // A signed-out visitor is sent to the log-in page.
+  await page.goto(`${gw.url}/console/`);
+  await page.getByRole('heading', { name: 'Welcome back' }).waitFor();
+  expect(new URL(page.url()).pathname).toBe('/console/login');
+
+  // An unknown code is refused inline, naming it.
+  userEmail = email('ada');
+  await page.goto(`${gw.url}/console/register?ref=NOSUCHCODE`);
+  await page.getByLabel('Email').fill(userEmail);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Create account' }).click();
+  await page.locator('.field.has-error').filter({ hasText: 'NOSUCHCODE' }).waitFor();
+
+  await page.goto(`${gw.url}${link.pathname}${link.search}`);
+  await expect(page.getByLabel('Referral code').inputValue()).resolves.toBe(referrer.account.referral_code);
+  await page.getByText('You were invited').waitFor();
+  await page.getByLabel('Email').fill(userEmail);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Create account' }).click();
+
+  await page.waitForURL(`${gw.url}/console/`);
+  await eventually(async () => expect(await balanceText()).toBe('$21.00'));
+  await expect(page.getByTestId('referral-link').inputValue()).resolves.toMatch(/\/console\/register\?ref=\w+$/);
+  await page.getByText('$20.00 from referrals').waitFor();
+  await page.screenshot({ path: path.join(OUT, 'dashboard-new.png') });
+});
+
+test('a key created in the console works with the openai SDK, and its usage shows up', async () => {
+  await page.getByRole('link', { name: 'API keys' }).first().click();
+  await page.getByRole('heading', { name: 'No API keys yet' }).waitFor();
+  await page.getByRole('button', { name: 'Create key' }).first().click();
+  const dialog = page.getByRole('dialog', { name: 'Create an API key' });
+  await dialog.getByLabel('Name').fill('e2e app');
+  await dialog.getByLabel('Spending limit (USD)').fill('5');
+  await dialog.getByRole('button', { name: 'Create key' }).click();
+
+  const shown = page.getByTestId('new-secret');
+  secret = ((await shown.textContent()) ?? '').trim();
+  expect(secret).toMatch(/^sk-[A-Za-z0-9]{48}$/);
+  await page.getByRole('dialog', { name: 'Save your new key' }).getByRole('button', { name: 'Copy' }).click();
+  await page.getByRole('button', { name: 'Copied' }).waitFor();
+  expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
+  await page.screenshot({ path: path.join(OUT, 'keys-secret.png') });
+  await page.getByRole('button', { name: 'I have saved it' }).click();
+  await expect(page.getByTestId('new-secret').count()).resolves.toBe(0);
+
+  const row = page.locator('tr', { hasText: 'e2e app' });
+  keyPrefix = (await row.getAttribute('data-key-prefix')) ?? '';
+  expect(secret.startsWith(keyPrefix)).toBe(true);
+  await row.getByText('Active').waitFor();
+  await row.getByText('/ $5.00').waitFor();
+
+  const client = new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const chat = await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'Hello from the browser test' }] });
+  expect(chat.choices[0].message.content).toContain('Hello from the browser test');
+  const emb = await client.embeddings.create({ model: 'mock-embedding', input: 'vector me' });
+  expect(emb.data).toHaveLength(1);
+
+  await page.getByRole('link', { name: 'Usage' }).first().click();
+  const table = page.getByTestId('usage-table');
+  await eventually(async () => {
+    await page.reload();
+    await page.locator('[data-testid=usage-table], .empty').first().waitFor();
+    expect(await table.locator('tbody tr').count()).toBe(2);
+  }, 15_000, 500);
+  await table.locator('tr', { hasText: 'mock-chat' }).getByText('e2e app').waitFor();
+  await table.locator('tr', { hasText: 'mock-embedding' }).waitFor();
+  const totals = page.getByTestId('usage-totals');
+  await totals.locator('tr', { hasText: 'mock-chat' }).waitFor();
+  await totals.getByText('All models').waitFor();
+
+  // The key filter narrows the list; a range in the past finds nothing.
+  await page.getByLabel('Key', { exact: true }).selectOption({ label: `e2e app (${keyPrefix}…)` });
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(2));
+  await page.getByLabel('From').fill('2020-01-01');
+  await page.getByLabel('To').fill('2020-01-31');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.getByRole('heading', { name: 'No requests match these filters' }).waitFor();
+  await page.getByRole('button', { name: 'Clear' }).click();
+  await table.waitFor();
+  await page.screenshot({ path: path.join(OUT, 'usage.png') });
+});
+
+test('usage pages through next_cursor', async () => {
+  const client = new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  for (let i = 0; i < 24; i++) await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: `request ${i}` }] });
+
+  const table = page.getByTestId('usage-table');
+  // 26 requests at 25 a page: the second page holds the oldest one.
+  await eventually(async () => {
+    await page.reload();
+    await page.locator('[data-testid=usage-table], .empty').first().waitFor();
+    await page.getByText('Page 1').waitFor({ timeout: 1000 });
+  }, 15_000, 500);
+  expect(await table.locator('tbody tr').count()).toBe(25);
+  await page.getByRole('button', { name: 'Next' }).click();
+  await page.getByText('Page 2').waitFor();
+  await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(1));
+  await expect(page.getByRole('button', { name: 'Next' }).isDisabled()).resolves.toBe(true);
+  await page.getByRole('button', { name: 'Previous' }).click();
+  await page.getByText('Page 1').waitFor();
+  await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(25));
+  await page.getByTestId('usage-totals').locator('tr', { hasText: 'mock-chat' }).getByText('25', { exact: true }).waitFor();
+});
+
+test('a key disabled in the console is refused by /v1', async () => {
+  await page.getByRole('link', { name: 'API keys' }).first().click();
+  const row = page.locator('tr', { hasText: 'e2e app' });
+  await row.getByRole('switch').click();
+  await row.getByText('Disabled').waitFor();
+  await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
+
+  const client = new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const status = async () => {
+    try {
+      await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'still there?' }] });
+      return 200;
+    } catch (e) {
+      return e instanceof OpenAI.APIError ? e.status : -1;
+    }
+  };
+  await eventually(async () => expect(await status()).toBe(401));
+
+  // The state survives a reload: it is the server's, not the page's.
+  await page.reload();
+  await expect(page.locator('tr', { hasText: 'e2e app' }).getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
+});
+
+test('a key is renamed, limited to a model and a scope, then deleted', async () => {
+  await page.getByRole('button', { name: 'Create key' }).first().click();
+  let dialog = page.getByRole('dialog', { name: 'Create an API key' });
+  await dialog.getByLabel('Name').fill('second');
+  await dialog.getByRole('button', { name: 'Create key' }).click();
+  const second = ((await page.getByTestId('new-secret').textContent()) ?? '').trim();
+  await page.getByRole('button', { name: 'I have saved it' }).click();
+
+  await page.getByRole('button', { name: 'Edit second' }).click();
+  dialog = page.getByRole('dialog', { name: 'Edit second' });
+  await dialog.getByLabel('Name').fill('chat only');
+  await dialog.getByLabel('All models, including ones added later').uncheck();
+  await dialog.getByRole('checkbox', { name: /mock-chat/ }).check();
+  for (const scope of ['Completions (legacy)', 'Embeddings', 'List models']) await dialog.getByRole('checkbox', { name: scope }).uncheck();
+  await dialog.getByRole('button', { name: 'Save changes' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  const row = page.locator('tr', { hasText: 'chat only' });
+  await row.locator('.badge', { hasText: 'mock-chat' }).waitFor();
+  await row.locator('.badge', { hasText: /^chat$/ }).waitFor();
+
+  const client = new OpenAI({ apiKey: second, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const chat = await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'ok' }] });
+  expect(chat.choices).toHaveLength(1);
+  await expect(client.embeddings.create({ model: 'mock-embedding', input: 'x' })).rejects.toMatchObject({ status: 403 });
+
+  // Deleting asks first; Cancel keeps the key.
+  await row.getByRole('button', { name: 'Delete chat only' }).click();
+  await page.getByRole('dialog', { name: 'Delete this key?' }).getByRole('button', { name: 'Cancel' }).click();
+  await row.waitFor();
+  await row.getByRole('button', { name: 'Delete chat only' }).click();
+  await page.getByRole('dialog', { name: 'Delete this key?' }).getByRole('button', { name: 'Delete key' }).click();
+  await row.waitFor({ state: 'detached' });
+  await eventually(async () => {
+    await expect(client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'gone?' }] })).rejects.toMatchObject({ status: 401 });
+  });
+  await page.reload();
+  await page.locator('tr', { hasText: 'e2e app' }).waitFor();
+  await expect(page.locator('tr', { hasText: 'chat only' }).count()).resolves.toBe(0);
+});
+
+test('redeeming a code adds it to the balance', async () => {
+  const res = await fetch(`${gw.url}/admin/api/redemption-codes`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ count: 1, usd: '10' }),
+  });
+  expect(res.status).toBe(201);
+  const { codes } = (await res.json()) as { codes: { code: string }[] };
+
+  await page.getByRole('link', { name: 'Top up' }).first().click();
+  await page.getByRole('heading', { name: 'Redeem a code' }).waitFor();
+  const before = await apiBalance();
+  await eventually(async () => expect(await text('topup-balance')).toBe(usd(before)));
+  // Card payments are not configured here: the card form is absent, not broken.
+  await expect(page.getByRole('heading', { name: 'Pay by card' }).count()).resolves.toBe(0);
+
+  await page.getByLabel('Code', { exact: true }).fill('NOT-A-REAL-CODE');
+  await page.getByRole('button', { name: 'Redeem code' }).click();
+  await page.locator('.field.has-error').waitFor();
+
+  await page.getByLabel('Code', { exact: true }).fill(codes[0].code);
+  await page.getByRole('button', { name: 'Redeem code' }).click();
+  await page.getByText('$10.00 added to your balance.').waitFor();
+  const after = await apiBalance();
+  expect(Number(after) - Number(before)).toBeCloseTo(10, 6);
+  await eventually(async () => expect(await text('topup-balance')).toBe(usd(after)));
+  await eventually(async () => expect(await text('sidebar-balance')).toBe(usd(after)));
+  await page.locator('tr', { hasText: 'Code redeemed' }).getByText('+$10.00').waitFor();
+
+  // The same code a second time is refused, with the server's message shown inline.
+  await page.getByLabel('Code', { exact: true }).fill(codes[0].code);
+  await page.getByRole('button', { name: 'Redeem code' }).click();
+  await page.locator('.field.has-error').waitFor();
+  expect(await apiBalance()).toBe(after);
+  await page.screenshot({ path: path.join(OUT, 'topup.png') });
+
+  await page.getByRole('link', { name: 'Dashboard' }).first().click();
+  await eventually(async () => expect(await balanceText()).toBe(usd(after)));
+  await page.getByText('Usage, last 14 days').waitFor();
+  await page.locator('.chart svg').waitFor();
+  await page.waitForTimeout(200);
+  await page.screenshot({ path: path.join(OUT, 'dashboard.png') });
+  if (process.env.E2E_SCREENSHOT) {
+    // The README's picture: down to the end of the chart row.
+    const row = await page.locator('.grid-2-1').boundingBox();
+    const height = Math.min(900, Math.ceil((row?.y ?? 0) + (row?.height ?? 900) + 16));
+    await page.screenshot({ path: path.resolve(process.env.E2E_SCREENSHOT), clip: { x: 0, y: 0, width: 1440, height } });
+  }
+});
+
+test('log out, then log in again', async () => {
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.getByRole('heading', { name: 'Welcome back' }).waitFor();
+  await page.goto(`${gw.url}/console/keys`);
+  await page.waitForURL(`${gw.url}/console/login`);
+
+  await page.getByLabel('Email').fill(userEmail);
+  await page.getByLabel('Password', { exact: true }).fill('wrong password 1');
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('alert').filter({ hasText: 'Invalid email or password' }).waitFor();
+
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL(`${gw.url}/console/`);
+  await eventually(async () => expect(await balanceText()).toMatch(/^\$\d+\.\d\d$/));
+});
+
+test('the console is served with the right headers and never shadows the API', async () => {
+  const html = await fetch(`${gw.url}/console/usage`);
+  expect(html.status).toBe(200);
+  expect(html.headers.get('content-type')).toMatch(/^text\/html/);
+  expect(html.headers.get('cache-control')).toBe('no-cache');
+  expect(html.headers.get('content-security-policy')).toContain("default-src 'self'");
+  const asset = (await html.text()).match(/\/console\/assets\/[\w.-]+\.js/)?.[0];
+  expect(asset).toBeDefined();
+  const js = await fetch(`${gw.url}${asset}`);
+  expect(js.status).toBe(200);
+  expect(js.headers.get('cache-control')).toContain('immutable');
+  expect((await fetch(`${gw.url}/console/assets/missing.js`)).status).toBe(404);
+  const api = await fetch(`${gw.url}/console/api/session`);
+  expect(api.status).toBe(401);
+  expect(api.headers.get('content-type')).toMatch(/^application\/json/);
+  expect((await api.json()) as object).toHaveProperty('error.type');
+});

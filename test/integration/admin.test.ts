@@ -1,0 +1,226 @@
+/**
+ * The admin API (`/admin/api`, bearer ADMIN_TOKEN) and the same operations in the CLI: listing accounts, granting and
+ * removing credits, redemption codes in batches, disabling an account (its keys are refused at once). Runs on
+ * DATABASE_URL (SQLite, then MariaDB).
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { startGateway, type TestGateway } from '../helpers/app';
+import { ConsoleClient, PASSWORD, registered, uniqueEmail } from '../helpers/console';
+import { verifyLedger } from '../../src/billing/verify';
+
+const TOKEN = 'admin-token-for-tests-0123456789';
+const CONFIG = `
+limits: { rpm: 0, tpm: 0 }
+console: { registrations_per_address: 0 }
+providers: { local: { type: mock } }
+models:
+  - { id: mock-chat, kind: chat, price: { input: 1, output: 1 }, routes: [ { provider: local } ] }
+`;
+
+let gw: TestGateway;
+
+beforeAll(async () => {
+  gw = await startGateway(CONFIG, { ...process.env, ADMIN_TOKEN: TOKEN });
+});
+
+afterAll(async () => {
+  await gw?.close();
+});
+
+const db = () => gw.app.db;
+
+async function admin(method: string, path: string, body?: unknown, token: string | null = TOKEN, base = gw.url) {
+  const headers: Record<string, string> = {};
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const r = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: r.status, body: (await r.json()) as any, headers: r.headers };
+}
+
+const chat = (secret: string) =>
+  new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'hi' }] });
+
+describe('the admin token', () => {
+  test('is required on every admin operation: none or a wrong one is a 401', async () => {
+    const ops: [string, string, unknown?][] = [
+      ['GET', '/admin/api/accounts'],
+      ['POST', '/admin/api/accounts/1/credits', { usd: '1' }],
+      ['POST', '/admin/api/accounts/1/disable'],
+      ['POST', '/admin/api/accounts/1/enable'],
+      ['POST', '/admin/api/redemption-codes', { count: 1, usd: '1' }],
+    ];
+    for (const [method, path, body] of ops) {
+      for (const token of [null, 'wrong-token', `${TOKEN}x`]) {
+        const r = await admin(method, path, body, token);
+        expect({ path, token, status: r.status, error: r.body.error }).toEqual({
+          path,
+          token,
+          status: 401,
+          error: { message: 'Invalid admin token', type: 'authentication_error', param: null, code: 'invalid_admin_token' },
+        });
+      }
+    }
+    // Nothing was done.
+    expect(await db()('redemption_codes').where('amount_micros', 1_000_000).andWhere('note', 'never')).toEqual([]);
+  });
+
+  test('an API key or a console session is not an admin token', async () => {
+    const { secret } = await gw.newKey();
+    expect((await admin('GET', '/admin/api/accounts', undefined, secret)).status).toBe(401);
+    const c = await registered(gw.url);
+    expect((await c.get('/admin/api/accounts')).status).toBe(401);
+  });
+
+  test('without ADMIN_TOKEN the admin API is off: 404 to everything, whatever token is sent', async () => {
+    const off = await startGateway(CONFIG, { ...process.env, ADMIN_TOKEN: '' });
+    try {
+      for (const token of [null, TOKEN, '']) {
+        const r = await admin('GET', '/admin/api/accounts', undefined, token, off.url);
+        expect(r.status).toBe(404);
+        expect(r.body.error.code).toBe('unknown_url');
+        expect((await admin('POST', '/admin/api/redemption-codes', { count: 1, usd: '5' }, token, off.url)).status).toBe(404);
+      }
+    } finally {
+      await off.close();
+    }
+  });
+});
+
+describe('accounts', () => {
+  test('list: id order, paged, filtered by part of the email', async () => {
+    const tag = `adm${Date.now()}`;
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await registered(gw.url).then((c) => c)).account.id);
+    // Give them findable emails.
+    for (const [i, id] of ids.entries()) await db()('accounts').where('id', id).update({ email: `${tag}-${i}@example.com` });
+    const all = await admin('GET', `/admin/api/accounts?email=${tag}`);
+    expect(all.status).toBe(200);
+    expect(all.body).toEqual({
+      data: ids.map((id, i) => ({
+        id,
+        email: `${tag}-${i}@example.com`,
+        status: 'active',
+        balance_usd: '1.000000',
+        balance_micros: 1_000_000,
+        referral_code: expect.any(String),
+        created_at: expect.any(String),
+      })),
+      next_cursor: null,
+    });
+    const first = await admin('GET', `/admin/api/accounts?email=${tag}&limit=2`);
+    expect(first.body.data.map((a: any) => a.id)).toEqual(ids.slice(0, 2));
+    const second = await admin('GET', `/admin/api/accounts?email=${tag}&limit=2&cursor=${first.body.next_cursor}`);
+    expect(second.body).toEqual({ data: [expect.objectContaining({ id: ids[2] })], next_cursor: null });
+    // LIKE wildcards in the filter are taken literally.
+    expect((await admin('GET', `/admin/api/accounts?email=${encodeURIComponent('%')}`)).body.data).toEqual([]);
+  });
+
+  test('credits: a grant adds, an adjustment removes, never below zero', async () => {
+    const c = await registered(gw.url);
+    const id = c.account.id;
+    const grant = await admin('POST', `/admin/api/accounts/${id}/credits`, { usd: '10.5', note: 'goodwill' });
+    expect(grant.status).toBe(200);
+    expect(grant.body).toEqual({ account_id: id, kind: 'grant', amount_usd: '10.500000', balance_usd: '11.500000', ledger_id: expect.any(Number) });
+    const adj = await admin('POST', `/admin/api/accounts/${id}/credits`, { usd: -1.5 });
+    expect(adj.body).toMatchObject({ kind: 'adjustment', amount_usd: '-1.500000', balance_usd: '10.000000' });
+    const tooMuch = await admin('POST', `/admin/api/accounts/${id}/credits`, { usd: '-10.000001' });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body.error).toMatchObject({ param: 'usd', code: 'insufficient_balance' });
+    const rows = await db()('ledger').where('account_id', id).orderBy('id');
+    expect(rows.map((r) => [r.kind, Number(r.amount_micros), r.note])).toEqual([
+      ['signup', 1_000_000, null],
+      ['grant', 10_500_000, 'goodwill'],
+      ['adjustment', -1_500_000, null],
+    ]);
+    // The owner sees both rows in the console ledger.
+    expect((await c.get('/console/api/ledger')).body.data.map((r: any) => r.kind)).toEqual(['adjustment', 'grant', 'signup']);
+    for (const usd of ['0', 'abc', '1.0000001']) expect((await admin('POST', `/admin/api/accounts/${id}/credits`, { usd })).status).toBe(400);
+    const missing = await admin('POST', '/admin/api/accounts/987654321/credits', { usd: '1' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toEqual({ message: 'No such account: 987654321', type: 'invalid_request_error', param: 'id', code: 'account_not_found' });
+  });
+
+  test("disable: the account's keys get 401 at once, its sessions end, it cannot log in; enable brings it back", async () => {
+    const c = new ConsoleClient(gw.url);
+    const email = uniqueEmail();
+    await c.register(email);
+    const { body } = await c.post('/console/api/keys', { name: 'k' });
+    expect((await chat(body.secret)).choices).toHaveLength(1);
+    const off = await admin('POST', `/admin/api/accounts/${c.account.id}/disable`);
+    expect(off.status).toBe(200);
+    expect(off.body).toMatchObject({ id: c.account.id, status: 'disabled' });
+    await expect(chat(body.secret)).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+    expect((await c.get('/console/api/account')).status).toBe(401);
+    const login = await new ConsoleClient(gw.url).login(email);
+    expect(login.status).toBe(403);
+    expect(login.body.error).toEqual({ message: 'This account is disabled', type: 'permission_error', param: null, code: 'account_disabled' });
+    const on = await admin('POST', `/admin/api/accounts/${c.account.id}/enable`);
+    expect(on.body.status).toBe('active');
+    expect((await chat(body.secret)).choices).toHaveLength(1);
+    expect((await new ConsoleClient(gw.url).login(email, PASSWORD)).status).toBe(200);
+    expect((await admin('POST', '/admin/api/accounts/987654321/disable')).status).toBe(404);
+    expect((await admin('POST', '/admin/api/accounts/abc/disable')).status).toBe(400);
+  });
+});
+
+describe('redemption codes', () => {
+  test('a batch of unique codes, each redeemable once in the console', async () => {
+    const r = await admin('POST', '/admin/api/redemption-codes', { count: 25, usd: '2.5', note: 'giveaway' });
+    expect(r.status).toBe(201);
+    expect(r.body.codes).toHaveLength(25);
+    for (const code of r.body.codes) expect(code).toEqual({ id: expect.any(Number), code: expect.stringMatching(/^SY(-[0-9A-Z]{5}){4}$/), amount_usd: '2.500000' });
+    expect(new Set(r.body.codes.map((c: any) => c.code)).size).toBe(25);
+    const c = await registered(gw.url);
+    const redeemed = await c.post('/console/api/topup/redeem', { code: r.body.codes[3].code });
+    expect(redeemed.body).toEqual({ amount_usd: '2.500000', balance_usd: '3.500000' });
+    expect((await c.post('/console/api/topup/redeem', { code: r.body.codes[3].code })).status).toBe(409);
+    expect((await db()('redemption_codes').where('id', r.body.codes[3].id).first()).note).toBe('giveaway');
+  });
+
+  test('count 1..1000 and a positive amount', async () => {
+    for (const body of [{ count: 0, usd: '1' }, { count: 1001, usd: '1' }, { count: 1, usd: '0' }, { count: 1, usd: '-1' }, { count: 1.5, usd: '1' }, { usd: '1' }]) {
+      const r = await admin('POST', '/admin/api/redemption-codes', body);
+      expect({ body, status: r.status }).toEqual({ body, status: 400 });
+    }
+  });
+});
+
+describe('the CLI', () => {
+  const ROOT = path.resolve(__dirname, '../..');
+  const run = (...args: string[]) =>
+    new Promise<{ code: number; out: any; err: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        ['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', ...args],
+        { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'silent' } },
+        (e, stdout, stderr) => resolve({ code: e ? Number(e.code) : 0, out: stdout ? JSON.parse(stdout) : null, err: stderr }),
+      ),
+    );
+
+  test('codes create, accounts disable / enable, credits grant', async () => {
+    const codes = await run('codes', 'create', '--count', '3', '--usd', '4');
+    expect(codes.code).toBe(0);
+    expect(codes.out.codes).toEqual(Array.from({ length: 3 }, () => ({ id: expect.any(Number), code: expect.stringMatching(/^SY-/), amount_usd: '4.000000' })));
+    const c = await registered(gw.url);
+    expect((await c.post('/console/api/topup/redeem', { code: codes.out.codes[0].code })).body.amount_usd).toBe('4.000000');
+
+    const { body } = await c.post('/console/api/keys', {});
+    const off = await run('accounts', 'disable', String(c.account.id));
+    expect(off.out).toMatchObject({ id: c.account.id, status: 'disabled' });
+    await expect(chat(body.secret)).rejects.toMatchObject({ status: 401 });
+    const on = await run('accounts', 'enable', String(c.account.id));
+    expect(on.out.status).toBe('active');
+    expect((await chat(body.secret)).choices).toHaveLength(1);
+
+    const grant = await run('credits', 'grant', '--account', String(c.account.id), '--usd', '2');
+    expect(grant.code).toBe(0);
+    expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(1);
+
+    expect((await run('codes', 'create', '--count', '0', '--usd', '4')).code).toBe(2);
+    expect((await run('codes', 'create', '--count', '2')).code).toBe(2);
+    expect((await run('accounts', 'disable', '987654321')).code).toBe(1);
+    expect((await verifyLedger(db())).problems).toEqual([]);
+  });
+});

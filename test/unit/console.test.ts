@@ -1,0 +1,79 @@
+/** Console building blocks without a server: password rules and hashing, codes, cookies, the `console` settings. */
+import crypto from 'node:crypto';
+import { hashPassword, passwordProblem, verifyPassword } from '../../src/accounts/passwords';
+import { canonicalCode, randomCode } from '../../src/accounts/accounts';
+import { parseConfig } from '../../src/config';
+import { readCookie, sessionCookie, timeParam, usdParam } from '../../src/console/views';
+
+const MODELS = `providers: { m: { type: mock } }\nmodels: [ { id: x, kind: chat, routes: [ { provider: m } ] } ]\n`;
+
+test('password rules', () => {
+  expect(passwordProblem('short1!', 'a@b.co')).toMatch(/at least 10/);
+  expect(passwordProblem('onlyletters', 'a@b.co')).toMatch(/letters only/);
+  expect(passwordProblem('ÄöüßÉèñçàé', 'a@b.co')).toMatch(/letters only/);
+  expect(passwordProblem('1234567890', 'a@b.co')).toMatch(/digits only/);
+  expect(passwordProblem('Ada@Example.com', 'ada@example.com')).toMatch(/email/);
+  expect(passwordProblem('correct horse 42', 'ada@example.com')).toBeNull();
+  expect(passwordProblem('x'.repeat(201) + '1', 'a@b.co')).toMatch(/at most 200/);
+});
+
+test('scrypt hashes: salted, parameters stored, verified in constant time, old parameters flagged', async () => {
+  const [a, b] = await Promise.all([hashPassword('correct horse 42'), hashPassword('correct horse 42')]);
+  expect(a).not.toBe(b);
+  expect(await verifyPassword('correct horse 42', a)).toEqual({ ok: true, stale: false });
+  expect(await verifyPassword('correct horse 43', a)).toEqual({ ok: false, stale: false });
+  expect(await verifyPassword('anything', null)).toEqual({ ok: false, stale: false });
+  expect(await verifyPassword('anything', 'garbage')).toEqual({ ok: false, stale: false });
+  const salt = crypto.randomBytes(16);
+  const old = `scrypt$16384$8$1$${salt.toString('base64url')}$${crypto.scryptSync('pw with 1 digit', salt, 32, { N: 16384, r: 8, p: 1 }).toString('base64url')}`;
+  expect(await verifyPassword('pw with 1 digit', old)).toEqual({ ok: true, stale: true });
+});
+
+test('codes: Crockford base32, compared without case, spaces or dashes', () => {
+  expect(randomCode(20)).toMatch(/^[0-9A-HJKMNP-TV-Z]{20}$/);
+  expect(canonicalCode(' sy-7kq2m 9xdab-4HX8P-2wqnr ')).toBe('SY7KQ2M9XDAB4HX8P2WQNR');
+});
+
+test('cookies', () => {
+  expect(sessionCookie('abc', 86_400_000, true)).toBe('sy_session=abc; Max-Age=86400; Path=/; HttpOnly; SameSite=Lax; Secure');
+  expect(readCookie('a=1; sy_session=xyz; b=2', 'sy_session')).toBe('xyz');
+  expect(readCookie('xsy_session=1', 'sy_session')).toBeUndefined();
+  expect(readCookie(undefined, 'sy_session')).toBeUndefined();
+});
+
+test('amounts and times from requests', () => {
+  expect(usdParam('12.5', 'x')).toBe(12_500_000);
+  expect(usdParam(0.1, 'x')).toBe(100_000);
+  expect(() => usdParam(1e-7, 'x')).toThrow(/at most 6 decimals/);
+  expect(() => usdParam('-1', 'x')).toThrow(/negative/);
+  expect(usdParam('-1', 'x', { allowNegative: true })).toBe(-1_000_000);
+  expect(timeParam('2026-11-01', 'from')).toBe(Date.UTC(2026, 10, 1));
+  expect(timeParam('2026-11-01T10:00:00', 'from')).toBe(Date.UTC(2026, 10, 1, 10));
+  expect(timeParam('2026-11-01T10:00:00+01:00', 'from')).toBe(Date.UTC(2026, 10, 1, 9));
+  expect(timeParam(undefined, 'from')).toBeUndefined();
+  expect(() => timeParam('last week', 'from')).toThrow(/ISO 8601/);
+});
+
+test('the console settings: defaults, and errors that name the setting', () => {
+  expect(parseConfig(MODELS).console).toEqual({
+    starter_credits_micros: 1_000_000,
+    referral_credits_micros: 20_000_000,
+    session_ttl_ms: 30 * 86_400_000,
+    public_url: null,
+    topup_min_micros: 5_000_000,
+    topup_max_micros: 1_000_000_000,
+    login_attempts_per_email: 10,
+    login_attempts_per_address: 50,
+    login_window_s: 900,
+    registrations_per_address: 20,
+    registration_window_s: 3600,
+  });
+  expect(parseConfig(`console: { starter_credits_usd: 0.5, referral_credits_usd: 0 }\n${MODELS}`).console).toMatchObject({
+    starter_credits_micros: 500_000,
+    referral_credits_micros: 0,
+  });
+  expect(() => parseConfig(`console:\n  topup_min_usd: 5.001\n${MODELS}`, 'c.yaml')).toThrow(/^c\.yaml:2:\d+: console\.topup_min_usd: must be whole cents/);
+  expect(() => parseConfig(`console: { topup_min_usd: 50, topup_max_usd: 10 }\n${MODELS}`)).toThrow(/console\.topup_max_usd: must not be below topup_min_usd/);
+  expect(() => parseConfig(`console: { public_url: "https://x.example/path" }\n${MODELS}`)).toThrow(/console\.public_url/);
+  expect(() => parseConfig(`console: { referal_credits_usd: 5 }\n${MODELS}`)).toThrow(/unknown setting 'referal_credits_usd'/);
+});
