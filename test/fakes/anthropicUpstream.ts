@@ -5,28 +5,17 @@
  * headers, max_tokens, alternating roles, non-empty text, temperature range) and answers with Anthropic's error shape.
  * Tests script its answers with `plan`, and read what it received from `requests`.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { FakeUpstream, type Item, type Plan as BasePlan, type Received } from './fakeUpstream';
 
-export interface Received {
-  method: string;
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  body: any;
-}
+export type { Received };
 
-/** An Anthropic stream event (it carries its own `type`), raw bytes, or a pause. */
-export type SseItem = { type: string; [k: string]: unknown } | string | { delayMs: number };
+/** An Anthropic stream event: it carries its own `type`. */
+type Event = { type: string; [k: string]: unknown };
 
-export type Plan =
-  | { kind: 'json'; status?: number; body: unknown }
-  | { kind: 'sse'; events: SseItem[]; delayMs?: number }
-  /** Answer 200 with a stream, send `events`, then stall forever (until the client closes). */
-  | { kind: 'stall'; events: SseItem[] }
-  /** Accept the request and never answer. */
-  | { kind: 'hang' }
-  /** Destroy the socket without answering. */
-  | { kind: 'reset' };
+/** An Anthropic stream event, raw bytes, or a pause. */
+export type SseItem = Item<Event>;
+
+export type Plan = BasePlan<Event>;
 
 export type Block = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
@@ -50,85 +39,14 @@ export interface Message {
 
 export const API_KEY = 'sk-ant-fake-upstream-key';
 
-export class FakeAnthropic {
-  readonly requests: Received[] = [];
-  /** Requests whose connection the client closed before the answer was complete. */
-  clientAborts = 0;
-  /** The next answers, first in first out; when empty, `defaultPlan` answers. */
-  readonly plans: Plan[] = [];
-  private server!: http.Server;
-  url = '';
-
-  async start(): Promise<this> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-    this.server.keepAliveTimeout = 1000;
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
-    return this;
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  plan(...plans: Plan[]): void {
-    this.plans.push(...plans);
-  }
-
-  last(): Received {
-    return this.requests[this.requests.length - 1];
-  }
-
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let raw = '';
-    for await (const c of req) raw += c;
-    let body: any = null;
-    try {
-      body = raw ? JSON.parse(raw) : null;
-    } catch {
-      body = raw;
-    }
-    const received: Received = { method: req.method!, path: req.url!, headers: req.headers, body };
-    this.requests.push(received);
-    res.on('close', () => {
-      if (!res.writableFinished) this.clientAborts++;
-    });
-    const plan = check(received) ?? this.plans.shift() ?? defaultPlan(received);
-    const headers = { 'request-id': `req_fake${this.requests.length}`, 'anthropic-organization-id': 'org-fake' };
-    switch (plan.kind) {
-      case 'json':
-        res.writeHead(plan.status ?? 200, { ...headers, 'content-type': 'application/json' });
-        res.end(JSON.stringify(plan.body));
-        return;
-      case 'hang':
-        return;
-      case 'reset':
-        req.socket.destroy();
-        return;
-      case 'sse':
-      case 'stall': {
-        res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-        for (const ev of plan.events) {
-          if (res.destroyed) return;
-          if (typeof ev === 'object' && 'delayMs' in ev) {
-            await sleep((ev as { delayMs: number }).delayMs);
-            continue;
-          }
-          if (plan.kind === 'sse' && plan.delayMs) await sleep(plan.delayMs);
-          res.write(typeof ev === 'string' ? ev : sse(ev as { type: string }));
-        }
-        if (plan.kind === 'stall') return;
-        res.end();
-      }
-    }
+export class FakeAnthropic extends FakeUpstream<Event> {
+  constructor() {
+    super({ base: '/v1', defaultPlan, check, frame: sse, headers: (n) => ({ 'request-id': `req_fake${n}`, 'anthropic-organization-id': 'org-fake' }) });
   }
 }
 
 /** One event as Anthropic frames it. */
 export const sse = (ev: { type: string }): string => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const errorBody = (type: string, message: string) => ({ type: 'error', error: { type, message } });
 

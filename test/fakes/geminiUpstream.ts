@@ -4,100 +4,24 @@
  * `x-goog-api-key` header like Gemini (a wrong key is a 400 with reason API_KEY_INVALID).
  * Tests script its answers with `plan`, and read what it received from `requests`.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { FakeUpstream, type Plan, type Received } from './fakeUpstream';
 
-export interface Received {
-  method: string;
-  /** Path and query, e.g. `/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`. */
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  body: any;
-}
+export type { Plan, Received };
 
-export type Plan =
-  | { kind: 'json'; status?: number; body: unknown }
-  | { kind: 'sse'; events: (unknown | { delayMs: number })[]; delayMs?: number }
-  /** Answer 200 with a stream, send `events`, then stall forever (until the client closes). */
-  | { kind: 'stall'; events: unknown[] }
-  /** Accept the request and never answer. */
-  | { kind: 'hang' }
-  /** Destroy the socket without answering. */
-  | { kind: 'reset' };
-
-export class FakeGemini {
-  readonly requests: Received[] = [];
-  /** Requests whose connection the client closed before the answer was complete. */
-  clientAborts = 0;
-  /** The next answers, first in first out; when empty, `defaultPlan` answers. */
-  readonly plans: Plan[] = [];
-  private server!: http.Server;
-  url = '';
-
+export class FakeGemini extends FakeUpstream {
   /** `apiKey`: the key requests must carry in `x-goog-api-key`. */
-  constructor(private readonly apiKey?: string) {}
-
-  async start(): Promise<this> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-    this.server.keepAliveTimeout = 1000;
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1beta`;
-    return this;
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  plan(...plans: Plan[]): void {
-    this.plans.push(...plans);
-  }
-
-  last(): Received {
-    return this.requests[this.requests.length - 1];
-  }
-
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let raw = '';
-    for await (const c of req) raw += c;
-    const received: Received = { method: req.method!, path: req.url!, headers: req.headers, body: raw ? JSON.parse(raw) : null };
-    this.requests.push(received);
-    res.on('close', () => {
-      if (!res.writableFinished) this.clientAborts++;
+  constructor(apiKey?: string) {
+    super({
+      base: '/v1beta',
+      defaultPlan,
+      check: (r) => (apiKey && r.headers['x-goog-api-key'] !== apiKey ? badKey() : null),
+      frame: (ev) => `data: ${JSON.stringify(ev)}\r\n\r\n`,
+      jsonType: 'application/json; charset=UTF-8',
+      jsonIndent: 2,
+      sseHeaders: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
     });
-    const keyOk = !this.apiKey || received.headers['x-goog-api-key'] === this.apiKey;
-    const plan = keyOk ? (this.plans.shift() ?? defaultPlan(received)) : badKey();
-    switch (plan.kind) {
-      case 'json':
-        res.writeHead(plan.status ?? 200, { 'content-type': 'application/json; charset=UTF-8' });
-        res.end(JSON.stringify(plan.body, null, 2));
-        return;
-      case 'hang':
-        return;
-      case 'reset':
-        req.socket.destroy();
-        return;
-      case 'sse':
-      case 'stall': {
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
-        for (const ev of plan.events) {
-          if (res.destroyed) return;
-          if (ev && typeof ev === 'object' && 'delayMs' in ev) {
-            await sleep((ev as { delayMs: number }).delayMs);
-            continue;
-          }
-          if (plan.kind === 'sse' && plan.delayMs) await sleep(plan.delayMs);
-          res.write(typeof ev === 'string' ? ev : `data: ${JSON.stringify(ev)}\r\n\r\n`);
-        }
-        if (plan.kind === 'stall') return;
-        res.end();
-      }
-    }
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Gemini's error body, e.g. `geminiError(400, 'INVALID_ARGUMENT', '...')`. */
 export function geminiError(code: number, status: string, message: string, reason?: string): unknown {

@@ -3,106 +3,15 @@
  * (`data: {json}\n\n` ... `data: [DONE]\n\n`, `usage: null` on each chunk when include_usage is on).
  * Tests script its answers with `plan`, and read what it received from `requests`.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { FakeUpstream, type Plan, type Received } from './fakeUpstream';
 
-export interface Received {
-  method: string;
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  body: any;
-}
+export type { Plan, Received };
 
-export type Plan =
-  | { kind: 'json'; status?: number; body: unknown }
-  | { kind: 'sse'; events: (unknown | { delayMs: number })[]; done?: boolean; delayMs?: number }
-  /** Answer 200 with a stream, send `events`, then stall forever (until the client closes). */
-  | { kind: 'stall'; events: unknown[] }
-  /** Accept the request and never answer. */
-  | { kind: 'hang' }
-  /** Destroy the socket without answering. */
-  | { kind: 'reset' };
-
-export class FakeOpenAI {
-  readonly requests: Received[] = [];
-  /** Requests whose connection the client closed before the answer was complete. */
-  clientAborts = 0;
-  /** TCP connections accepted so far, and open now. */
-  connections = 0;
-  openConnections = 0;
-  maxOpenConnections = 0;
-  /** The next answers, first in first out; when empty, `defaultPlan` answers. */
-  readonly plans: Plan[] = [];
-  private server!: http.Server;
-  url = '';
-
-  async start(): Promise<this> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-    this.server.keepAliveTimeout = 5000;
-    this.server.on('connection', (socket) => {
-      this.connections++;
-      this.openConnections++;
-      this.maxOpenConnections = Math.max(this.maxOpenConnections, this.openConnections);
-      socket.on('close', () => this.openConnections--);
-    });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
-    return this;
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  plan(...plans: Plan[]): void {
-    this.plans.push(...plans);
-  }
-
-  last(): Received {
-    return this.requests[this.requests.length - 1];
-  }
-
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let raw = '';
-    for await (const c of req) raw += c;
-    const received: Received = { method: req.method!, path: req.url!, headers: req.headers, body: raw ? JSON.parse(raw) : null };
-    this.requests.push(received);
-    res.on('close', () => {
-      if (!res.writableFinished) this.clientAborts++;
-    });
-    const plan = this.plans.shift() ?? defaultPlan(received);
-    switch (plan.kind) {
-      case 'json':
-        res.writeHead(plan.status ?? 200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(plan.body));
-        return;
-      case 'hang':
-        return;
-      case 'reset':
-        req.socket.destroy();
-        return;
-      case 'sse':
-      case 'stall': {
-        res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-        for (const ev of plan.events) {
-          if (res.destroyed) return;
-          if (ev && typeof ev === 'object' && 'delayMs' in ev) {
-            await sleep((ev as { delayMs: number }).delayMs);
-            continue;
-          }
-          if (plan.kind === 'sse' && plan.delayMs) await sleep(plan.delayMs);
-          res.write(typeof ev === 'string' ? ev : `data: ${JSON.stringify(ev)}\n\n`);
-        }
-        if (plan.kind === 'stall') return;
-        if (plan.done !== false) res.write('data: [DONE]\n\n');
-        res.end();
-      }
-    }
+export class FakeOpenAI extends FakeUpstream {
+  constructor() {
+    super({ base: '/v1', keepAliveMs: 5000, defaultPlan, frame: (ev) => `data: ${JSON.stringify(ev)}\n\n`, end: 'data: [DONE]\n\n' });
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const CREATED = 1_735_689_600;
 

@@ -1,0 +1,141 @@
+/**
+ * What the fake upstreams share: a real HTTP server on loopback that records every request, counts connections and
+ * client aborts, and answers from `plans` (first in first out; when empty, the provider's default answer).
+ * A provider's fake supplies its `Wire`: how it frames an SSE event, its headers, and any check it makes first.
+ * Tests script answers with `plan`, and read what it received from `requests`.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  method: string;
+  /** Path and query, e.g. `/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`. */
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  /** The JSON body parsed (the raw text if it is not JSON, null if empty). */
+  body: any;
+}
+
+/** A stream item: an event (framed as the provider frames it), raw bytes, or a pause. */
+export type Item<E> = E | string | { delayMs: number };
+
+export type Plan<E = unknown> =
+  | { kind: 'json'; status?: number; body: unknown }
+  /** `delayMs` before each event; `done: false` leaves out the provider's end marker (OpenAI's `data: [DONE]`). */
+  | { kind: 'sse'; events: Item<E>[]; done?: boolean; delayMs?: number }
+  /** Answer 200 with a stream, send `events`, then stall forever (until the client closes). */
+  | { kind: 'stall'; events: Item<E>[] }
+  /** Accept the request and never answer. */
+  | { kind: 'hang' }
+  /** Destroy the socket without answering. */
+  | { kind: 'reset' };
+
+/** What differs from one provider to the next. */
+export interface Wire<E> {
+  /** The path `url` ends with, e.g. `/v1`. */
+  base: string;
+  /** The answer when no plan is queued. */
+  defaultPlan: (r: Received) => Plan<E>;
+  /** A refusal that comes before any plan (a wrong key...); null lets the request through. */
+  check?: (r: Received) => Plan<E> | null;
+  /** One event as the provider frames it, and what it writes at the end of a stream. */
+  frame: (ev: E) => string;
+  end?: string;
+  /** Headers on every answer; `n` is the number of the request. */
+  headers?: (n: number) => http.OutgoingHttpHeaders;
+  jsonType?: string;
+  jsonIndent?: number;
+  sseHeaders?: http.OutgoingHttpHeaders;
+  keepAliveMs?: number;
+}
+
+export class FakeUpstream<E = unknown> {
+  readonly requests: Received[] = [];
+  /** Requests whose connection the client closed before the answer was complete. */
+  clientAborts = 0;
+  /** TCP connections accepted so far, and open now. */
+  connections = 0;
+  openConnections = 0;
+  maxOpenConnections = 0;
+  /** The next answers, first in first out; when empty, the wire's `defaultPlan` answers. */
+  readonly plans: Plan<E>[] = [];
+  private server!: http.Server;
+  url = '';
+
+  constructor(private readonly wire: Wire<E>) {}
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    this.server.keepAliveTimeout = this.wire.keepAliveMs ?? 1000;
+    this.server.on('connection', (socket) => {
+      this.connections++;
+      this.openConnections++;
+      this.maxOpenConnections = Math.max(this.maxOpenConnections, this.openConnections);
+      socket.on('close', () => this.openConnections--);
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}${this.wire.base}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  plan(...plans: Plan<E>[]): void {
+    this.plans.push(...plans);
+  }
+
+  last(): Received {
+    return this.requests[this.requests.length - 1];
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let raw = '';
+    for await (const c of req) raw += c;
+    let body: any = null;
+    try {
+      body = raw ? JSON.parse(raw) : null;
+    } catch {
+      body = raw;
+    }
+    const received: Received = { method: req.method!, path: req.url!, headers: req.headers, body };
+    this.requests.push(received);
+    res.on('close', () => {
+      if (!res.writableFinished) this.clientAborts++;
+    });
+    const w = this.wire;
+    const plan = w.check?.(received) ?? this.plans.shift() ?? w.defaultPlan(received);
+    const headers = w.headers?.(this.requests.length);
+    switch (plan.kind) {
+      case 'json':
+        res.writeHead(plan.status ?? 200, { ...headers, 'content-type': w.jsonType ?? 'application/json' });
+        res.end(JSON.stringify(plan.body, null, w.jsonIndent));
+        return;
+      case 'hang':
+        return;
+      case 'reset':
+        req.socket.destroy();
+        return;
+      case 'sse':
+      case 'stall': {
+        res.writeHead(200, { ...headers, ...(w.sseHeaders ?? { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }) });
+        for (const ev of plan.events) {
+          if (res.destroyed) return;
+          if (ev && typeof ev === 'object' && 'delayMs' in ev) {
+            await sleep((ev as { delayMs: number }).delayMs);
+            continue;
+          }
+          if (plan.kind === 'sse' && plan.delayMs) await sleep(plan.delayMs);
+          res.write(typeof ev === 'string' ? ev : w.frame(ev as E));
+        }
+        if (plan.kind === 'stall') return;
+        if (plan.done !== false && w.end) res.write(w.end);
+        res.end();
+      }
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
