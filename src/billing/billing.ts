@@ -23,7 +23,6 @@ import type { Meter } from '../gateway/gateway';
 import type { Endpoint } from '../gateway/registry';
 import type { Usage } from '../gateway/types';
 import type { LimitGrant, RateLimits } from './limits';
-import { postWithin } from './ledger';
 import { affordableOutput, costMicros } from './prices';
 
 export const insufficientQuota = () =>
@@ -218,28 +217,38 @@ export class Billing {
     return transact(this.db, async (trx) => {
       const gone = await trx('holds').where('request_id', hold.request_id).del();
       if (gone !== 1) return false;
+      // The hold's row is gone, so this transaction owns the settlement; lock the account and key rows, work out
+      // the charge, and write each row once.
       const amount = Number(hold.amount_micros);
-      await trx('accounts').where('id', hold.account_id).decrement('held_micros', amount);
-      await trx('api_keys').where('id', hold.key_id).decrement('held_micros', amount);
-      const account = await trx('accounts').where('id', hold.account_id).first('balance_micros', 'held_micros');
+      const account = await trx('accounts').where('id', hold.account_id).forUpdate().first('balance_micros', 'held_micros');
       // The key may have been deleted while the request ran (console): the account still pays, no quota applies.
-      const key = await trx('api_keys').where('id', hold.key_id).first('quota_micros', 'used_micros', 'held_micros');
-      let charge = Math.min(cost, Math.max(0, Number(account.balance_micros) - Number(account.held_micros)));
+      const key = await trx('api_keys').where('id', hold.key_id).forUpdate().first('quota_micros', 'used_micros', 'held_micros');
+      const balance = Number(account.balance_micros);
+      let charge = Math.min(cost, Math.max(0, balance - (Number(account.held_micros) - amount)));
       if (key && key.quota_micros !== null) {
-        charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros)));
+        charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - (Number(key.held_micros) - amount)));
+      }
+      await trx('accounts')
+        .where('id', hold.account_id)
+        .update({ held_micros: trx.raw('held_micros - ?', [amount]), balance_micros: trx.raw('balance_micros - ?', [charge]) });
+      if (key) {
+        await trx('api_keys')
+          .where('id', hold.key_id)
+          .update({ held_micros: trx.raw('held_micros - ?', [amount]), used_micros: trx.raw('used_micros + ?', [charge]) });
       }
       if (charge > 0) {
-        await trx('api_keys').where('id', hold.key_id).increment('used_micros', charge);
-        await postWithin(trx, {
-          accountId: Number(hold.account_id),
+        await trx('ledger').insert({
+          account_id: hold.account_id,
           kind: 'usage',
-          amountMicros: -charge,
+          amount_micros: -charge,
+          balance_after: balance - charge,
           ref: hold.request_id,
-          keyId: Number(hold.key_id),
+          key_id: hold.key_id,
           model: hold.model,
-          promptTokens: rec.promptTokens,
-          completionTokens: rec.completionTokens,
+          prompt_tokens: rec.promptTokens,
+          completion_tokens: rec.completionTokens,
           note: charge < cost ? `cost ${cost} capped at what the account could pay` : null,
+          created_at: this.now(),
         });
       }
       const now = this.now();
