@@ -148,6 +148,21 @@ describe('chat completions', () => {
     expect(got.join('')).toBe('partial');
   });
 
+  test.each([['null'], ['5'], ['{"id":"x","object":"chat.completion.chunk"}']])(
+    'an upstream event that is not a chunk (%s) ends the stream with an error event, after what came before',
+    async (bad) => {
+      upstream.plan({ kind: 'sse', events: [...chatStreamEvents('x', ['fine'], false, {}).slice(0, 2), `data: ${bad}\n\n`] });
+      const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+      let text = '';
+      const error = await (async () => {
+        for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
+      })().catch((e) => e);
+      expect(text).toBe('fine');
+      expect(error).toBeInstanceOf(OpenAI.APIError);
+      expect(String(error.message)).toContain('The upstream provider failed during the stream');
+    },
+  );
+
   test('a client that disconnects mid-stream aborts the upstream request', async () => {
     upstream.plan({ kind: 'stall', events: chatStreamEvents('x', ['first'], false, {}).slice(0, 2) });
     const before = upstream.clientAborts;

@@ -17,7 +17,7 @@ import {
   type Provider,
   type UpstreamCall,
 } from '../../types';
-import { UpstreamHttp, eventJson, str } from '../http';
+import { UpstreamHttp, eventObject, str } from '../http';
 
 export class OpenAIProvider implements Provider {
   private readonly http: UpstreamHttp;
@@ -64,11 +64,12 @@ function streaming(call: UpstreamCall<ChatRequest | CompletionRequest>): object 
 async function* untilDone<T>(events: AsyncIterable<SseEvent>): AsyncGenerator<T> {
   for await (const ev of events) {
     if (ev.data === '[DONE]') return;
-    const parsed = eventJson(ev.data);
-    const error = (parsed as { error?: { message?: unknown } }).error;
+    const parsed = eventObject(ev.data) as { error?: { message?: unknown }; choices?: unknown };
+    const error = parsed.error;
     if (error && typeof error === 'object') {
       throw new UpstreamError('protocol', 'the upstream reported an error inside the stream', undefined, str(error.message));
     }
+    if (!Array.isArray(parsed.choices)) throw new UpstreamError('protocol', 'the upstream sent a chunk without choices');
     yield parsed as T;
   }
   throw new UpstreamError('protocol', 'the upstream stream ended without [DONE]');
