@@ -30,10 +30,19 @@ export function validationError(list: ErrorObject[] | null | undefined): ApiErro
   const all = list ?? [];
   if (!all.length) return errors.invalidRequest('The request is invalid', null);
   // A failed anyOf/oneOf reports each branch first: report the union at its own place instead.
+  // A failed anyOf/oneOf reports each branch first. A branch whose type matched the value says what is wrong with
+  // it (a constraint at the union's place, or a problem deeper inside); if none matched, report the union's types.
   const union = all.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
   const specific = all.find((e) => !COMBINATORS.has(e.keyword));
+  const matched = union
+    ? all.find(
+        (e) =>
+          !COMBINATORS.has(e.keyword) &&
+          (e.instancePath === union.instancePath ? e.keyword !== 'type' : e.instancePath.startsWith(`${union.instancePath}/`)),
+      )
+    : undefined;
   const chosen = union && specific && specific.instancePath === union.instancePath && specific.keyword === 'type'
-    ? union
+    ? matched ?? union
     : specific ?? all[0];
   const at = chosen.instancePath;
   if (chosen.keyword === 'required') {

@@ -317,6 +317,15 @@ describe('errors, each in the OpenAI shape', () => {
     expect(sdkError.param).toBe('temperature');
   });
 
+  test('a union (string or array) that the value matches by type reports what is wrong inside it', async () => {
+    const e = await expectError(
+      await raw('/v1/embeddings', { method: 'POST', body: JSON.stringify({ model: 'text-embedding-3-small', input: [] }) }),
+      400,
+      { param: 'input', code: 'invalid_value' },
+    );
+    expect(e.message).toBe("Invalid value for 'input': must NOT have fewer than 1 items");
+  });
+
   test('malformed JSON 400, unknown path 404, wrong method 405, wrong media type 415, oversized body 413', async () => {
     await expectError(await raw('/v1/chat/completions', { method: 'POST', body: '{"model": ' }), 400, { code: 'invalid_json' });
     await expectError(await raw('/v1/nope'), 404, { code: 'unknown_url' });
