@@ -62,7 +62,8 @@ export interface ModelConfig {
 
 export interface Config {
   file: string | null;
-  server: { max_body_bytes: number };
+  /** trust_proxy: behind a reverse proxy, take the client's address from X-Forwarded-For (its first entry). */
+  server: { max_body_bytes: number; trust_proxy: boolean };
   routing: RoutingConfig;
   billing: BillingConfig;
   limits: LimitsConfig;
@@ -152,7 +153,7 @@ const schema = {
     server: {
       type: 'object',
       additionalProperties: false,
-      properties: { max_body_bytes: { type: 'integer', minimum: 1024 } },
+      properties: { max_body_bytes: { type: 'integer', minimum: 1024 }, trust_proxy: { type: 'boolean' } },
     },
     billing: {
       type: 'object',
@@ -304,7 +305,7 @@ export function parseConfig(text: string, file: string | null = null, env: NodeJ
 }
 
 interface RawConfig {
-  server?: { max_body_bytes?: number };
+  server?: { max_body_bytes?: number; trust_proxy?: boolean };
   routing?: Partial<RoutingConfig>;
   billing?: Partial<BillingConfig>;
   limits?: Partial<LimitsConfig>;
@@ -371,7 +372,7 @@ function normalise(raw: RawConfig, file: string | null, fail: (p: (string | numb
   });
   return {
     file,
-    server: { max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024 },
+    server: { max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024, trust_proxy: raw.server?.trust_proxy ?? false },
     routing: { breaker_failures: raw.routing?.breaker_failures ?? 3, breaker_cooldown_ms: raw.routing?.breaker_cooldown_ms ?? 30_000 },
     billing: {
       min_output_tokens: raw.billing?.min_output_tokens ?? 16,

@@ -161,13 +161,19 @@ export async function buildServer(app: App, opts: ServerOptions = {}): Promise<H
 
 const isApiConsolePath = (p: string) => p.startsWith('/console/api/') || p.startsWith('/admin/api/');
 
+/** The client's address: the socket's, or behind a trusted proxy the first X-Forwarded-For entry. */
+function clientAddress(request: Hapi.Request, trustProxy: boolean): string {
+  const forwarded = trustProxy ? String(request.headers['x-forwarded-for'] ?? '').split(',')[0].trim() : '';
+  return forwarded || request.info.remoteAddress;
+}
+
 /** What handlers learn about the exchange: headers, client address, the origin for absolute links. */
 function httpInfo(request: Hapi.Request, app: App): HttpInfo {
   const forwarded = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase();
   const proto = forwarded === 'https' || forwarded === 'http' ? forwarded : request.server.info.protocol;
   return {
     headers: request.headers as Record<string, string | undefined>,
-    remoteAddress: request.info.remoteAddress,
+    remoteAddress: clientAddress(request, app.config.server.trust_proxy),
     origin: app.config.console.public_url ?? `${proto}://${request.info.host}`,
     secure: proto === 'https',
     rawBody: request.app.rawBody,
