@@ -122,8 +122,11 @@ test('kill -9 with streams in flight: another process settles the holds at their
       while (!text.includes('"content":"This')) text += new TextDecoder().decode((await reader.read()).value);
     }),
   );
-  await new Promise((r) => setTimeout(r, 700)); // at least one lease renewal records the progress
-  expect((await db('holds').where('account_id', a.accountId)).length).toBe(5);
+  // wait for a lease renewal to record each stream's progress
+  for (let i = 0; i < 100 && (await db('holds').where('account_id', a.accountId).andWhere('progress_micros', '>', 0)).length < 5; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect((await db('holds').where('account_id', a.accountId).andWhere('progress_micros', '>', 0)).length).toBe(5);
   await victim.stop('SIGKILL');
 
   await start(config, 1); // a new process; its sweeper finds the expired holds
