@@ -19,7 +19,7 @@ beforeAll(async () => {
   gw = await startGateway(`
 routing: { breaker_failures: 1000 }   # the breaker has its own gateway below
 providers:
-  a: { type: openai, base_url: "${a.url}", timeouts: { first_byte_ms: 400, idle_ms: 400 }, max_connections: 2 }
+  a: { type: openai, base_url: "${a.url}", timeouts: { first_byte_ms: 1000, idle_ms: 1000 }, max_connections: 2 }
   b: { type: openai, base_url: "${b.url}" }
   dead: { type: openai, base_url: "${CLOSED_PORT}" }
   pool: { type: openai, base_url: "${a.url}", max_connections: 2 }
@@ -128,7 +128,7 @@ describe('circuit breaker', () => {
   let client2: OpenAI;
   beforeAll(async () => {
     gw2 = await startGateway(`
-routing: { breaker_failures: 2, breaker_cooldown_ms: 300 }
+routing: { breaker_failures: 2, breaker_cooldown_ms: 1500 }
 providers:
   a: { type: openai, base_url: "${a.url}" }
   b: { type: openai, base_url: "${b.url}" }
@@ -152,7 +152,7 @@ models:
     expect(res.choices[0].message.content).toBe('Echo: skip');
     expect(count('breaker-a')).toBe(2);
     // after the cool-down one request probes route a again; it succeeds and the breaker closes
-    await new Promise((r) => setTimeout(r, 350));
+    await new Promise((r) => setTimeout(r, 1600));
     await ask2('breaker', 'probe');
     expect(count('breaker-a')).toBe(3);
     await ask2('breaker', 'closed');
