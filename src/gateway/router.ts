@@ -69,10 +69,14 @@ export class Router {
       } catch (e) {
         finish();
         const failure = explain(e, controller.signal);
+        if (!failure || failure.reason === 'aborted') this.released(route); // tells nothing about the route
         if (!failure) throw e;
         last = failure;
         if (failure.reason === 'aborted') break;
-        if (failure.reason === 'status' && CALLER_FAULT.has(failure.status!)) break;
+        if (failure.reason === 'status' && CALLER_FAULT.has(failure.status!)) {
+          this.succeeded(route); // the upstream answered: it is alive, the request was at fault
+          break;
+        }
         this.failed(route);
       }
     }
@@ -92,6 +96,12 @@ export class Router {
   isOpen(route: RouteConfig): boolean {
     const b = this.breakers.get(key(route));
     return !!b && b.openUntil > this.now();
+  }
+
+  /** An attempt that says nothing about the route's health ends: a half-open route may be probed again. */
+  private released(route: RouteConfig): void {
+    const b = this.breakers.get(key(route));
+    if (b) b.probing = false;
   }
 
   private succeeded(route: RouteConfig): void {

@@ -63,3 +63,31 @@ test('a process that is draining refuses new upstream calls with 503', async () 
   router.draining = true;
   await expect(router.run(model, new AbortController().signal, async () => 'x')).rejects.toMatchObject({ status: 503 });
 });
+
+test('a probe that ends without news of the route (the caller was at fault, or left) does not leave the breaker stuck', async () => {
+  let now = 0;
+  const router = new Router(providers, config.routing, () => now, () => 0);
+  const single = { ...model, routes: [model.routes[2]] };
+  const signal = new AbortController().signal;
+  const down = async () => {
+    throw new UpstreamError('status', 'down', 500);
+  };
+  await expect(router.run(single, signal, down)).rejects.toMatchObject({ status: 502 });
+  await expect(router.run(single, signal, down)).rejects.toMatchObject({ status: 502 });
+  now = 1001;
+  // the probe is refused as the caller's fault: the upstream is alive, so the breaker closes
+  await expect(router.run(single, signal, async () => { throw new UpstreamError('status', 'bad n', 400, 'n must be 1'); })).rejects.toMatchObject({ status: 400 });
+  expect(router.isOpen(single.routes[0])).toBe(false);
+  const ok = await router.run(single, signal, async () => 'ok');
+  ok.finish();
+  expect(ok.value).toBe('ok');
+
+  // open again; this time the probe's client leaves: the next request may probe
+  await expect(router.run(single, signal, down)).rejects.toBeDefined();
+  await expect(router.run(single, signal, down)).rejects.toBeDefined();
+  now = 3000;
+  await expect(router.run(single, signal, async () => { throw new UpstreamError('aborted', 'gone'); })).rejects.toMatchObject({ status: 499 });
+  const again = await router.run(single, signal, async () => 'ok');
+  again.finish();
+  expect(again.value).toBe('ok');
+});
