@@ -166,11 +166,14 @@ export class Gateway {
   ): Promise<ChunkStream<T>> {
     const includeUsage = body.stream_options?.include_usage === true;
     const started = await this.router.run(model, signal, async (p, r, s) => {
-      const it = open(p, r, s)[Symbol.asyncIterator]();
-      const controller = new AbortController();
-      s.addEventListener('abort', () => controller.abort(s.reason), { once: true });
-      const first = await within(it.next(), r.timeouts.first_byte_ms, controller, 'first chunk');
-      return { it, first };
+      const firstByte = new AbortController(); // aborted when no first chunk came in time: cancels the upstream call
+      const it = open(p, r, AbortSignal.any([s, firstByte.signal]))[Symbol.asyncIterator]();
+      try {
+        return { it, first: await within(it.next(), r.timeouts.first_byte_ms, firstByte, 'first chunk') };
+      } catch (e) {
+        void it.return?.().catch(() => undefined);
+        throw e;
+      }
     });
     const { route, controller, finish } = started;
     const { it, first } = started.value;

@@ -23,12 +23,14 @@ providers:
   b: { type: openai, base_url: "${b.url}" }
   dead: { type: openai, base_url: "${CLOSED_PORT}" }
   pool: { type: openai, base_url: "${a.url}", max_connections: 2 }
+  patient: { type: openai, base_url: "${a.url}", timeouts: { first_byte_ms: 60000, idle_ms: 60000 } }
 models:
   - { id: ab, kind: chat, routes: [ { provider: a, model: a-model }, { provider: b, model: b-model } ] }
   - { id: dead-then-b, kind: chat, routes: [ { provider: dead }, { provider: b } ] }
   - { id: only-a, kind: chat, routes: [ { provider: a } ] }
   - { id: weighted, kind: chat, routes: [ { provider: b, model: low, priority: 2 }, { provider: a, model: high, priority: 1 } ] }
   - { id: pooled, kind: chat, routes: [ { provider: pool, model: pooled } ] }
+  - { id: route-limit, kind: chat, routes: [ { provider: patient, model: slow, timeouts: { first_byte_ms: 500 } }, { provider: b } ] }
 `);
   client = new OpenAI({ apiKey: (await gw.newKey()).secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
 });
@@ -73,6 +75,14 @@ describe('fallback before the first byte', () => {
   test('a stream that stalls before its first chunk (headers sent, no data) hands over too', async () => {
     a.plan({ kind: 'stall', events: [] });
     expect(await streamText('ab', 'three')).toBe('Echo: three');
+  });
+
+  test("a route's own first-byte limit hands over, and closes the abandoned upstream request at once", async () => {
+    const before = a.clientAborts;
+    a.plan({ kind: 'stall', events: [] }); // headers sent, then silence; the provider itself would wait 60 s
+    expect(await streamText('route-limit', 'four')).toBe('Echo: four');
+    for (let i = 0; i < 100 && a.clientAborts === before; i++) await new Promise((r) => setTimeout(r, 30));
+    expect(a.clientAborts).toBe(before + 1);
   });
 
   test('an upstream 400 (the caller is at fault) is not retried elsewhere', async () => {
