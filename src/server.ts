@@ -304,10 +304,18 @@ function requiredScope(op: Operation): Scope | undefined {
 function clientGone(request: Hapi.Request): AbortSignal {
   const ctrl = new AbortController();
   const res = request.raw.res;
-  res.once('close', () => {
+  const left = () => {
     if (!res.writableFinished) ctrl.abort();
-  });
+  };
+  res.once('close', left);
+  if (hasLeft(request)) left(); // it closed before we listened: the event will not come again
   return ctrl.signal;
+}
+
+/** Whether the client's connection closed before its answer was complete. */
+function hasLeft(request: Hapi.Request): boolean {
+  const res = request.raw.res;
+  return !res.writableFinished && (res.destroyed || !!request.raw.req.socket?.destroyed);
 }
 
 function toResponse(out: Reply, request: Hapi.Request, h: Hapi.ResponseToolkit): Hapi.ResponseObject {
@@ -329,28 +337,36 @@ function toResponse(out: Reply, request: Hapi.Request, h: Hapi.ResponseToolkit):
   return res;
 }
 
-/** Writes frames as they come, respecting back-pressure; stops reading the upstream when the client is gone. */
+/**
+ * Writes frames as they come, respecting back-pressure. When the client is gone (even before we started), stops
+ * reading and closes the frame source, so its clean-up (the upstream call, the settlement) always runs.
+ */
 async function pump(frames: AsyncIterable<string>, stream: PassThrough, request: Hapi.Request): Promise<void> {
   const it = frames[Symbol.asyncIterator]();
-  let gone = false;
-  request.raw.res.once('close', () => {
-    if (!request.raw.res.writableFinished) {
-      gone = true;
-      void it.return?.();
-    }
-  });
+  const res = request.raw.res;
+  let gone = hasLeft(request);
+  let wake = () => {};
+  const onClose = () => {
+    if (!res.writableFinished) gone = true;
+    wake();
+  };
+  res.once('close', onClose);
   try {
-    for (let r = await it.next(); !r.done && !gone; r = await it.next()) {
+    for (let r = await it.next(); !r.done && !gone && !stream.destroyed; r = await it.next()) {
       if (!stream.write(r.value)) {
-        await new Promise((resolve) => {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
           stream.once('drain', resolve);
-          request.raw.res.once('close', resolve);
+          if (gone || stream.destroyed) resolve();
         });
+        stream.removeListener('drain', wake);
       }
     }
   } catch {
-    // the client went away while we waited: nothing left to tell it
+    // the stream's own error event was already framed; anything else means the client is gone
   } finally {
+    res.removeListener('close', onClose);
+    await it.return?.()?.catch(() => undefined);
     stream.end();
   }
 }

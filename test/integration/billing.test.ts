@@ -3,6 +3,7 @@
  * allowances, key quotas, rate limits and their headers, the sweeper, and `ledger verify` — on the database in
  * DATABASE_URL (SQLite by default, MariaDB in the second pass).
  */
+import net from 'node:net';
 import OpenAI from 'openai';
 import { FakeOpenAI, chatStreamEvents } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
@@ -105,6 +106,28 @@ describe('exact charges', () => {
     const row = (await ledger(a.accountId)).find((r) => r.kind === 'usage');
     expect(row).toMatchObject({ amount_micros: -4, prompt_tokens: 8, completion_tokens: 4 });
     expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ status: 499, counted: 'tokenizer' });
+  });
+
+  test('a client that leaves while the request is still being checked: its stream is settled, no hold stays behind', async () => {
+    const a = await account(1_000_000);
+    // hold requests that carry this header for a moment before their handler runs (like a slow key lookup)
+    gw.server.ext('onPreHandler', async (request, h) => {
+      if (request.headers['x-test-delay']) await new Promise((r) => setTimeout(r, 300));
+      return h.continue;
+    });
+    const body = JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const socket = net.connect(Number(new URL(gw.url).port), '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.secret}\r\nContent-Type: application/json\r\n` +
+        `x-test-delay: 1\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    socket.destroy(); // gone before the handler starts
+    for (let i = 0; i < 100 && !(await db()('usage_records').where('account_id', a.accountId).first()); i++) await new Promise((r) => setTimeout(r, 30));
+    expect(await db()('holds').where('account_id', a.accountId)).toEqual([]);
+    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ status: 499 });
+    expect(Number((await db()('accounts').where('id', a.accountId).first()).held_micros)).toBe(0);
   });
 
   test('a failed upstream call that produced nothing costs nothing', async () => {
