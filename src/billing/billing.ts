@@ -188,9 +188,9 @@ export class Billing {
   private async settleLive(live: Live, outcome: Outcome, grant: LimitGrant, reservedTokens: number): Promise<void> {
     this.live.delete(live.hold.request_id);
     const usage = outcome.meter?.usage;
-    grant.refund(reservedTokens - (usage?.total_tokens ?? 0));
-    const cost = usage ? costMicros(live.price, usage.prompt_tokens, usage.completion_tokens) : 0;
     try {
+      grant.refund(reservedTokens - (usage?.total_tokens ?? 0));
+      const cost = usage ? costMicros(live.price, usage.prompt_tokens, usage.completion_tokens) : 0;
       await this.finish({ ...live.hold, created_at: live.startedAt }, cost, {
         status: outcome.status,
         provider: outcome.meter?.provider ?? null,
@@ -276,9 +276,9 @@ export class Billing {
   async renew(): Promise<void> {
     const expires = this.now() + this.config.hold_ttl_ms;
     for (const live of [...this.live.values()]) {
-      const usage = live.progress?.() ?? null;
-      const progress = usage ? Math.min(live.hold.amount_micros, costMicros(live.price, usage.prompt_tokens, usage.completion_tokens)) : 0;
       try {
+        const usage = live.progress?.() ?? null;
+        const progress = usage ? Math.min(live.hold.amount_micros, costMicros(live.price, usage.prompt_tokens, usage.completion_tokens)) : 0;
         await this.db('holds').where('request_id', live.hold.request_id).update({
           expires_at: expires,
           progress_micros: progress,

@@ -113,7 +113,7 @@ export class Gateway {
     const { value, route, finish } = await this.router.run(model, signal, (p, r, s) => p.embeddings(call(body, model, r, s)));
     finish();
     const base64 = body.encoding_format === 'base64';
-    const counted = value.usage?.prompt_tokens === undefined;
+    const counted = !isCount(value.usage?.prompt_tokens);
     const prompt = counted ? countEmbeddingInput(body) : value.usage.prompt_tokens;
     const meter: Meter = {
       model: model.id,
@@ -142,7 +142,7 @@ export class Gateway {
   }
 
   private meter(model: ModelConfig, route: RouteConfig, usage: Usage | null | undefined, prompt: () => number, completion: () => number): Meter {
-    if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') {
+    if (isUsage(usage)) {
       return { model: model.id, provider: route.provider, usage, counted: 'upstream' };
     }
     const p = prompt();
@@ -181,9 +181,10 @@ export class Gateway {
     let generated = '';
     let meter: Meter | null = null;
     const router = this.router;
+    let promptCount: number | undefined; // counted once: lease renewals read the meter of a running stream
     const measure = (): Meter => {
       if (usage) return { model: model.id, provider: route.provider, usage, counted: 'upstream' };
-      const p = promptTokens();
+      const p = (promptCount ??= promptTokens());
       const c = countText(generated);
       return { model: model.id, provider: route.provider, usage: { prompt_tokens: p, completion_tokens: c, total_tokens: p + c }, counted: 'tokenizer' };
     };
@@ -193,7 +194,7 @@ export class Gateway {
         for (let r = first; !r.done; r = await within(it.next(), route.timeouts.idle_ms, controller, 'chunk')) {
           const chunk = r.value;
           last = chunk;
-          if (chunk.usage) usage = chunk.usage;
+          if (isUsage(chunk.usage)) usage = chunk.usage;
           generated += textOf(chunk);
           if (chunk.choices.length === 0 && chunk.usage) continue; // the usage chunk goes out last, below
           if (includeUsage) {
@@ -219,6 +220,13 @@ export class Gateway {
     }
     return { chunks: chunks(), meter: () => meter ?? measure() };
   }
+}
+
+const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
+
+/** Usage an upstream reported that can be billed: whole, non-negative token counts (anything else is counted by us). */
+function isUsage(u: Usage | null | undefined): u is Usage {
+  return !!u && isCount(u.prompt_tokens) && isCount(u.completion_tokens);
 }
 
 export function createProviders(config: Config): Map<string, Provider> {

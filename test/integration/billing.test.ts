@@ -97,6 +97,23 @@ describe('exact charges', () => {
     expect(await balance(a.accountId)).toBe(1_000_000 - 4);
   });
 
+  test('usage an upstream reports half of, or not as numbers, is not trusted: the tokenizer counts instead', async () => {
+    const a = await account(1_000_000);
+    up.plan({ kind: 'sse', events: chatStreamEvents('x', ['Hello there, friend'], true, { prompt_tokens: 5 }) });
+    const stream = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+    const chunks = [];
+    for await (const c of stream) chunks.push(c);
+    expect(chunks[chunks.length - 1].usage).toEqual({ prompt_tokens: 8, completion_tokens: 4, total_tokens: 12 });
+    up.plan(answer('Hello there, friend', { prompt_tokens: 'many', completion_tokens: -1 }));
+    await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] });
+    await settled(a.accountId);
+    const records = await db()('usage_records').where('account_id', a.accountId).orderBy('id');
+    expect(records.map((r) => [r.counted, Number(r.prompt_tokens), Number(r.completion_tokens), Number(r.cost_micros)])).toEqual([
+      ['tokenizer', 8, 4, 4],
+      ['tokenizer', 8, 4, 4],
+    ]);
+  });
+
   test('a client that disconnects halfway pays for what was generated', async () => {
     const a = await account(1_000_000);
     up.plan({ kind: 'stall', events: chatStreamEvents('x', ['Hello there, friend'], false, {}).slice(0, 2) });
