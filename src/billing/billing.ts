@@ -193,7 +193,7 @@ export class Billing {
       const cost = usage ? costMicros(live.price, usage.prompt_tokens, usage.completion_tokens) : 0;
       await this.finish({ ...live.hold, created_at: live.startedAt }, cost, {
         status: outcome.status,
-        provider: outcome.meter?.provider ?? null,
+        provider: outcome.meter?.provider || null,
         promptTokens: usage?.prompt_tokens ?? 0,
         completionTokens: usage?.completion_tokens ?? 0,
         counted: outcome.meter?.counted ?? 'none',

@@ -3,7 +3,7 @@
  * as the balance update. A (ref, kind) pair is unique, so a request or payment is applied at most once.
  */
 import type { Knex } from 'knex';
-import { isUniqueViolation } from '../db';
+import { isUniqueViolation, transact } from '../db';
 
 export type LedgerKind = 'signup' | 'referral' | 'topup' | 'redemption' | 'grant' | 'usage' | 'refund' | 'adjustment';
 
@@ -44,7 +44,7 @@ export class DuplicateLedgerEntry extends Error {
  */
 export async function post(db: Knex, entry: LedgerEntry, opts: { floor?: number } = {}): Promise<LedgerRow | null> {
   try {
-    return await db.transaction((trx) => postWithin(trx, entry, opts));
+    return await transact(db, (trx) => postWithin(trx, entry, opts));
   } catch (e) {
     if (isUniqueViolation(e)) throw new DuplicateLedgerEntry(`ledger entry ${entry.kind} ${entry.ref} already exists`);
     throw e;

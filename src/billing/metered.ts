@@ -5,7 +5,7 @@
  */
 import type { App } from '../app';
 import type { KeyPrincipal } from '../accounts/keys';
-import type { Answer, ChunkStream } from '../gateway/gateway';
+import type { Answer, ChunkStream, Meter } from '../gateway/gateway';
 import type { Endpoint } from '../gateway/registry';
 import { countChatPrompt, countCompletionPrompt, countEmbeddingInput } from '../gateway/tokens';
 import { UpstreamError, type ChatRequest, type CompletionRequest, type EmbeddingRequest } from '../gateway/types';
@@ -57,13 +57,17 @@ export async function meteredStream<B extends Body, T>(
 
 /** Admits the request and makes the upstream call; a call that fails releases its hold and keeps the limit headers. */
 async function call<B extends Body, V>(input: MeteredInput<B>, run: (body: B) => Promise<V>) {
-  const { admission, body } = await admit(input);
+  const { admission, body, model } = await admit(input);
   const started = Date.now();
   try {
     const value = await run(body);
     return { admission, value, ttfbMs: Date.now() - started };
   } catch (e) {
-    await admission.settle({ status: e instanceof ApiError ? e.status : 500, meter: null });
+    const status = e instanceof ApiError ? e.status : 500;
+    // A client that leaves before the answer pays for its prompt, which the upstream has been sent; an upstream
+    // that failed to answer costs nothing.
+    const meter = status === 499 ? promptOnly(input.endpoint, body, model.id) : null;
+    await admission.settle({ status, meter });
     if (e instanceof ApiError) Object.assign(e.headers, admission.headers);
     throw e;
   }
@@ -74,7 +78,17 @@ async function admit<B extends Body>(input: MeteredInput<B>) {
   const model = app.gateway.models.resolve(body.model, principal.key, endpoint);
   const { promptTokens, outputTokens, choices } = estimate(endpoint, body, model);
   const admission = await app.billing.admit({ requestId: input.requestId, principal, model, endpoint, promptTokens, outputTokens });
-  return { admission, body: withOutputLimit(endpoint, body, Math.floor(admission.outputTokens / choices)) };
+  return { admission, model, body: withOutputLimit(endpoint, body, Math.floor(admission.outputTokens / choices)) };
+}
+
+function promptOnly(endpoint: Endpoint, body: Body, model: string): Meter {
+  const prompt =
+    endpoint === 'embeddings'
+      ? countEmbeddingInput(body as EmbeddingRequest)
+      : endpoint === 'chat'
+        ? countChatPrompt(body as ChatRequest)
+        : countCompletionPrompt(body as CompletionRequest);
+  return { model, provider: '', usage: { prompt_tokens: prompt, completion_tokens: 0, total_tokens: prompt }, counted: 'tokenizer' };
 }
 
 function estimate(endpoint: Endpoint, body: Body, model: ModelConfig) {
@@ -83,7 +97,7 @@ function estimate(endpoint: Endpoint, body: Body, model: ModelConfig) {
   if (endpoint === 'chat') {
     const chat = body as ChatRequest;
     const perChoice = chat.max_completion_tokens ?? chat.max_tokens ?? model.max_output_tokens;
-    return { promptTokens: countChatPrompt(chat), outputTokens: perChoice * choices, choices };
+    return { promptTokens: countChatPrompt(chat, true), outputTokens: perChoice * choices, choices };
   }
   const legacy = body as CompletionRequest;
   return { promptTokens: countCompletionPrompt(legacy), outputTokens: (legacy.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS) * choices, choices };

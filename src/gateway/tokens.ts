@@ -6,29 +6,42 @@
 import { countTokens } from 'gpt-tokenizer'; // the default encoding is o200k_base
 import type { ChatRequest, CompletionRequest, EmbeddingRequest } from './types';
 
-/** An image part, which we cannot see: OpenAI's base cost of a low-detail image. */
+/** An image part, which we cannot see: OpenAI's base cost of a low-detail image (a typical count)... */
 const IMAGE_TOKENS = 85;
+/** ...and, for holding money, the most an image costs at the providers we speak to (Anthropic's ~1.15 megapixels). */
+const IMAGE_TOKENS_WORST = 1_600;
+/** Audio and files (PDFs) we cannot count either: for holds, a token per three bytes of their base64-decoded data. */
+const dataTokens = (data: unknown) => (typeof data === 'string' ? Math.ceil(data.length / 4) : 0);
 
 export function countText(text: string): number {
   return text ? countTokens(text) : 0;
 }
 
-function contentTokens(content: unknown): number {
+/**
+ * Tokens of a message's content. `worstCase` (for holds) counts what we cannot see — images, audio, files — at the
+ * most it may cost, so that a request whose prompt is mostly attachments cannot be held at almost nothing.
+ */
+function contentTokens(content: unknown, worstCase: boolean): number {
   if (typeof content === 'string') return countText(content);
   if (!Array.isArray(content)) return 0;
   return content.reduce<number>((n, part) => {
     if (!part || typeof part !== 'object') return n;
-    const p = part as { type?: string; text?: string; refusal?: string };
+    const p = part as { type?: string; text?: string; refusal?: string; image_url?: { detail?: string }; input_audio?: { data?: unknown }; file?: { file_data?: unknown } };
     if (typeof p.text === 'string') return n + countText(p.text);
     if (typeof p.refusal === 'string') return n + countText(p.refusal);
-    return n + (p.type === 'image_url' ? IMAGE_TOKENS : 0);
+    if (p.type === 'image_url') return n + (worstCase && p.image_url?.detail !== 'low' ? IMAGE_TOKENS_WORST : IMAGE_TOKENS);
+    if (!worstCase) return n;
+    if (p.type === 'input_audio') return n + dataTokens(p.input_audio?.data);
+    if (p.type === 'file') return n + dataTokens(p.file?.file_data);
+    return n;
   }, 0);
 }
 
-export function countChatPrompt(body: Pick<ChatRequest, 'messages' | 'tools'>): number {
+/** Prompt tokens of a chat request; `worstCase` for holding money (see contentTokens). */
+export function countChatPrompt(body: Pick<ChatRequest, 'messages' | 'tools'>, worstCase = false): number {
   let n = 3;
   for (const m of body.messages ?? []) {
-    n += 3 + countText(m.role) + contentTokens(m.content);
+    n += 3 + countText(m.role) + contentTokens(m.content, worstCase);
     if ('name' in m && m.name) n += 1 + countText(m.name);
     if ('tool_calls' in m && m.tool_calls) n += countText(JSON.stringify(m.tool_calls));
   }

@@ -147,6 +147,21 @@ describe('exact charges', () => {
     expect(Number((await db()('accounts').where('id', a.accountId).first()).held_micros)).toBe(0);
   });
 
+  test('a client that leaves before the answer pays for its prompt only', async () => {
+    const a = await account(1_000_000);
+    up.plan({ kind: 'hang' });
+    const ctrl = new AbortController();
+    const pending = a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }, { signal: ctrl.signal }).catch((e) => e);
+    for (let i = 0; i < 100 && !(await db()('holds').where('account_id', a.accountId).first()); i++) await new Promise((r) => setTimeout(r, 20));
+    ctrl.abort();
+    await pending;
+    await settled(a.accountId);
+    for (let i = 0; i < 100 && !(await db()('usage_records').where('account_id', a.accountId).first()); i++) await new Promise((r) => setTimeout(r, 20));
+    // 8 prompt tokens × 150,000 = 1,200,000 → 2 µUSD
+    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ status: 499, prompt_tokens: 8, completion_tokens: 0, cost_micros: 2 });
+    expect(await balance(a.accountId)).toBe(1_000_000 - 2);
+  });
+
   test('a failed upstream call that produced nothing costs nothing', async () => {
     const a = await account(1_000_000);
     up.plan({ kind: 'json', status: 503, body: {} });
@@ -201,6 +216,25 @@ describe('admission', () => {
     const a = await account(100);
     await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_completion_tokens: 500 });
     expect(up.last().body.max_completion_tokens).toBe(164);
+  });
+
+  test('attachments the gateway cannot count are held at the most they may cost', async () => {
+    const a = await account(200); // pays ~1,300 prompt tokens at 0.15 µUSD each, with 16 output tokens
+    const image = (detail?: 'low') => ({
+      model: 'priced',
+      messages: [{ role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url: 'https://example.com/cat.png', ...(detail ? { detail } : {}) } }] }],
+      max_tokens: 16,
+    });
+    // a full-detail image may cost 1,600 tokens: 240 µUSD, more than the account has
+    const refused = await a.client.chat.completions.create(image()).catch((e) => e);
+    expect(refused.status).toBe(429);
+    expect(refused.error.type).toBe('insufficient_quota');
+    // a low-detail image costs 85 tokens
+    expect((await a.client.chat.completions.create(image('low'))).object).toBe('chat.completion');
+    // a 40 kB PDF is held as ~13,700 tokens
+    const pdf = { type: 'file' as const, file: { filename: 'a.pdf', file_data: `data:application/pdf;base64,${'A'.repeat(54_000)}` } };
+    const big = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: [pdf] }], max_tokens: 16 }).catch((e) => e);
+    expect(big.status).toBe(429);
   });
 
   test('below the minimum useful allowance: refused', async () => {
