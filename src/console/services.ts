@@ -3,6 +3,7 @@
  * token, and the brute-force limits on log-in and registration (rate-limiter-flexible: in memory, or in Redis when
  * the gateway has REDIS_URL, so every process counts together).
  */
+import { isIPv6 } from 'node:net';
 import crypto from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
@@ -60,8 +61,9 @@ export class ConsoleLimits {
   }
 
   /** Counts a log-in attempt, or throws 429. Call `succeeded()` on the result when the password was right. */
-  async loginAttempt(email: string, address: string): Promise<{ succeeded(): Promise<void> }> {
+  async loginAttempt(email: string, client: string): Promise<{ succeeded(): Promise<void> }> {
     const e = email.trim().toLowerCase();
+    const address = addressKey(client);
     const results = await Promise.allSettled([this.email.consume(e), this.address.consume(address)]);
     const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (refused) {
@@ -78,10 +80,10 @@ export class ConsoleLimits {
   }
 
   /** Counts a registration from this address, or throws 429. */
-  async registration(address: string): Promise<void> {
+  async registration(client: string): Promise<void> {
     if (!this.register) return;
     try {
-      await this.register.consume(address);
+      await this.register.consume(addressKey(client));
     } catch (e) {
       throw tooMany(e, 'Too many registrations from this address');
     }
@@ -92,4 +94,20 @@ function tooMany(e: unknown, what: string): unknown {
   if (!(e instanceof RateLimiterRes)) return e;
   const seconds = Math.max(1, Math.ceil(e.msBeforeNext / 1000));
   return new ApiError(429, 'rate_limit_error', `${what}; try again in ${seconds}s`, 'rate_limit_exceeded', null, { 'retry-after': String(seconds) });
+}
+
+/**
+ * The key a client address is limited under: an IPv4 address as it is, an IPv6 address by its /64 network (one
+ * subscriber usually holds a whole /64, so counting single IPv6 addresses would limit nothing).
+ */
+export function addressKey(address: string): string {
+  const plain = address.replace(/%.*$/, ''); // a zone id (fe80::1%eth0)
+  if (!isIPv6(plain)) return plain;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(plain);
+  if (mapped) return mapped[1];
+  const [head, tail] = plain.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }

@@ -77,3 +77,19 @@ test('the console settings: defaults, and errors that name the setting', () => {
   expect(() => parseConfig(`console: { public_url: "https://x.example/path" }\n${MODELS}`)).toThrow(/console\.public_url/);
   expect(() => parseConfig(`console: { referal_credits_usd: 5 }\n${MODELS}`)).toThrow(/unknown setting 'referal_credits_usd'/);
 });
+
+describe('addressKey: what per-address limits count', () => {
+  const { addressKey } = require('../../src/console/services') as typeof import('../../src/console/services');
+  test.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['2001:db8:1:2:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
+    ['2001:0db8:0001:0002:ffff::', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+  ])('%s → %s', (address, key) => {
+    expect(addressKey(address)).toBe(key);
+  });
+});
