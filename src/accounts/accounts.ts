@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from '../db';
-import { post, postWithin } from '../billing/ledger';
+import { postWithin } from '../billing/ledger';
 
 export interface Account {
   id: number;
@@ -149,8 +149,12 @@ export async function accountTotals(db: Knex, id: number): Promise<AccountTotals
 export async function createAccount(db: Knex, email: string, creditsMicros = 0): Promise<Account> {
   const normalised = normaliseEmail(email);
   if (!Number.isSafeInteger(creditsMicros) || creditsMicros < 0) throw new AccountError('starting credits must be >= 0');
-  const id = await insertAccount(db, { email: normalised });
-  if (creditsMicros > 0) await post(db, { accountId: id, kind: 'signup', amountMicros: creditsMicros, ref: `signup_${id}` });
+  // One transaction: an account never exists without its starting credits.
+  const id = await transact(db, async (trx) => {
+    const created = await insertAccount(trx, { email: normalised });
+    if (creditsMicros > 0) await postWithin(trx, { accountId: created, kind: 'signup', amountMicros: creditsMicros, ref: `signup_${created}` });
+    return created;
+  });
   return (await getAccount(db, id))!;
 }
 
