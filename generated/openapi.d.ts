@@ -116,6 +116,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/api/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the console's pages need before log-in
+         * @description Whether registration asks for a CAPTCHA, and with which provider and
+         *     public site key (`console.captcha`; none by default).
+         */
+        get: operations["getConsoleConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/console/api/register": {
         parameters: {
             query?: never;
@@ -127,16 +148,21 @@ export interface paths {
         put?: never;
         /**
          * Register an account
-         * @description Creates an account with the starter credits (configuration
-         *     `console.starter_credits_usd`, default 1 USD, ledger kind `signup`) and logs
-         *     it in: the answer sets the `sy_session` cookie (HttpOnly, SameSite=Lax,
-         *     Path=/, Secure over HTTPS) and carries the CSRF token for later
-         *     state-changing calls.
+         * @description Creates an account and logs it in: the answer sets the `sy_session`
+         *     cookie (HttpOnly, SameSite=Lax, Path=/, Secure over HTTPS) and carries
+         *     the CSRF token for later state-changing calls. A link to confirm the
+         *     address is mailed (48 h, single use; see `verifyEmail`).
          *
-         *     With a valid `referral_code` (another account's), the new account and the
-         *     referrer each receive `console.referral_credits_usd` (default 20 USD, ledger
-         *     kind `referral`), once per new account. An unknown code is a 400 with
-         *     `param: referral_code`; nothing is created.
+         *     The starter credits (configuration `console.starter_credits_usd`,
+         *     default 1 USD, ledger kind `signup`) are paid when the address is
+         *     confirmed, once per mailbox (`+tag` and Gmail dots do not make another).
+         *     With a valid `referral_code` (another account's), the new account and
+         *     the referrer each receive `console.referral_credits_usd` (default 20 USD,
+         *     ledger kind `referral`) at that moment too, if the referrer has confirmed
+         *     its own address, is another mailbox, and has earned fewer than
+         *     `console.referrals_per_month` referral credits this month. An unknown
+         *     code is a 400 with `param: referral_code`; nothing is created.
+         *     Addresses at disposable-mail domains are a 400 `disposable_email`.
          *
          *     The password must have at least 10 characters, must not be only letters or
          *     only digits, and must not be the email address (400, `param: password`).
@@ -166,6 +192,96 @@ export interface paths {
          *     limited per email and per client address (429 with `retry-after`).
          */
         post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm an email address
+         * @description Uses the token of the link mailed at registration (or sent again): the
+         *     address is confirmed and the sign-up and referral credits are paid (see
+         *     `register`). A token works once and for 48 hours; an unknown, used or
+         *     expired one is a 400 `invalid_token`.
+         */
+        post: operations["verifyEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/verify-email/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail the confirmation link again
+         * @description A new link to the logged-in account's address (earlier ones stop
+         *     working). At most 3 an hour (429); a confirmed address is a 409
+         *     `already_verified`.
+         */
+        post: operations["resendVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a password-reset link
+         * @description Mails a link to set a new password (1 hour, single use) when an account
+         *     has this address. The answer is the same either way, so it tells nobody
+         *     which addresses have accounts. At most 3 an hour per address (429).
+         */
+        post: operations["requestPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/password-reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with a reset link
+         * @description Uses the token of a reset link: the password is replaced, every session
+         *     of the account ends, and the address counts as confirmed (the link
+         *     reached it). An unknown, used or expired token is a 400
+         *     `invalid_token`; a weak password a 400 with `param: password`.
+         */
+        post: operations["confirmPasswordReset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -232,7 +348,13 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change the account's settings
+         * @description `low_balance_usd`: below this balance an alert is mailed to the
+         *     account's address, once each time the balance falls below it (it is
+         *     armed again once the balance is back above); null turns it off.
+         */
+        patch: operations["updateAccount"];
         trace?: never;
     };
     "/console/api/keys": {
@@ -399,8 +521,14 @@ export interface paths {
          *     with `payment_status: paid` (and `checkout.session.async_payment_succeeded`)
          *     credits `amount_total` cents to the account in the session's
          *     `metadata.account_id`, once per Checkout Session however often and in
-         *     whatever order the events arrive; every other event is acknowledged and
-         *     ignored. 404 when the gateway has no Stripe keys.
+         *     whatever order the events arrive. Money that comes back is taken back
+         *     from that account, once per event and never beyond the payment:
+         *     `charge.refunded` (ledger kind `card_refund`), `charge.dispute.created`,
+         *     `charge.dispute.funds_withdrawn` and a lost `charge.dispute.closed`
+         *     (`dispute`); a won dispute gives it back (`dispute_won`). What was
+         *     already spent is recorded as debt and the account is suspended until it
+         *     is settled. Every other event is acknowledged and ignored. 404 when the
+         *     gateway has no Stripe keys.
          */
         post: operations["stripeWebhook"];
         delete?: never;
@@ -518,9 +646,117 @@ export interface paths {
          * Grant or remove credits
          * @description Adds `usd` to the balance (ledger kind `grant`), or removes it when
          *     negative (kind `adjustment`); a removal that would take the balance
-         *     below zero is a 400 `insufficient_balance` and changes nothing.
+         *     below zero is a 400 `insufficient_balance` and changes nothing. With an
+         *     `Idempotency-Key`, a retry gets the first answer and credits nothing more.
          */
         post: operations["adminGrantCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/farming": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Suspected farming of free credits
+         * @description Referrers by how many accounts they referred (and how many of those
+         *     confirmed their address, and the referral credits earned); registration
+         *     networks (an IPv4 address, an IPv6 /64) with more than one account; and
+         *     the newest accounts that have not confirmed their address.
+         */
+        get: operations["adminFarmingReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/accounts/{id}/revoke-free-credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take back unspent free credits
+         * @description Takes back the sign-up and referral credits the account has not spent
+         *     (ledger kind `revocation`): free credits count as spent first, paid
+         *     money is never taken, and the balance never drops below what requests in
+         *     flight hold. Again later takes only what is left of them.
+         */
+        post: operations["adminRevokeFreeCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The key's id (from the key list).
+                 * @example 7
+                 */
+                id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a key's expiry or budget
+         * @description Any account's key: `expires_at` (a future time, or null for never)
+         *     and `budget` (`{usd, period}` per UTC day, week or month, or null). The
+         *     change reaches every process's key cache at once (Redis) or within 2 s.
+         */
+        patch: operations["adminUpdateKey"];
+        trace?: never;
+    };
+    "/admin/api/accounts/{id}/alert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set an account's low-balance alert
+         * @description Below `low_balance_usd` an alert is mailed to the account, once per
+         *     crossing; null turns it off.
+         */
+        put: operations["adminSetLowBalanceAlert"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -589,10 +825,131 @@ export interface paths {
         /**
          * Create redemption codes
          * @description Makes `count` single-use codes worth `usd` each (100 random bits each).
-         *     The codes are shown this once; only their hashes are stored.
+         *     The codes are shown this once; only their hashes are stored — except,
+         *     with an `Idempotency-Key`, the answer itself, kept 24 h so that a retry
+         *     can show the same codes again (and makes no new ones).
          */
         post: operations["adminCreateRedemptionCodes"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a message (Anthropic Messages API)
+         * @description Anthropic's Messages API, request and answer as Anthropic sends them:
+         *     with `stream: true` a `text/event-stream` of typed events
+         *     (`message_start`, `content_block_start` / `content_block_delta` /
+         *     `content_block_stop`, `message_delta` with usage, `message_stop`, `ping`);
+         *     errors as `{"type":"error","error":{"type","message"}}`. The key is
+         *     accepted as `x-api-key` or as `Authorization: Bearer`. On an `anthropic`
+         *     route the request goes upstream as written (`cache_control`, `thinking`
+         *     and the `anthropic-beta` header pass through); other routes receive it
+         *     translated to chat. `max_tokens` is lowered to what the account's money
+         *     covers. Claude Code sends `?beta=true`, which is accepted.
+         */
+        post: operations["createMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/count_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count the tokens of a message (Anthropic Messages API)
+         * @description The input tokens a message would use, free of charge. For a model whose
+         *     first route is an `anthropic` provider, Anthropic counts; otherwise the
+         *     gateway's tokenizer estimates (o200k_base). Free but not unlimited: it
+         *     counts against the key's requests per minute, and a key without money
+         *     is refused (402), before the body is read.
+         */
+        post: operations["countMessageTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a response (OpenAI Responses API)
+         * @description OpenAI's Responses API. `input` is a string or a list of items (messages,
+         *     `function_call`, `function_call_output`); the answer is a `response`
+         *     object whose `output` holds items (`message`, `function_call`,
+         *     `reasoning`). With `stream: true` a `text/event-stream` of typed events,
+         *     each with its `sequence_number` (`response.created`,
+         *     `response.in_progress`, `response.output_item.added` / `done`,
+         *     `response.content_part.added` / `done`, `response.output_text.delta` /
+         *     `done`, `response.function_call_arguments.delta` / `done`,
+         *     `response.completed`, `response.failed`, `error`).
+         *
+         *     With `store` (the default) the response is kept in the gateway, per
+         *     account: `previous_response_id` continues from it and
+         *     `GET /v1/responses/{id}` reads it. Upstreams never store anything
+         *     (`store: false` is sent). On an `openai` route the request goes
+         *     upstream as written; other routes receive it translated to chat, which
+         *     carries function tools only: other tool types are dropped there.
+         *     `web_search` tools are dropped unless the model allows web search.
+         */
+        post: operations["createResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of a response this account stored.
+                 * @example resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b
+                 */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a stored response
+         * @description A response this account created with `store` on; another account's id is a 404.
+         */
+        get: operations["retrieveResponse"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a stored response
+         * @description Forgets a stored response; another account's id is a 404.
+         */
+        delete: operations["deleteResponse"];
         options?: never;
         head?: never;
         patch?: never;
@@ -602,6 +959,385 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Anthropic's error shape. */
+        AnthropicErrorResponse: {
+            /** @constant */
+            type: "error";
+            error: {
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "billing_error" | "permission_error" | "not_found_error" | "request_too_large" | "rate_limit_error" | "api_error" | "overloaded_error";
+                message: string;
+            };
+        };
+        AnthropicCacheControl: {
+            /** @constant */
+            type?: "ephemeral";
+            ttl?: string;
+        } | null;
+        AnthropicTextBlockParam: {
+            /** @constant */
+            type: "text";
+            text: string;
+            cache_control?: components["schemas"]["AnthropicCacheControl"];
+        };
+        AnthropicImageBlockParam: {
+            /** @constant */
+            type: "image";
+            source: {
+                /** @enum {string} */
+                type: "base64" | "url" | "file";
+                media_type?: string;
+                data?: string;
+                url?: string;
+                file_id?: string;
+            };
+            cache_control?: components["schemas"]["AnthropicCacheControl"];
+        };
+        AnthropicToolUseBlockParam: {
+            /** @constant */
+            type: "tool_use";
+            id: string;
+            name: string;
+            input: {
+                [key: string]: unknown;
+            };
+            cache_control?: components["schemas"]["AnthropicCacheControl"];
+        };
+        AnthropicToolResultBlockParam: {
+            /** @constant */
+            type: "tool_result";
+            tool_use_id: string;
+            content?: string | ({
+                type: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            is_error?: boolean;
+            cache_control?: components["schemas"]["AnthropicCacheControl"];
+        };
+        AnthropicThinkingBlockParam: {
+            /** @constant */
+            type: "thinking";
+            thinking: string;
+            signature: string;
+        };
+        /** @description Any other content block Anthropic defines (document, redacted_thinking, search_result, server tool blocks...). */
+        AnthropicOtherBlockParam: {
+            type: string;
+        } & {
+            [key: string]: unknown;
+        };
+        AnthropicContentBlockParam: components["schemas"]["AnthropicTextBlockParam"] | components["schemas"]["AnthropicImageBlockParam"] | components["schemas"]["AnthropicToolUseBlockParam"] | components["schemas"]["AnthropicToolResultBlockParam"] | components["schemas"]["AnthropicThinkingBlockParam"] | components["schemas"]["AnthropicOtherBlockParam"];
+        AnthropicMessageParam: {
+            /** @enum {string} */
+            role: "user" | "assistant";
+            content: string | components["schemas"]["AnthropicContentBlockParam"][];
+        };
+        /** @description A client tool (`name`, `description`, `input_schema`), or a server tool of Anthropic's (`type`, `name`...). */
+        AnthropicTool: {
+            type?: string;
+            name: string;
+            description?: string;
+            input_schema?: {
+                [key: string]: unknown;
+            };
+            cache_control?: components["schemas"]["AnthropicCacheControl"];
+        } & {
+            [key: string]: unknown;
+        };
+        AnthropicToolChoice: {
+            /** @enum {string} */
+            type: "auto" | "any" | "tool" | "none";
+            name?: string;
+            disable_parallel_tool_use?: boolean;
+        };
+        AnthropicSystem: string | components["schemas"]["AnthropicTextBlockParam"][];
+        /**
+         * @description Anthropic's Messages request. Fields not listed (`context_management`,
+         *     `container`, `mcp_servers`...) are accepted and passed on to `anthropic`
+         *     routes.
+         */
+        CreateMessageRequest: {
+            /** @description A model id of this gateway. */
+            model: string;
+            messages: components["schemas"]["AnthropicMessageParam"][];
+            max_tokens: number;
+            system?: components["schemas"]["AnthropicSystem"];
+            metadata?: {
+                user_id?: string | null;
+            };
+            stop_sequences?: string[];
+            stream?: boolean;
+            temperature?: number;
+            top_p?: number;
+            top_k?: number;
+            tools?: components["schemas"]["AnthropicTool"][];
+            tool_choice?: components["schemas"]["AnthropicToolChoice"];
+            thinking?: {
+                /** @enum {string} */
+                type: "enabled" | "disabled";
+                budget_tokens?: number;
+            } & {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            service_tier?: "auto" | "standard_only";
+        } & {
+            [key: string]: unknown;
+        };
+        CountMessageTokensRequest: {
+            model: string;
+            messages: components["schemas"]["AnthropicMessageParam"][];
+            system?: components["schemas"]["AnthropicSystem"];
+            tools?: components["schemas"]["AnthropicTool"][];
+            tool_choice?: components["schemas"]["AnthropicToolChoice"];
+            thinking?: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        MessageTokensCount: {
+            input_tokens: number;
+        };
+        AnthropicUsage: {
+            /** @description Input tokens that were neither read from nor written to the cache. */
+            input_tokens: number;
+            output_tokens: number;
+            cache_creation_input_tokens?: number | null;
+            cache_read_input_tokens?: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A content block of an answer (`text`, `tool_use`, `thinking`, `redacted_thinking`, server tool blocks). */
+        AnthropicContentBlock: {
+            type: string;
+            text?: string;
+            id?: string;
+            name?: string;
+            input?: {
+                [key: string]: unknown;
+            };
+            thinking?: string;
+            signature?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @enum {string|null} */
+        AnthropicStopReason: "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "pause_turn" | "refusal" | "model_context_window_exceeded" | null;
+        AnthropicMessage: {
+            id: string;
+            /** @constant */
+            type: "message";
+            /** @constant */
+            role: "assistant";
+            model: string;
+            content: components["schemas"]["AnthropicContentBlock"][];
+            stop_reason: components["schemas"]["AnthropicStopReason"];
+            stop_sequence?: string | null;
+            usage: components["schemas"]["AnthropicUsage"];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description One event of a stream: `message_start` (`message`), `content_block_start`
+         *     (`index`, `content_block`), `content_block_delta` (`index`, `delta`:
+         *     `text_delta`, `input_json_delta`, `thinking_delta`, `signature_delta`),
+         *     `content_block_stop` (`index`), `message_delta` (`delta`: `stop_reason`,
+         *     `stop_sequence`; `usage`), `message_stop`, `ping`, `error` (`error`).
+         */
+        AnthropicStreamEvent: {
+            /** @enum {string} */
+            type: "message_start" | "content_block_start" | "content_block_delta" | "content_block_stop" | "message_delta" | "message_stop" | "ping" | "error";
+            message?: components["schemas"]["AnthropicMessage"];
+            index?: number;
+            content_block?: components["schemas"]["AnthropicContentBlock"];
+            delta?: {
+                type?: string;
+                text?: string;
+                partial_json?: string;
+                thinking?: string;
+                signature?: string;
+                stop_reason?: components["schemas"]["AnthropicStopReason"];
+                stop_sequence?: string | null;
+            } & {
+                [key: string]: unknown;
+            };
+            usage?: {
+                [key: string]: unknown;
+            };
+            error?: {
+                type?: string;
+                message?: string;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description `input_text` (`text`), `input_image` (`image_url` or `file_id`, `detail`), `input_file`, `output_text` (`text`), `refusal`. */
+        ResponseInputContent: {
+            type: string;
+            text?: string;
+            image_url?: string;
+            detail?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description A message (`role`, `content`: a string or parts; `type` may be
+         *     `message`), a `function_call` (`call_id`, `name`, `arguments`), a
+         *     `function_call_output` (`call_id`, `output`), a `reasoning` item, or an
+         *     `item_reference`.
+         */
+        ResponseInputItem: {
+            type?: string;
+            /** @enum {string} */
+            role?: "user" | "assistant" | "system" | "developer";
+            content?: string | components["schemas"]["ResponseInputContent"][];
+            id?: string;
+            call_id?: string;
+            name?: string;
+            arguments?: string;
+            output?: string | {
+                [key: string]: unknown;
+            }[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A `function` tool (`name`, `description`, `parameters`, `strict`), or a tool of another type (`web_search`, `namespace`...). */
+        ResponseTool: {
+            type: string;
+            name?: string;
+            description?: string | null;
+            parameters?: {
+                [key: string]: unknown;
+            } | null;
+            strict?: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description OpenAI's Responses request. Fields not listed are accepted and passed on to `openai` routes. */
+        CreateResponseRequest: {
+            model: string;
+            input?: string | components["schemas"]["ResponseInputItem"][];
+            instructions?: string | null;
+            tools?: components["schemas"]["ResponseTool"][];
+            tool_choice?: ("none" | "auto" | "required") | ({
+                type: string;
+                name?: string;
+            } & {
+                [key: string]: unknown;
+            });
+            parallel_tool_calls?: boolean | null;
+            max_output_tokens?: number | null;
+            reasoning?: ({
+                effort?: string | null;
+                summary?: string | null;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            text?: {
+                format?: {
+                    /** @enum {string} */
+                    type: "text" | "json_object" | "json_schema";
+                    name?: string;
+                    schema?: {
+                        [key: string]: unknown;
+                    };
+                    strict?: boolean | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+            stream?: boolean | null;
+            store?: boolean | null;
+            previous_response_id?: string | null;
+            include?: string[] | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            user?: string;
+            metadata?: components["schemas"]["Metadata"];
+            service_tier?: components["schemas"]["ServiceTier"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A `message` (`role`, `content` of `output_text` / `refusal` parts, `status`), a `function_call` (`call_id`, `name`, `arguments`, `status`), or a `reasoning` item. */
+        ResponseOutputItem: {
+            type: string;
+            id?: string;
+            status?: string;
+            /** @constant */
+            role?: "assistant";
+            content?: ({
+                type: string;
+                text?: string;
+                annotations?: unknown[];
+            } & {
+                [key: string]: unknown;
+            })[];
+            call_id?: string;
+            name?: string;
+            arguments?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        ResponseUsage: {
+            input_tokens: number;
+            input_tokens_details?: {
+                cached_tokens?: number;
+            };
+            output_tokens: number;
+            output_tokens_details?: {
+                reasoning_tokens?: number;
+            };
+            total_tokens: number;
+        };
+        ResponseObject: {
+            id: string;
+            /** @constant */
+            object: "response";
+            created_at: number;
+            /** @enum {string} */
+            status: "completed" | "failed" | "in_progress" | "incomplete" | "cancelled" | "queued";
+            model: string;
+            output: components["schemas"]["ResponseOutputItem"][];
+            usage?: components["schemas"]["ResponseUsage"];
+            error?: {
+                code?: string;
+                message?: string;
+            } | null;
+            incomplete_details?: Record<string, never> | null;
+            instructions?: unknown;
+            previous_response_id?: string | null;
+            store?: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description One typed event of a stream, with its `sequence_number`:
+         *     `response.created`, `response.in_progress`, `response.completed`,
+         *     `response.failed` (`response`); `response.output_item.added` / `done`
+         *     (`output_index`, `item`); `response.content_part.added` / `done`
+         *     (`item_id`, `output_index`, `content_index`, `part`);
+         *     `response.output_text.delta` (`delta`) / `done` (`text`);
+         *     `response.function_call_arguments.delta` (`delta`) / `done`
+         *     (`arguments`); `error` (`code`, `message`).
+         */
+        ResponseStreamEvent: {
+            type: string;
+            sequence_number: number;
+            response?: components["schemas"]["ResponseObject"];
+            output_index?: number;
+            item?: components["schemas"]["ResponseOutputItem"];
+            item_id?: string;
+            content_index?: number;
+            delta?: string;
+            text?: string;
+            arguments?: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description Details of an error. */
         Error: {
             /** @description Human-readable description of the error. */
@@ -1765,6 +2501,45 @@ export interface components {
             password: string;
             /** @description Another account's referral code (from its referral link). */
             referral_code?: string | null;
+            /**
+             * @description The CAPTCHA widget's token, when the gateway asks for one
+             *     (`getConsoleConfig`); checked with the provider, else a 400 with
+             *     `param: captcha_token`.
+             */
+            captcha_token?: string | null;
+        };
+        ConsoleConfig: {
+            captcha: {
+                /** @enum {string} */
+                provider: "turnstile" | "hcaptcha";
+                site_key: string;
+            } | null;
+        };
+        TokenRequest: {
+            token: string;
+        };
+        EmailVerified: {
+            /** @constant */
+            email_verified: true;
+        };
+        MailSent: {
+            /** @constant */
+            sent: true;
+        };
+        PasswordResetRequest: {
+            email: string;
+        };
+        PasswordResetConfirm: {
+            token: string;
+            password: string;
+        };
+        PasswordResetDone: {
+            /** @constant */
+            password_reset: true;
+        };
+        UpdateAccountRequest: {
+            /** @description The alert threshold in USD; null for no alert. */
+            low_balance_usd?: components["schemas"]["UsdInput"] | null;
         };
         LoginRequest: {
             email: string;
@@ -1782,6 +2557,10 @@ export interface components {
              * @description Absolute link to the registration page with this account's referral code.
              */
             referral_link: string;
+            /** @description Whether the address was confirmed; sign-up and referral credits wait for it. */
+            email_verified: boolean;
+            /** @description Below this balance an alert is mailed, once per crossing; null for no alert. */
+            low_balance_usd: components["schemas"]["Usd"] | null;
             /** Format: date-time */
             created_at: string;
             totals: {
@@ -1798,7 +2577,7 @@ export interface components {
             csrf_token: string;
         };
         /** @enum {string} */
-        KeyScope: "chat" | "completions" | "embeddings" | "models";
+        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses";
         ConsoleKey: {
             id: number;
             name: string | null;
@@ -1818,6 +2597,34 @@ export interface components {
              * @description Recorded at most once a minute.
              */
             last_used_at: string | null;
+            /**
+             * Format: date-time
+             * @description After this the key is refused (401 `Invalid API key`); null for never.
+             */
+            expires_at: string | null;
+            /**
+             * @description At most `usd` per UTC calendar `period` (a week starts on Monday);
+             *     null for no budget. A request the budget cannot cover is a 429
+             *     `insufficient_quota` naming the budget and when it resets.
+             */
+            budget: components["schemas"]["KeyBudget"] | null;
+        };
+        /** @description A key's budget, what it spent in the current period (`spent_usd`), and when that period ends. */
+        KeyBudget: {
+            usd: components["schemas"]["Usd"];
+            /** @enum {string} */
+            period: "day" | "week" | "month";
+            spent_usd: components["schemas"]["Usd"];
+            /**
+             * Format: date-time
+             * @description When the current period ends.
+             */
+            resets_at: string;
+        };
+        KeyBudgetInput: {
+            usd: components["schemas"]["UsdInput"];
+            /** @enum {string} */
+            period: "day" | "week" | "month";
         };
         ConsoleKeyList: {
             data: components["schemas"]["ConsoleKey"][];
@@ -1830,6 +2637,13 @@ export interface components {
             models?: string[] | null;
             /** @description Allowed endpoints; default all. */
             scopes?: components["schemas"]["KeyScope"][];
+            /**
+             * Format: date-time
+             * @description When the key stops working (a time in the future); null for never.
+             */
+            expires_at?: string | null;
+            /** @description At most `usd` per UTC calendar `period`; null for no budget. */
+            budget?: components["schemas"]["KeyBudgetInput"] | null;
         };
         UpdateConsoleKeyRequest: {
             name?: string | null;
@@ -1839,6 +2653,13 @@ export interface components {
             /** @description Allowed model ids; null for every model. */
             models?: string[] | null;
             scopes?: components["schemas"]["KeyScope"][];
+            /**
+             * Format: date-time
+             * @description When the key stops working (a time in the future); null for never.
+             */
+            expires_at?: string | null;
+            /** @description At most `usd` per UTC calendar `period`; null for no budget. */
+            budget?: components["schemas"]["KeyBudgetInput"] | null;
         };
         CreatedConsoleKey: {
             key: components["schemas"]["ConsoleKey"];
@@ -1902,7 +2723,7 @@ export interface components {
              *     that is not paid (yet) or cannot be credited.
              * @enum {string}
              */
-            outcome: "credited" | "duplicate" | "ignored";
+            outcome: "credited" | "reversed" | "returned" | "duplicate" | "ignored";
         };
         UsageRecord: {
             request_id: string;
@@ -1911,8 +2732,15 @@ export interface components {
             model: string;
             /** @description HTTP status of the answer. */
             status: number;
+            /** @description Every input token, cache reads and writes included. */
             prompt_tokens: number;
             completion_tokens: number;
+            /** @description Of the prompt tokens, those read from the provider's prompt cache (billed at `cached_input`). */
+            cached_tokens: number;
+            /** @description Of the prompt tokens, those written to the prompt cache (billed at `cache_write`). */
+            cache_write_tokens: number;
+            /** @description Of the completion tokens, those spent reasoning (billed as output). */
+            reasoning_tokens: number;
             /**
              * @description Where the token counts come from: `upstream` (reported by the
              *     provider), `tokenizer` (counted by the gateway), `checkpoint` (settled
@@ -1930,6 +2758,12 @@ export interface components {
             requests: number;
             prompt_tokens: number;
             completion_tokens: number;
+            /** @description Of the prompt tokens, those read from the provider's prompt cache (billed at `cached_input`). */
+            cached_tokens: number;
+            /** @description Of the prompt tokens, those written to the prompt cache (billed at `cache_write`). */
+            cache_write_tokens: number;
+            /** @description Of the completion tokens, those spent reasoning (billed as output). */
+            reasoning_tokens: number;
             cost_usd: components["schemas"]["Usd"];
         };
         UsagePage: {
@@ -1948,7 +2782,7 @@ export interface components {
             }[];
         };
         /** @enum {string} */
-        LedgerKind: "signup" | "referral" | "topup" | "redemption" | "grant" | "adjustment" | "usage" | "refund";
+        LedgerKind: "signup" | "referral" | "topup" | "redemption" | "grant" | "adjustment" | "usage" | "refund" | "shortfall" | "card_refund" | "dispute" | "dispute_won" | "revocation";
         LedgerEntry: {
             id: number;
             kind: components["schemas"]["LedgerKind"];
@@ -1963,6 +2797,41 @@ export interface components {
         LedgerPage: {
             data: components["schemas"]["LedgerEntry"][];
             next_cursor: string | null;
+        };
+        FarmingReport: {
+            referrers: {
+                account_id: number;
+                email: string;
+                referred: number;
+                confirmed: number;
+                earned_usd: components["schemas"]["Usd"];
+            }[];
+            networks: {
+                network: string;
+                accounts: number;
+                confirmed: number;
+            }[];
+            unconfirmed: {
+                account_id: number;
+                email: string;
+                network: string | null;
+                /** Format: date-time */
+                created_at: string;
+            }[];
+        };
+        Revocation: {
+            account_id: number;
+            revoked_usd: components["schemas"]["Usd"];
+            balance_usd: components["schemas"]["Usd"];
+        };
+        AdminKeyUpdate: {
+            /** Format: date-time */
+            expires_at?: string | null;
+            budget?: components["schemas"]["KeyBudgetInput"] | null;
+        };
+        AccountAlert: {
+            account_id: number;
+            low_balance_usd: components["schemas"]["Usd"] | null;
         };
         AdminAccount: {
             id: number;
@@ -2006,6 +2875,65 @@ export interface components {
         };
     };
     responses: {
+        /** @description Bad request, in Anthropic's error shape (`invalid_request_error`). */
+        AnthropicBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description Missing or invalid key (`authentication_error`). */
+        AnthropicUnauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /**
+         * @description The account's balance or the key's quota cannot pay (`billing_error`, as
+         *     Anthropic answers a balance too low); `x-should-retry: false`.
+         */
+        AnthropicBilling: {
+            headers: {
+                "x-should-retry": components["headers"]["XShouldRetry"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description The key lacks the `messages` scope (`permission_error`). */
+        AnthropicPermission: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description The key's rate limits (`rate_limit_error`), with `retry-after`. */
+        AnthropicRateLimited: {
+            headers: {
+                "retry-after": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description Every route failed (`api_error`); 529 `overloaded_error` when every route is cooling down. */
+        AnthropicUpstream: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
         /**
          * @description Bad request — malformed JSON, invalid parameters, or an unknown/inaccessible
          *     model; in the console also a weak password, an unknown referral or
@@ -2141,6 +3069,20 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Makes a retry safe: the first request with a key runs; the same
+         *     request with the same key within 24 hours gets the first answer and
+         *     changes nothing more. The key with a different request is a 400
+         *     `idempotency_key_reused`.
+         * @example grant-2026-11-23-0001
+         */
+        IdempotencyKey: string;
+        /** @description Anthropic's API version (2023-06-01); passed on to `anthropic` routes. */
+        AnthropicVersion: string;
+        /** @description Anthropic beta features, comma-separated; passed on to `anthropic` routes. */
+        AnthropicBeta: string;
+        /** @description Sent by Anthropic's SDKs for beta calls (`?beta=true`); accepted and ignored. */
+        AnthropicBetaQuery: string;
         /**
          * @description The key's id (from the key list).
          * @example 7
@@ -2484,6 +3426,33 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    getConsoleConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "captcha": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleConfig"];
+                };
+            };
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     register: {
         parameters: {
             query?: never;
@@ -2510,16 +3479,18 @@ export interface operations {
                      *       "account": {
                      *         "id": 42,
                      *         "email": "ada@example.com",
-                     *         "balance_usd": "21.000000",
-                     *         "balance_micros": 21000000,
+                     *         "balance_usd": "0.000000",
+                     *         "balance_micros": 0,
                      *         "referral_code": "4HX8P2WQ",
                      *         "referral_link": "https://switchyard.example.com/console/register?ref=4HX8P2WQ",
+                     *         "email_verified": false,
+                     *         "low_balance_usd": null,
                      *         "created_at": "2026-11-22T10:00:00.000Z",
                      *         "totals": {
                      *           "spent_usd": "0.000000",
                      *           "requests": 0,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "20.000000"
+                     *           "referral_usd": "0.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -2570,6 +3541,8 @@ export interface operations {
                      *         "balance_micros": 12345678,
                      *         "referral_code": "4HX8P2WQ",
                      *         "referral_link": "https://switchyard.example.com/console/register?ref=4HX8P2WQ",
+                     *         "email_verified": true,
+                     *         "low_balance_usd": null,
                      *         "created_at": "2026-11-22T10:00:00.000Z",
                      *         "totals": {
                      *           "spent_usd": "8.654322",
@@ -2588,6 +3561,150 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PermissionDenied"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    verifyEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "Zk3m9Qx1bT7wR2yVbq0C7m4aW5Zs3T8uEkq7X1fJ0bq"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description Confirmed. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "email_verified": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EmailVerified"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    resendVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sent. */
+            202: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sent": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MailSent"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    requestPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordResetRequest"];
+            };
+        };
+        responses: {
+            /** @description Sent, if there is such an account. */
+            202: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sent": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MailSent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    confirmPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "Zk3m9Qx1bT7wR2yVbq0C7m4aW5Zs3T8uEkq7X1fJ0bq",
+                 *       "password": "a new horse 43"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordResetConfirm"];
+            };
+        };
+        responses: {
+            /** @description The password is set; log in with it. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "password_reset": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasswordResetDone"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalServerError"];
         };
     };
@@ -2638,6 +3755,8 @@ export interface operations {
                      *         "balance_micros": 12345678,
                      *         "referral_code": "4HX8P2WQ",
                      *         "referral_link": "https://switchyard.example.com/console/register?ref=4HX8P2WQ",
+                     *         "email_verified": true,
+                     *         "low_balance_usd": null,
                      *         "created_at": "2026-11-22T10:00:00.000Z",
                      *         "totals": {
                      *           "spent_usd": "8.654322",
@@ -2679,6 +3798,8 @@ export interface operations {
                      *       "balance_micros": 12345678,
                      *       "referral_code": "4HX8P2WQ",
                      *       "referral_link": "https://switchyard.example.com/console/register?ref=4HX8P2WQ",
+                     *       "email_verified": true,
+                     *       "low_balance_usd": null,
                      *       "created_at": "2026-11-22T10:00:00.000Z",
                      *       "totals": {
                      *         "spent_usd": "8.654322",
@@ -2692,6 +3813,40 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+        };
+    };
+    updateAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "low_balance_usd": "5"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateAccountRequest"];
+            };
+        };
+        responses: {
+            /** @description The account, changed. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleAccount"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     listConsoleKeys: {
@@ -2728,7 +3883,9 @@ export interface operations {
                      *             "models"
                      *           ],
                      *           "created_at": "2026-11-22T10:05:00.000Z",
-                     *           "last_used_at": "2026-11-22T11:00:00.000Z"
+                     *           "last_used_at": "2026-11-22T11:00:00.000Z",
+                     *           "expires_at": null,
+                     *           "budget": null
                      *         }
                      *       ]
                      *     }
@@ -2789,7 +3946,9 @@ export interface operations {
                      *           "models"
                      *         ],
                      *         "created_at": "2026-11-22T10:05:00.000Z",
-                     *         "last_used_at": null
+                     *         "last_used_at": null,
+                     *         "expires_at": null,
+                     *         "budget": null
                      *       },
                      *       "secret": "sk-Ab3dE9fGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIj"
                      *     }
@@ -2879,7 +4038,9 @@ export interface operations {
                      *         "models"
                      *       ],
                      *       "created_at": "2026-11-22T10:05:00.000Z",
-                     *       "last_used_at": "2026-11-22T11:00:00.000Z"
+                     *       "last_used_at": "2026-11-22T11:00:00.000Z",
+                     *       "expires_at": null,
+                     *       "budget": null
                      *     }
                      */
                     "application/json": components["schemas"]["ConsoleKey"];
@@ -3151,6 +4312,9 @@ export interface operations {
                      *           "status": 200,
                      *           "prompt_tokens": 1234,
                      *           "completion_tokens": 567,
+                     *           "cached_tokens": 1024,
+                     *           "cache_write_tokens": 0,
+                     *           "reasoning_tokens": 0,
                      *           "counted": "upstream",
                      *           "cost_usd": "0.000526",
                      *           "latency_ms": 812,
@@ -3164,6 +4328,9 @@ export interface operations {
                      *           "requests": 1289,
                      *           "prompt_tokens": 15903210,
                      *           "completion_tokens": 6437702,
+                     *           "cached_tokens": 11820544,
+                     *           "cache_write_tokens": 0,
+                     *           "reasoning_tokens": 0,
                      *           "cost_usd": "6.248103"
                      *         }
                      *       ]
@@ -3346,7 +4513,16 @@ export interface operations {
     adminGrantCredits: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first request with a key runs; the same
+                 *     request with the same key within 24 hours gets the first answer and
+                 *     changes nothing more. The key with a different request is a 400
+                 *     `idempotency_key_reused`.
+                 * @example grant-2026-11-23-0001
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The account's id.
@@ -3385,6 +4561,180 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["GrantCreditsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    adminFarmingReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "referrers": [
+                     *         {
+                     *           "account_id": 42,
+                     *           "email": "ada@example.com",
+                     *           "referred": 19,
+                     *           "confirmed": 2,
+                     *           "earned_usd": "40.000000"
+                     *         }
+                     *       ],
+                     *       "networks": [
+                     *         {
+                     *           "network": "203.0.113.7",
+                     *           "accounts": 20,
+                     *           "confirmed": 3
+                     *         }
+                     *       ],
+                     *       "unconfirmed": [
+                     *         {
+                     *           "account_id": 61,
+                     *           "email": "farmer+18@example.com",
+                     *           "network": "203.0.113.7",
+                     *           "created_at": "2026-11-23T04:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FarmingReport"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    adminRevokeFreeCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was taken back. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account_id": 42,
+                     *       "revoked_usd": "21.000000",
+                     *       "balance_usd": "0.000000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Revocation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    adminUpdateKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The key's id (from the key list).
+                 * @example 7
+                 */
+                id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "budget": {
+                 *         "usd": "50",
+                 *         "period": "month"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AdminKeyUpdate"];
+            };
+        };
+        responses: {
+            /** @description The key after the change. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    adminSetLowBalanceAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "low_balance_usd": "5"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateAccountRequest"];
+            };
+        };
+        responses: {
+            /** @description The alert as it is now. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account_id": 42,
+                     *       "low_balance_usd": "5.000000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountAlert"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3475,7 +4825,16 @@ export interface operations {
     adminCreateRedemptionCodes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first request with a key runs; the same
+                 *     request with the same key within 24 hours gets the first answer and
+                 *     changes nothing more. The key with a different request is a 400
+                 *     `idempotency_key_reused`.
+                 * @example grant-2026-11-23-0001
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3519,6 +4878,180 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    createMessage: {
+        parameters: {
+            query?: {
+                /** @description Sent by Anthropic's SDKs for beta calls (`?beta=true`); accepted and ignored. */
+                beta?: components["parameters"]["AnthropicBetaQuery"];
+            };
+            header?: {
+                /** @description Anthropic's API version (2023-06-01); passed on to `anthropic` routes. */
+                "anthropic-version"?: components["parameters"]["AnthropicVersion"];
+                /** @description Anthropic beta features, comma-separated; passed on to `anthropic` routes. */
+                "anthropic-beta"?: components["parameters"]["AnthropicBeta"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateMessageRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description OK. A JSON message when `stream` is false or omitted; a server-sent
+             *     event stream (`event: <type>` / `data: <event>`) when it is true.
+             */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnthropicMessage"];
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["AnthropicBadRequest"];
+            401: components["responses"]["AnthropicUnauthorized"];
+            402: components["responses"]["AnthropicBilling"];
+            403: components["responses"]["AnthropicPermission"];
+            429: components["responses"]["AnthropicRateLimited"];
+            502: components["responses"]["AnthropicUpstream"];
+        };
+    };
+    countMessageTokens: {
+        parameters: {
+            query?: {
+                /** @description Sent by Anthropic's SDKs for beta calls (`?beta=true`); accepted and ignored. */
+                beta?: components["parameters"]["AnthropicBetaQuery"];
+            };
+            header?: {
+                /** @description Anthropic's API version (2023-06-01); passed on to `anthropic` routes. */
+                "anthropic-version"?: components["parameters"]["AnthropicVersion"];
+                /** @description Anthropic beta features, comma-separated; passed on to `anthropic` routes. */
+                "anthropic-beta"?: components["parameters"]["AnthropicBeta"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CountMessageTokensRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageTokensCount"];
+                };
+            };
+            400: components["responses"]["AnthropicBadRequest"];
+            401: components["responses"]["AnthropicUnauthorized"];
+            402: components["responses"]["AnthropicBilling"];
+            403: components["responses"]["AnthropicPermission"];
+            429: components["responses"]["AnthropicRateLimited"];
+        };
+    };
+    createResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateResponseRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description OK. A JSON `response` when `stream` is false or omitted; a server-sent
+             *     event stream of typed events when it is true.
+             */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseObject"];
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            429: components["responses"]["TooManyRequests"];
+            502: components["responses"]["BadGateway"];
+        };
+    };
+    retrieveResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of a response this account stored.
+                 * @example resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b
+                 */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseObject"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    deleteResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of a response this account stored.
+                 * @example resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b
+                 */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted (no body, as OpenAI answers). */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
         };

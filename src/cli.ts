@@ -1,51 +1,201 @@
 /**
- * The `switchyard` command. Every command prints JSON on stdout (for scripts); failures print
- * {"error": "..."} on stderr and exit 1 (2 for a misused command).
+ * The `switchyard` command: a table of commands over the same services the admin API uses (services/admin.ts) and
+ * the same presenters (services/views.ts). Every command prints JSON on stdout (for scripts); failures print
+ * {"error": "..."} on stderr and exit 1 (2 for a misused command). The help is made from the table.
  */
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
-import { AccountError, createAccount, getAccount, listAccounts, setAccountStatus, type Account } from './accounts/accounts';
-import { createKey, getKey, KeyError, listKeys, SCOPES, setKeyEnabled, type ApiKey, type Scope } from './accounts/keys';
-import { DuplicateLedgerEntry, post } from './billing/ledger';
-import { formatUsd, parseUsd } from './billing/money';
-import { ConfigError } from './config';
+import { AccountError, createAccount, getAccount, listAccounts, setLowBalance, type Account } from './accounts/accounts';
+import { CHANNEL, type KeyChange } from './accounts/keyCache';
+import { BUDGET_PERIODS, createKey, getKey, KeyError, listKeys, SCOPES, type ApiKey, type BudgetPeriod, type Scope } from './accounts/keys';
+import { MAX_BATCH } from './billing/redemption';
 import { verifyLedger } from './billing/verify';
-import { createCodes, MAX_BATCH } from './billing/redemption';
-import { entries } from './billing/ledger';
+import { ConfigError } from './config';
 import { connect, migrate } from './db';
+import { DuplicateLedgerEntry, entries } from './db/ledger';
+import { usageRecords } from './db/queries/usage';
+import { createLogger } from './log';
 import { start, stopOnSignals } from './main';
+import { formatUsd, parseUsd } from './money';
+import { connectRedis } from './redis';
+import { createCodesOnce, grantOnce, setKeyState, setStatus } from './services/admin';
+import { farmingReport, revokeFreeCredits } from './services/farming';
+import { IdempotencyMismatch } from './services/idempotency';
+import { adminAccountView, keyView } from './services/views';
 
 class UsageError extends Error {}
 
+interface Opts {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+interface Context {
+  db: Knex;
+  o: Opts;
+  /** Tells running gateways that a key or an account changed (through Redis when REDIS_URL is set). */
+  announce: (change: KeyChange) => void;
+}
+
+interface Command {
+  /** Arguments and options, as the help shows them. */
+  usage: string;
+  note?: string;
+  run(ctx: Context): Promise<unknown>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  migrate: { usage: '', run: async () => ({ migrated: true }) },
+  serve: { usage: '[--port P] [--host H] [--workers N]', note: 'also PORT, HOST, WORKERS; default 127.0.0.1:8080, 1 process', run: async () => undefined },
+  'accounts create': {
+    usage: '--email E [--credits USD]',
+    run: async ({ db, o }) => showAccount(db, await createAccount(db, required(o, 'email'), o.values.credits ? parseUsd(String(o.values.credits)) : 0)),
+  },
+  'accounts show': { usage: 'ID', note: 'balance in USD and micro-USD, keys', run: async ({ db, o }) => showAccount(db, await account(db, o.positionals[0])) },
+  'accounts list': { usage: '', run: async ({ db }) => ({ accounts: (await listAccounts(db)).map(adminAccountView) }) },
+  'accounts disable': {
+    usage: 'ID',
+    note: 'its keys and console sessions stop working (within 2 s everywhere)',
+    run: async ({ db, o, announce }) => adminAccountView(await setStatus(db, announce, id(o.positionals[0], 'ID'), 'disabled')),
+  },
+  'accounts enable': { usage: 'ID', run: async ({ db, o, announce }) => adminAccountView(await setStatus(db, announce, id(o.positionals[0], 'ID'), 'active')) },
+  'accounts alert': {
+    usage: 'ID (--usd N | --off)',
+    note: 'mail the account once when its balance falls below N USD (again after it is back above); --off: no alert',
+    run: async ({ db, o }) => {
+      const accountId = id(o.positionals[0], 'ID');
+      if (!o.values.off && o.values.usd === undefined) throw new UsageError('give --usd N or --off');
+      const micros = o.values.off ? null : parseUsd(String(o.values.usd));
+      if (micros !== null && micros < 0) throw new UsageError('--usd must be >= 0');
+      const a = await setLowBalance(db, accountId, micros);
+      return { id: a.id, low_balance_usd: a.low_balance_micros === null ? null : formatUsd(a.low_balance_micros) };
+    },
+  },
+  'keys create': {
+    usage: '--account ID [--name N] [--quota USD] [--models a,b] [--scopes chat,embeddings] [--disabled] [--rpm N] [--tpm N] [--expires DATE] [--budget USD --period day|week|month]',
+    note: 'the key is printed once; per-key limits default to the configuration',
+    run: async ({ db, o }) => {
+      const scopes = list(o.values.scopes) as Scope[] | undefined;
+      if (scopes?.some((s) => !SCOPES.includes(s))) throw new UsageError(`--scopes takes a list of ${SCOPES.join(', ')}`);
+      const { key, secret } = await createKey(db, {
+        accountId: id(required(o, 'account'), '--account'),
+        name: (o.values.name as string | undefined) ?? null,
+        quotaMicros: o.values.quota ? parseUsd(String(o.values.quota)) : null,
+        models: list(o.values.models) ?? null,
+        scopes,
+        enabled: !o.values.disabled,
+        rpmLimit: o.values.rpm === undefined ? null : count(String(o.values.rpm), '--rpm'),
+        tpmLimit: o.values.tpm === undefined ? null : count(String(o.values.tpm), '--tpm'),
+        expiresAt: o.values.expires === undefined ? null : future(String(o.values.expires), '--expires'),
+        budget: budgetOption(o),
+      });
+      return { ...keyJson(key), key: secret, note: 'This key is shown once; only its hash is stored.' };
+    },
+  },
+  'keys show': {
+    usage: 'ID',
+    run: async ({ db, o }) => {
+      const key = await getKey(db, id(o.positionals[0], 'ID'));
+      if (!key) throw new KeyError(`no key ${o.positionals[0]}`);
+      return keyJson(key);
+    },
+  },
+  'keys disable': { usage: 'ID', run: async ({ db, o, announce }) => keyJson(await setKeyState(db, announce, id(o.positionals[0], 'ID'), false)) },
+  'keys enable': { usage: 'ID', run: async ({ db, o, announce }) => keyJson(await setKeyState(db, announce, id(o.positionals[0], 'ID'), true)) },
+  'credits grant': {
+    usage: '--account ID --usd N [--note T] [--idempotency-key K]',
+    note: 'a negative N removes credits (an adjustment), never below zero; a retry with the same key credits nothing more',
+    run: async ({ db, o }) => {
+      const accountId = id(required(o, 'account'), '--account');
+      const amount = parseUsd(required(o, 'usd'));
+      if (amount === 0) throw new UsageError('--usd must not be 0');
+      const done = await grantOnce(db, idempotencyOption(o), accountId, amount, (o.values.note as string | undefined) ?? null);
+      return { account_id: accountId, granted_usd: formatUsd(amount), balance_usd: formatUsd(done.balance_after), balance_micros: done.balance_after, ledger_id: done.ledger_id };
+    },
+  },
+  'credits revoke': {
+    usage: '--account ID',
+    note: 'takes back the sign-up and referral credits the account has not spent (never paid money)',
+    run: async ({ db, o }) => {
+      const accountId = id(required(o, 'account'), '--account');
+      const done = await revokeFreeCredits(db, accountId);
+      if (!done) throw new AccountError(`no account ${accountId}`);
+      return { account_id: accountId, revoked_usd: formatUsd(done.revoked_micros), balance_usd: formatUsd(done.balance_micros) };
+    },
+  },
+  farming: { usage: '', note: 'referrals per referrer, accounts per registration network, unconfirmed accounts', run: async ({ db }) => farmingReport(db) },
+  'codes create': {
+    usage: '--count N --usd X [--note T] [--idempotency-key K]',
+    note: 'single-use top-up codes, printed once (again to a retry with the same key)',
+    run: async ({ db, o }) => {
+      const n = count(required(o, 'count'), '--count');
+      if (n < 1 || n > MAX_BATCH) throw new UsageError(`--count must be between 1 and ${MAX_BATCH}`);
+      const amount = parseUsd(required(o, 'usd'));
+      if (amount <= 0) throw new UsageError('--usd must be more than 0');
+      const codes = await createCodesOnce(db, idempotencyOption(o), n, amount, (o.values.note as string | undefined) ?? null);
+      return { codes: codes.map((c) => ({ id: c.id, code: c.code, amount_usd: formatUsd(c.amount_micros) })), note: 'These codes are shown once; only their hashes are stored.' };
+    },
+  },
+  'ledger verify': {
+    usage: '',
+    note: 'exit 1 when a balance differs from its ledger; shortfalls are listed',
+    run: async ({ db }) => {
+      const result = await verifyLedger(db);
+      if (!result.ok) process.exitCode = 1;
+      for (const s of result.shortfalls) {
+        process.stderr.write(`warning: account ${s.account_id}: upstreams billed ${formatUsd(s.uncovered_micros)} USD more than it could pay (${s.requests} requests)\n`);
+      }
+      return result;
+    },
+  },
+  'ledger list': {
+    usage: '--account ID [--limit N]',
+    run: async ({ db, o }) => {
+      const rows = await entries(db, id(required(o, 'account'), '--account'), limit(o));
+      return { entries: rows.map((e) => ({ ...e, amount_usd: formatUsd(e.amount_micros), created_at: new Date(e.created_at).toISOString() })) };
+    },
+  },
+  'usage list': {
+    usage: '[--account ID] [--key ID] [--limit N]',
+    run: async ({ db, o }) => {
+      const filter = { accountId: optionalId(o, 'account'), keyId: optionalId(o, 'key') };
+      const rows = await usageRecords(db, filter, { limit: limit(o) });
+      return {
+        usage: rows.map(({ id: _id, ...r }) => ({ ...r, cost_usd: formatUsd(r.cost_micros), created_at: new Date(r.created_at).toISOString() })),
+      };
+    },
+  },
+  demo: {
+    usage: '',
+    note: 'a demo account with 10 USD and a new key',
+    run: async ({ db }) => {
+      const email = 'demo@switchyard.local';
+      const existing = (await listAccounts(db, { email })).find((a) => a.email === email);
+      const a = existing ?? (await createAccount(db, email, parseUsd('10')));
+      const { key, secret } = await createKey(db, { accountId: a.id, name: 'demo' });
+      return { account: adminAccountView((await getAccount(db, a.id))!), key: secret, key_id: key.id };
+    },
+  },
+};
+
+const OPTIONS = ['email', 'credits', 'account', 'name', 'quota', 'models', 'scopes', 'usd', 'rpm', 'tpm', 'limit', 'key', 'note', 'count', 'idempotency-key', 'expires', 'budget', 'period'] as const;
+
 const HELP = `switchyard — OpenAI-compatible model gateway
 
-  switchyard migrate
-  switchyard serve [--port P] [--host H]            (also PORT, HOST; default 127.0.0.1:8080)
-  switchyard accounts create --email E [--credits USD]
-  switchyard accounts show ID
-  switchyard accounts list
-  switchyard accounts disable ID                     (its keys and console sessions stop working at once)
-  switchyard accounts enable ID
-  switchyard keys create --account ID [--name N] [--quota USD] [--models a,b] [--scopes chat,embeddings] [--disabled]
-                         [--rpm N] [--tpm N]            (per-key limits; default from the configuration)
-  switchyard keys disable ID
-  switchyard keys enable ID
-  switchyard credits grant --account ID --usd N
-  switchyard codes create --count N --usd X [--note T] (single-use top-up codes, printed once)
-  switchyard ledger verify                           (exit 1 when a balance differs from its ledger)
-  switchyard ledger list --account ID [--limit N]
-  switchyard usage list [--account ID] [--key ID] [--limit N]
-  switchyard demo                                    (a demo account with credits and a new key)
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  switchyard ${`${name} ${c.usage}`.trim()}${c.note ? `\n      ${c.note}` : ''}`)
+  .join('\n')}
 
 Environment: DATABASE_URL (sqlite:<path> or mysql://user:pass@host:port/db; default sqlite:./data/switchyard.db),
-SWITCHYARD_CONFIG (default ./switchyard.yaml), LOG_LEVEL.`;
+SWITCHYARD_CONFIG (default ./switchyard.yaml), REDIS_URL, LOG_LEVEL.`;
 
 export async function main(argv: string[]): Promise<void> {
   try {
     await run(argv);
   } catch (e) {
     const usage = e instanceof UsageError;
-    const known = usage || e instanceof AccountError || e instanceof KeyError || e instanceof ConfigError || e instanceof DuplicateLedgerEntry || e instanceof RangeError;
+    const known = usage || e instanceof AccountError || e instanceof KeyError || e instanceof ConfigError || e instanceof DuplicateLedgerEntry || e instanceof RangeError || e instanceof IdempotencyMismatch;
     process.stderr.write(`${JSON.stringify({ error: known ? (e as Error).message : `unexpected failure: ${(e as Error).message}` })}\n`);
     if (usage) process.stderr.write(`\n${HELP}\n`);
     process.exitCode = usage ? 2 : 1;
@@ -59,21 +209,20 @@ async function run(argv: string[]): Promise<void> {
     return;
   }
   if (group === 'serve') return serve([action, ...rest].filter((a) => a !== undefined));
-  const command = `${group}${action && !action.startsWith('-') ? ` ${action}` : ''}`;
-  const args = command.includes(' ') ? rest : [action, ...rest].filter((a) => a !== undefined);
-  const opts = options(args);
+  const name = `${group}${action && !action.startsWith('-') ? ` ${action}` : ''}`;
+  const command = COMMANDS[name];
+  if (!command) throw new UsageError(`unknown command: ${name}`);
+  const o = options(name.includes(' ') ? rest : [action, ...rest].filter((a) => a !== undefined));
   const db = connect();
+  const redis = await connectRedis(process.env.REDIS_URL, createLogger('error'));
   try {
     await migrate(db);
-    print(await dispatch(db, command, opts));
+    const announce = (change: KeyChange) => void redis?.publish(CHANNEL, JSON.stringify(change)).catch(() => undefined);
+    print(await command.run({ db, o, announce }));
   } finally {
+    await redis?.quit().catch(() => undefined);
     await db.destroy();
   }
-}
-
-interface Opts {
-  values: Record<string, string | boolean | undefined>;
-  positionals: string[];
 }
 
 function options(args: string[]): Opts {
@@ -82,23 +231,7 @@ function options(args: string[]): Opts {
       args,
       allowPositionals: true,
       strict: true,
-      options: {
-        email: { type: 'string' },
-        credits: { type: 'string' },
-        account: { type: 'string' },
-        name: { type: 'string' },
-        quota: { type: 'string' },
-        models: { type: 'string' },
-        scopes: { type: 'string' },
-        disabled: { type: 'boolean' },
-        usd: { type: 'string' },
-        rpm: { type: 'string' },
-        tpm: { type: 'string' },
-        limit: { type: 'string' },
-        key: { type: 'string' },
-        note: { type: 'string' },
-        count: { type: 'string' },
-      },
+      options: { ...Object.fromEntries(OPTIONS.map((n) => [n, { type: 'string' as const }])), disabled: { type: 'boolean' }, off: { type: 'boolean' } },
     }) as Opts;
   } catch (e) {
     throw new UsageError((e as Error).message);
@@ -116,6 +249,8 @@ function id(value: string | undefined, what: string): number {
   return Number(value);
 }
 
+const optionalId = (o: Opts, name: string) => (o.values[name] === undefined ? undefined : id(String(o.values[name]), `--${name}`));
+
 function limit(o: Opts): number {
   return o.values.limit === undefined ? 50 : Math.min(1000, count(String(o.values.limit), '--limit'));
 }
@@ -129,145 +264,19 @@ function list(value: string | boolean | undefined): string[] | undefined {
   return typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
 }
 
-async function dispatch(db: Knex, command: string, o: Opts): Promise<unknown> {
-  switch (command) {
-    case 'migrate':
-      return { migrated: true };
-    case 'accounts create': {
-      const credits = o.values.credits ? parseUsd(String(o.values.credits)) : 0;
-      return showAccount(db, await createAccount(db, required(o, 'email'), credits));
-    }
-    case 'accounts show': {
-      const account = await getAccount(db, id(o.positionals[0], 'ID'));
-      if (!account) throw new AccountError(`no account ${o.positionals[0]}`);
-      return showAccount(db, account);
-    }
-    case 'accounts list':
-      return { accounts: (await listAccounts(db)).map(accountJson) };
-    case 'accounts disable':
-    case 'accounts enable': {
-      const accountId = id(o.positionals[0], 'ID');
-      return accountJson(await setAccountStatus(db, accountId, command === 'accounts enable' ? 'active' : 'disabled'));
-    }
-    case 'codes create': {
-      const n = count(required(o, 'count'), '--count');
-      if (n < 1 || n > MAX_BATCH) throw new UsageError(`--count must be between 1 and ${MAX_BATCH}`);
-      const amount = parseUsd(required(o, 'usd'));
-      if (amount <= 0) throw new UsageError('--usd must be more than 0');
-      const codes = await createCodes(db, n, amount, (o.values.note as string | undefined) ?? null);
-      return {
-        codes: codes.map((c) => ({ id: c.id, code: c.code, amount_usd: formatUsd(c.amount_micros) })),
-        note: 'These codes are shown once; only their hashes are stored.',
-      };
-    }
-    case 'keys create': {
-      const quota = o.values.quota ? parseUsd(String(o.values.quota)) : null;
-      const scopes = list(o.values.scopes) as Scope[] | undefined;
-      if (scopes?.some((s) => !SCOPES.includes(s))) throw new UsageError(`--scopes takes a list of ${SCOPES.join(', ')}`);
-      const { key, secret } = await createKey(db, {
-        accountId: id(required(o, 'account'), '--account'),
-        name: (o.values.name as string | undefined) ?? null,
-        quotaMicros: quota,
-        models: list(o.values.models) ?? null,
-        scopes,
-        enabled: !o.values.disabled,
-        rpmLimit: o.values.rpm === undefined ? null : count(String(o.values.rpm), '--rpm'),
-        tpmLimit: o.values.tpm === undefined ? null : count(String(o.values.tpm), '--tpm'),
-      });
-      return { ...keyJson(key), key: secret, note: 'This key is shown once; only its hash is stored.' };
-    }
-    case 'keys disable':
-    case 'keys enable':
-      return keyJson(await setKeyEnabled(db, id(o.positionals[0], 'ID'), command === 'keys enable'));
-    case 'keys show': {
-      const key = await getKey(db, id(o.positionals[0], 'ID'));
-      if (!key) throw new KeyError(`no key ${o.positionals[0]}`);
-      return keyJson(key);
-    }
-    case 'credits grant': {
-      const accountId = id(required(o, 'account'), '--account');
-      if (!(await getAccount(db, accountId))) throw new AccountError(`no account ${accountId}`);
-      const amount = parseUsd(required(o, 'usd'));
-      if (amount === 0) throw new UsageError('--usd must not be 0');
-      // A removal may not take the balance below zero.
-      const row = await post(
-        db,
-        { accountId, kind: amount > 0 ? 'grant' : 'adjustment', amountMicros: amount, note: (o.values.note as string) ?? null },
-        amount < 0 ? { floor: 0 } : {},
-      );
-      if (!row) throw new AccountError(`account ${accountId} has less than ${formatUsd(-amount)} USD`);
-      return { account_id: accountId, granted_usd: formatUsd(amount), balance_usd: formatUsd(row.balance_after), balance_micros: row.balance_after, ledger_id: row.id };
-    }
-    case 'ledger verify': {
-      const result = await verifyLedger(db);
-      if (!result.ok) process.exitCode = 1;
-      return result;
-    }
-    case 'ledger list': {
-      const accountId = id(required(o, 'account'), '--account');
-      return { entries: (await entries(db, accountId, limit(o))).map((e) => ({ ...e, amount_usd: formatUsd(e.amount_micros), created_at: new Date(e.created_at).toISOString() })) };
-    }
-    case 'usage list': {
-      const q = db('usage_records').orderBy('id', 'desc').limit(limit(o));
-      if (o.values.account) q.where('account_id', id(String(o.values.account), '--account'));
-      if (o.values.key) q.where('key_id', id(String(o.values.key), '--key'));
-      const rows = await q;
-      return {
-        usage: rows.map((r) => ({
-          request_id: r.request_id,
-          account_id: Number(r.account_id),
-          key_id: Number(r.key_id),
-          model: r.model,
-          provider: r.provider,
-          endpoint: r.endpoint,
-          status: Number(r.status),
-          prompt_tokens: Number(r.prompt_tokens),
-          completion_tokens: Number(r.completion_tokens),
-          counted: r.counted,
-          cost_usd: formatUsd(Number(r.cost_micros)),
-          cost_micros: Number(r.cost_micros),
-          latency_ms: r.latency_ms === null ? null : Number(r.latency_ms),
-          ttfb_ms: r.ttfb_ms === null ? null : Number(r.ttfb_ms),
-          created_at: new Date(Number(r.created_at)).toISOString(),
-        })),
-      };
-    }
-    case 'demo': {
-      const email = 'demo@switchyard.local';
-      const existing = (await listAccounts(db)).find((a) => a.email === email);
-      const account = existing ?? (await createAccount(db, email, parseUsd('10')));
-      const { key, secret } = await createKey(db, { accountId: account.id, name: 'demo' });
-      return { account: accountJson((await getAccount(db, account.id))!), key: secret, key_id: key.id };
-    }
-    default:
-      throw new UsageError(`unknown command: ${command}`);
-  }
+async function account(db: Knex, value: string | undefined): Promise<Account> {
+  const a = await getAccount(db, id(value, 'ID'));
+  if (!a) throw new AccountError(`no account ${value}`);
+  return a;
 }
 
-function accountJson(a: Account) {
-  return { id: a.id, email: a.email, status: a.status, balance_usd: formatUsd(a.balance_micros), balance_micros: a.balance_micros, created_at: new Date(a.created_at).toISOString() };
-}
-
+/** The console's key view, with what only an operator sees: the account and the per-key limits. */
 function keyJson(k: ApiKey) {
-  return {
-    id: k.id,
-    account_id: k.account_id,
-    name: k.name,
-    prefix: k.prefix,
-    enabled: k.enabled,
-    quota_usd: k.quota_micros === null ? null : formatUsd(k.quota_micros),
-    used_usd: formatUsd(k.used_micros),
-    models: k.models,
-    scopes: k.scopes,
-    rpm_limit: k.rpm_limit,
-    tpm_limit: k.tpm_limit,
-    created_at: new Date(k.created_at).toISOString(),
-    last_used_at: k.last_used_at ? new Date(k.last_used_at).toISOString() : null,
-  };
+  return { ...keyView(k), account_id: k.account_id, rpm_limit: k.rpm_limit, tpm_limit: k.tpm_limit };
 }
 
 async function showAccount(db: Knex, a: Account) {
-  return { ...accountJson(a), keys: (await listKeys(db, a.id)).map(keyJson) };
+  return { ...adminAccountView(a), keys: (await listKeys(db, a.id)).map(keyJson) };
 }
 
 function print(v: unknown): void {
@@ -277,14 +286,71 @@ function print(v: unknown): void {
 async function serve(args: string[]): Promise<void> {
   let parsed;
   try {
-    parsed = parseArgs({ args, strict: true, options: { port: { type: 'string' }, host: { type: 'string' } } });
+    parsed = parseArgs({ args, strict: true, options: { port: { type: 'string' }, host: { type: 'string' }, workers: { type: 'string' } } });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
   const port = Number(parsed.values.port ?? process.env.PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number');
-  const started = await start({ port, host: parsed.values.host ?? process.env.HOST ?? '127.0.0.1' });
-  stopOnSignals(started.stop);
+  const workers = Number(parsed.values.workers ?? process.env.WORKERS ?? 1);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw new UsageError('--workers must be a whole number from 1 to 256');
+  const host = parsed.values.host ?? process.env.HOST ?? '127.0.0.1';
+  if (workers > 1 && cluster.isPrimary) return supervise(workers);
+  const started = await start({ port, host, migrate: cluster.isPrimary });
+  stopOnSignals(started);
+}
+
+/**
+ * `serve --workers N`: this process migrates the database, then runs N worker processes (node:cluster) that share
+ * the port, one database and one Redis, as independent gateways do. SIGTERM / SIGINT / SIGHUP go to every worker;
+ * a worker that dies is replaced; the primary exits once every worker has stopped after SIGTERM.
+ */
+async function supervise(n: number): Promise<void> {
+  const db = connect();
+  await migrate(db);
+  await db.destroy();
+  let stopping = false;
+  const fork = () => cluster.fork();
+  for (let i = 0; i < n; i++) fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (!Object.keys(cluster.workers ?? {}).length) process.exit(0);
+      return;
+    }
+    process.stderr.write(`${JSON.stringify({ level: 40, msg: 'a worker stopped; starting another', pid: worker.process.pid, code, signal })}\n`);
+    setTimeout(fork, 1000).unref();
+  });
+  const each = (signal: NodeJS.Signals) => Object.values(cluster.workers ?? {}).forEach((w) => w?.process.kill(signal));
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      stopping = true;
+      each('SIGTERM');
+    });
+  }
+  process.on('SIGHUP', () => each('SIGHUP'));
 }
 
 if (require.main === module) void main(process.argv.slice(2));
+
+function idempotencyOption(o: Opts): string | undefined {
+  const k = o.values['idempotency-key'];
+  if (k === undefined) return undefined;
+  if (typeof k !== 'string' || !k.length || k.length > 255) throw new UsageError('--idempotency-key must be 1 to 255 characters');
+  return k;
+}
+
+/** A date in the future (ISO 8601, e.g. 2027-01-31 or 2027-01-31T12:00:00Z), as epoch ms. */
+function future(v: string, name: string): number {
+  const t = Date.parse(v);
+  if (!Number.isFinite(t)) throw new UsageError(`${name} must be a date (e.g. 2027-01-31T00:00:00Z)`);
+  if (t <= Date.now()) throw new UsageError(`${name} must be in the future`);
+  return t;
+}
+
+function budgetOption(o: Opts): { micros: number; period: BudgetPeriod } | null {
+  if (o.values.budget === undefined && o.values.period === undefined) return null;
+  const period = String(o.values.period ?? '') as BudgetPeriod;
+  if (!BUDGET_PERIODS.includes(period)) throw new UsageError(`--period must be one of ${BUDGET_PERIODS.join(', ')} (with --budget USD)`);
+  if (o.values.budget === undefined) throw new UsageError('--budget USD goes with --period');
+  return { micros: parseUsd(String(o.values.budget)), period };
+}

@@ -39,8 +39,10 @@ export const errors = {
       'model_not_supported',
       'model',
     ),
+  invalidJson: () => new ApiError(400, 'invalid_request_error', 'We could not parse the JSON body of your request.', 'invalid_json'),
   invalidRequest: (message: string, param: string | null = null, code: string | null = 'invalid_value') =>
     new ApiError(400, 'invalid_request_error', message, code, param),
+  notFoundResource: (message: string, param: string | null) => new ApiError(404, 'invalid_request_error', message, 'not_found', param),
   notFound: (path: string) =>
     new ApiError(404, 'invalid_request_error', `Unknown request URL: ${path}`, 'unknown_url'),
   methodNotAllowed: (method: string, path: string) =>
@@ -48,6 +50,8 @@ export const errors = {
   tooLarge: (limit: number) =>
     new ApiError(413, 'invalid_request_error', `Request body is larger than the limit of ${limit} bytes`, 'request_too_large'),
   internal: () => new ApiError(500, 'server_error', 'Internal server error', 'internal_error'),
+  invalidToken: () => new ApiError(400, 'invalid_request_error', 'This link is invalid, used or expired; ask for a new one', 'invalid_token', 'token'),
+  idempotencyKeyReused: (message: string) => new ApiError(400, 'invalid_request_error', message, 'idempotency_key_reused'),
   upstreamUnavailable: (detail?: string) =>
     new ApiError(
       502,
@@ -78,3 +82,25 @@ export const errors = {
   paymentProviderUnavailable: () =>
     new ApiError(502, 'upstream_error', 'The payment provider is unavailable; try again later', 'payment_provider_unavailable'),
 };
+
+/** Anthropic's error types, by the status we answer with. */
+const ANTHROPIC_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  529: 'overloaded_error',
+};
+
+/**
+ * An error as Anthropic's API answers it, `{"type":"error","error":{"type","message"}}`, with Anthropic's status:
+ * a balance or quota that cannot pay is 402 `billing_error`, every route cooling down 529 `overloaded_error`.
+ */
+export function anthropicError(e: ApiError): { status: number; body: { type: 'error'; error: { type: string; message: string } } } {
+  const status = e.type === 'insufficient_quota' ? 402 : e.status === 503 ? 529 : e.status;
+  const type = ANTHROPIC_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+  return { status, body: { type: 'error', error: { type, message: e.message } } };
+}

@@ -1,54 +1,73 @@
-/** Process entry for `switchyard serve`: configuration, database, gateway, HTTP server, graceful shutdown. */
+/**
+ * Process entry for `switchyard serve`: configuration, database, the app's services, HTTP server, and the signals:
+ * SIGTERM / SIGINT drain (new /v1 requests get 503 and /readyz fails; requests and streams in flight finish within
+ * `server.shutdown_grace_ms`; holds and leases are settled; exit 0), SIGHUP reloads the configuration's models,
+ * routes, prices and providers (an invalid file is refused, with where it is wrong, and the old one kept).
+ */
 import type { Server } from '@hapi/hapi';
-import type { App } from './app';
-import { loadConfig } from './config';
 import { connect, migrate } from './db';
-import { Gateway } from './gateway/gateway';
-import { Billing } from './billing/billing';
-import { RateLimits, connectRedis } from './billing/limits';
+import { buildServer } from './http/server';
 import { createLogger } from './log';
-import { buildServer } from './server';
+import { connectRedis } from './redis';
+import { createApp, loadConfig, reload, startApp, stopApp, type App } from './services/app';
 
 export interface Started {
   app: App;
   server: Server;
   stop: () => Promise<void>;
+  /** Reads the configuration file again and applies it; false (and a log line) when it is invalid. */
+  reload: () => boolean;
 }
 
-export async function start(opts: { port?: number; host?: string; configFile?: string; databaseUrl?: string } = {}): Promise<Started> {
+export async function start(opts: { port?: number; host?: string; configFile?: string; databaseUrl?: string; migrate?: boolean } = {}): Promise<Started> {
   const log = createLogger();
   const config = loadConfig(opts.configFile);
   const db = connect(opts.databaseUrl);
-  await migrate(db);
-  const gateway = new Gateway(config);
+  if (opts.migrate !== false) await migrate(db);
   const redis = await connectRedis(process.env.REDIS_URL, log);
-  const billing = new Billing(db, config.billing, new RateLimits(config.limits, redis, log), log);
-  billing.start();
-  const app: App = { db, config, gateway, billing, log };
-  const server = await buildServer(app, { port: opts.port, host: opts.host, redis });
+  const app = createApp({ config, db, log, redis });
+  await startApp(app);
+  const server = await buildServer(app, { port: opts.port, host: opts.host });
   await server.start();
   log.info({ url: server.info.uri, config: config.file, models: config.models.length }, 'switchyard listening');
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      log.info('shutting down: finishing requests in flight');
-      gateway.drain();
-      await server.stop({ timeout: 30_000 });
-      billing.stop();
-      await gateway.close();
+      log.info({ grace_ms: app.config.server.shutdown_grace_ms }, 'shutting down: new requests get 503, requests in flight finish');
+      app.gateway.drain();
+      // Still listening while paid requests and streams finish: new /v1 requests get a 503 (clients and load
+      // balancers go elsewhere) and /readyz says so. Then Hapi stops, with what is left of the grace period.
+      const deadline = Date.now() + app.config.server.shutdown_grace_ms;
+      await Promise.race([app.billing.settled(), new Promise((r) => setTimeout(r, app.config.server.shutdown_grace_ms).unref())]);
+      await server.stop({ timeout: Math.max(0, deadline - Date.now()) });
+      await stopApp(app);
       redis?.disconnect();
       await db.destroy();
+      log.info('stopped: settlements written, leases returned');
     })());
-  return { app, server, stop };
+  const reloadConfig = () => {
+    try {
+      const next = loadConfig(opts.configFile ?? config.file ?? undefined);
+      reload(app, next);
+      log.info({ config: next.file, models: next.models.length }, 'configuration reloaded');
+      return true;
+    } catch (e) {
+      log.error({ err: (e as Error).message }, 'configuration not reloaded (the old one stays)');
+      return false;
+    }
+  };
+  return { app, server, stop, reload: reloadConfig };
 }
 
-export function stopOnSignals(stop: () => Promise<void>): void {
+export function stopOnSignals(started: Pick<Started, 'stop' | 'reload'>): void {
+  // A second signal during the drain changes nothing (stop() is the same promise); it does not kill the process.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      stop().then(
+    process.on(signal, () => {
+      started.stop().then(
         () => process.exit(0),
         () => process.exit(1),
       );
     });
   }
+  process.on('SIGHUP', () => void started.reload());
 }

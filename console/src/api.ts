@@ -73,6 +73,7 @@ export const api = {
   logout: () => call<void>('POST', '/logout', { quiet401: true }),
   session: () => call<Session>('GET', '/session', { quiet401: true }),
   account: () => call<AccountDetails>('GET', '/account'),
+  updateAccount: (body: { low_balance_usd: string | null }) => call<AccountDetails>('PATCH', '/account', { body }),
   keys: () => call<{ data: ApiKey[] }>('GET', '/keys'),
   createKey: (body: NewKeyInput) => call<CreatedKey>('POST', '/keys', { body }),
   updateKey: (id: number | string, body: KeyChanges) => call<ApiKey>('PATCH', `/keys/${encodeURIComponent(String(id))}`, { body }),
@@ -84,4 +85,9 @@ export const api = {
   usage: (query: Query) => call<UsagePage>('GET', '/usage', { query }),
   daily: (days: number) => call<{ data: DailyUsage[] }>('GET', '/usage/daily', { query: { days } }),
   ledger: (query: Query) => call<LedgerPage>('GET', '/ledger', { query }),
+  config: () => call<{ captcha: { provider: 'turnstile' | 'hcaptcha'; site_key: string } | null }>('GET', '/config', { quiet401: true }),
+  verifyEmail: (token: string) => call<{ email_verified: true }>('POST', '/verify-email', { body: { token }, quiet401: true }),
+  resendVerification: () => call<{ sent: true }>('POST', '/verify-email/resend'),
+  requestPasswordReset: (email: string) => call<{ sent: true }>('POST', '/password-reset', { body: { email }, quiet401: true }),
+  confirmPasswordReset: (token: string, password: string) => call<{ password_reset: true }>('POST', '/password-reset/confirm', { body: { token, password }, quiet401: true }),
 };

@@ -11,11 +11,11 @@ import { AuthContext, useAuth, type Auth } from './auth';
 import { Brand } from './components/Brand';
 import { Dashboard } from './pages/Dashboard';
 import { Keys } from './pages/Keys';
-import { Login, Register } from './pages/Auth';
+import { Forgot, Login, Register, Reset, Verify } from './pages/Auth';
 import { TopUp } from './pages/TopUp';
 import { Usage } from './pages/Usage';
 
-const PUBLIC = ['/login', '/register'];
+const PUBLIC = ['/login', '/register', '/forgot', '/reset'];
 
 export function App() {
   const { path } = useRoute();
@@ -63,13 +63,13 @@ export function App() {
 
   // Redirects: signed-out visitors to /login, signed-in ones away from the login and register pages.
   useEffect(() => {
-    if (account === undefined) return;
+    if (account === undefined || path === '/verify') return; // the mailed link works signed in or not
     if (!account && !PUBLIC.includes(path)) navigate('/login', { replace: true });
     if (account && PUBLIC.includes(path)) navigate('/', { replace: true });
   }, [account, path]);
 
   useEffect(() => {
-    const titles: Record<string, string> = { '/': 'Dashboard', '/keys': 'API keys', '/topup': 'Top up', '/usage': 'Usage', '/login': 'Log in', '/register': 'Create account' };
+    const titles: Record<string, string> = { '/': 'Dashboard', '/keys': 'API keys', '/topup': 'Top up', '/usage': 'Usage', '/login': 'Log in', '/register': 'Create account', '/verify': 'Confirm your address', '/forgot': 'Reset your password', '/reset': 'Choose a new password' };
     document.title = `${titles[path] ?? 'Not found'} · Switchyard`;
   }, [path]);
 
@@ -81,8 +81,11 @@ export function App() {
     );
   }
 
+  if (path === '/verify') return <Verify signedIn={!!account} />;
   if (!account) {
     if (path === '/register') return <Register onDone={signIn} />;
+    if (path === '/forgot') return <Forgot />;
+    if (path === '/reset') return <Reset />;
     return <Login onDone={signIn} />;
   }
   if (PUBLIC.includes(path)) return null;
@@ -178,8 +181,39 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
           </Link>
           <span class="topbar-balance">{details ? usd(details.balance_usd) : ''}</span>
         </header>
-        <main class="content">{children}</main>
+        <main class="content">
+          {details && !details.email_verified && <ConfirmBanner email={details.email} />}
+          {children}
+        </main>
       </div>
+    </div>
+  );
+}
+
+/** Until the address is confirmed: where the link went, and a way to send it again. */
+function ConfirmBanner({ email }: { email: string }) {
+  const [state, setState] = useState<'idle' | 'sent' | string>('idle');
+  const resend = async () => {
+    try {
+      await api.resendVerification();
+      setState('sent');
+    } catch (err) {
+      setState((err as Error).message);
+    }
+  };
+  return (
+    <div class="banner" role="status" data-testid="confirm-banner">
+      <span>
+        Confirm your address: we sent a link to <strong>{email}</strong>. Your sign-up credits arrive when you open it.
+      </span>
+      {state === 'sent' ? (
+        <span class="muted">Sent again.</span>
+      ) : (
+        <button type="button" class="btn btn-ghost btn-sm" onClick={() => void resend()}>
+          Send the link again
+        </button>
+      )}
+      {state !== 'idle' && state !== 'sent' && <span class="muted">{state}</span>}
     </div>
   );
 }

@@ -29,4 +29,4 @@ export type CheckoutResponse = S['CheckoutResponse'];
 export type RegisterBody = Body<'register'>;
 export type LoginBody = Body<'login'>;
 
-export const SCOPES: Scope[] = ['chat', 'completions', 'embeddings', 'models'];
+export const SCOPES: Scope[] = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'];

@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from '../db';
-import { postWithin } from '../billing/ledger';
+import { postWithin } from '../db/ledger';
 
 export interface Account {
   id: number;
@@ -14,6 +14,10 @@ export interface Account {
   balance_micros: number;
   created_at: number;
   referral_code: string;
+  /** When the address was confirmed (a link mailed to it was opened), or null. */
+  verified_at: number | null;
+  /** Below this balance an alert is mailed (once per crossing), or null: no alert. */
+  low_balance_micros: number | null;
 }
 
 export class AccountError extends Error {
@@ -30,6 +34,8 @@ function toAccount(r: Record<string, unknown>): Account {
     balance_micros: Number(r.balance_micros),
     created_at: Number(r.created_at),
     referral_code: String(r.referral_code),
+    verified_at: r.verified_at === null || r.verified_at === undefined ? null : Number(r.verified_at),
+    low_balance_micros: r.low_balance_micros === null || r.low_balance_micros === undefined ? null : Number(r.low_balance_micros),
   };
 }
 
@@ -52,12 +58,26 @@ export function normaliseEmail(email: string): string {
   return normalised;
 }
 
+/**
+ * The mailbox an address reaches, for "once per address": lower case, without a `+tag` (every provider that has them
+ * ignores them), and at Gmail without dots (gmail.com and googlemail.com are one).
+ */
+export function emailKey(email: string): string {
+  const at = email.lastIndexOf('@');
+  let local = email.slice(0, at).toLowerCase().split('+')[0];
+  let domain = email.slice(at + 1).toLowerCase();
+  if (domain === 'googlemail.com') domain = 'gmail.com';
+  if (domain === 'gmail.com') local = local.replace(/\./g, '');
+  return `${local}@${domain}`;
+}
+
 /** Inserts the account row, with a fresh referral code (drawn again in the unlikely case it is taken). */
-async function insertAccount(db: Knex, row: { email: string; password_hash?: string | null; referred_by?: number | null }): Promise<number> {
+async function insertAccount(db: Knex, row: { email: string; password_hash?: string | null; referred_by?: number | null; verified_at?: number | null; registered_from?: string | null }): Promise<number> {
   for (let attempt = 0; ; attempt++) {
     try {
       const [inserted] = await db('accounts').insert({
         ...row,
+        email_key: emailKey(row.email),
         status: 'active',
         balance_micros: 0,
         created_at: Date.now(),
@@ -80,37 +100,75 @@ export class UnknownReferralCode extends AccountError {
   override name = 'UnknownReferralCode';
 }
 
+export class DisposableEmail extends AccountError {
+  override name = 'DisposableEmail';
+}
+
 export interface Registration {
   email: string;
   passwordHash: string;
   referralCode?: string | null;
-  starterMicros: number;
-  referralMicros: number;
+  /** Mail domains refused (disposable mailboxes). */
+  refusedDomains: string[];
+  /** The client's address (an IPv6 one by its /64), for the admin's farming report. */
+  registeredFrom?: string | null;
 }
 
 /**
- * A console sign-up, in one transaction: the account, its starter credits (`signup`) and, with a valid referral
- * code of an active account, the referral credit for both accounts (`referral`, refs `referral_<new id>` and
- * `referred_<new id>`: unique, so it can only happen once per new account).
+ * A console sign-up: the account, unverified and without credits; the referrer (a valid code of an active account)
+ * is recorded. Credits come when the address is confirmed (verifyEmail), so a made-up or throwaway address earns
+ * nothing.
  */
 export async function registerAccount(db: Knex, r: Registration): Promise<Account> {
   const email = normaliseEmail(r.email);
+  const domain = email.slice(email.lastIndexOf('@') + 1);
+  if (r.refusedDomains.some((d) => domain === d || domain.endsWith(`.${d}`))) throw new DisposableEmail(`addresses at ${domain} are not accepted`);
   let referrer: number | null = null;
   if (r.referralCode) {
     const row = await db('accounts').where('referral_code', canonicalCode(r.referralCode)).andWhere('status', 'active').first('id');
     if (!row) throw new UnknownReferralCode(`Unknown referral code: ${r.referralCode}`);
     referrer = Number(row.id);
   }
-  const id = await transact(db, async (trx) => {
-    const id = await insertAccount(trx, { email, password_hash: r.passwordHash, referred_by: referrer });
-    if (r.starterMicros > 0) await postWithin(trx, { accountId: id, kind: 'signup', amountMicros: r.starterMicros, ref: `signup_${id}` });
-    if (referrer !== null && r.referralMicros > 0) {
-      await postWithin(trx, { accountId: id, kind: 'referral', amountMicros: r.referralMicros, ref: `referral_${id}` });
-      await postWithin(trx, { accountId: referrer, kind: 'referral', amountMicros: r.referralMicros, ref: `referred_${id}` });
-    }
-    return id;
-  });
+  const id = await insertAccount(db, { email, password_hash: r.passwordHash, referred_by: referrer, verified_at: null, registered_from: r.registeredFrom ?? null });
   return (await getAccount(db, id))!;
+}
+
+export interface SignupCredits {
+  starterMicros: number;
+  referralMicros: number;
+  /** Referral credits a referrer may earn per calendar month (UTC). */
+  referralsPerMonth: number;
+}
+
+const mailboxRef = (key: string) => crypto.createHash('sha256').update(key).digest('hex').slice(0, 40);
+
+/**
+ * Marks the address confirmed and pays what sign-up earns, once: the starter credits, once per mailbox (ref
+ * `signup_<mailbox>`: a second account at the same mailbox, `+tag` or Gmail dots apart, gets none); and with a
+ * referrer that is active, confirmed, another mailbox and under its monthly cap, the referral credits to both (refs
+ * `referral_<mailbox>` and `referred_<mailbox>`). Returns false when it was confirmed already (nothing paid again).
+ */
+export async function verifyEmail(db: Knex, accountId: number, c: SignupCredits, now = Date.now()): Promise<boolean> {
+  return transact(db, async (trx) => {
+    const changed = await trx('accounts').where('id', accountId).whereNull('verified_at').update({ verified_at: now });
+    if (!changed) return false;
+    const account = await trx('accounts').where('id', accountId).first('email', 'email_key', 'referred_by');
+    const ref = mailboxRef(String(account.email_key ?? emailKey(account.email)));
+    const paid = async (kind: string, r: string) => !!(await trx('ledger').where({ kind, ref: r }).first('id'));
+    if (c.starterMicros > 0 && !(await paid('signup', `signup_${ref}`))) {
+      await postWithin(trx, { accountId, kind: 'signup', amountMicros: c.starterMicros, ref: `signup_${ref}` });
+    }
+    const referrer = account.referred_by === null ? null : await trx('accounts').where('id', account.referred_by).first('id', 'status', 'verified_at', 'email', 'email_key');
+    if (!referrer || c.referralMicros <= 0 || referrer.status !== 'active' || referrer.verified_at === null) return true;
+    if (mailboxRef(String(referrer.email_key ?? emailKey(referrer.email))) === ref || (await paid('referral', `referral_${ref}`))) return true;
+    const month = new Date(now);
+    const monthStart = Date.UTC(month.getUTCFullYear(), month.getUTCMonth(), 1);
+    const [{ n }] = (await trx('ledger').where({ account_id: referrer.id, kind: 'referral' }).andWhere('ref', 'like', 'referred_%').andWhere('created_at', '>=', monthStart).count({ n: '*' })) as { n: unknown }[];
+    if (Number(n) >= c.referralsPerMonth) return true;
+    await postWithin(trx, { accountId, kind: 'referral', amountMicros: c.referralMicros, ref: `referral_${ref}` });
+    await postWithin(trx, { accountId: Number(referrer.id), kind: 'referral', amountMicros: c.referralMicros, ref: `referred_${ref}` });
+    return true;
+  });
 }
 
 export async function findAccountByEmail(db: Knex, email: string): Promise<(Account & { password_hash: string | null }) | null> {
@@ -151,7 +209,7 @@ export async function createAccount(db: Knex, email: string, creditsMicros = 0):
   if (!Number.isSafeInteger(creditsMicros) || creditsMicros < 0) throw new AccountError('starting credits must be >= 0');
   // One transaction: an account never exists without its starting credits.
   const id = await transact(db, async (trx) => {
-    const created = await insertAccount(trx, { email: normalised });
+    const created = await insertAccount(trx, { email: normalised, verified_at: Date.now() }); // made by an operator: nothing to confirm
     if (creditsMicros > 0) await postWithin(trx, { accountId: created, kind: 'signup', amountMicros: creditsMicros, ref: `signup_${created}` });
     return created;
   });
@@ -169,4 +227,12 @@ export async function listAccounts(db: Knex, opts: { limit?: number; afterId?: n
   if (opts.email) q.whereRaw(`email like ? escape '!'`, [`%${opts.email.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`]);
   if (opts.limit !== undefined) q.limit(opts.limit);
   return (await q).map(toAccount);
+}
+
+/** Sets (or, with null, removes) the low-balance alert threshold; a new threshold is armed afresh. */
+export async function setLowBalance(db: Knex, id: number, micros: number | null): Promise<Account> {
+  if (micros !== null && (!Number.isSafeInteger(micros) || micros < 0)) throw new AccountError('the threshold must be >= 0');
+  const n = await db('accounts').where('id', id).update({ low_balance_micros: micros, low_balance_alerted: false });
+  if (!n) throw new AccountError(`no account ${id}`);
+  return (await getAccount(db, id))!;
 }

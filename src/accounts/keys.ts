@@ -5,8 +5,11 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 
-export const SCOPES = ['chat', 'completions', 'embeddings', 'models'] as const;
+export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] as const;
 export type Scope = (typeof SCOPES)[number];
+
+export type BudgetPeriod = 'day' | 'week' | 'month';
+export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'week', 'month'];
 
 export interface ApiKey {
   id: number;
@@ -26,6 +29,14 @@ export interface ApiKey {
   scopes: Scope[];
   created_at: number;
   last_used_at: number | null;
+  /** Epoch ms after which the key is refused (401 Invalid API key), or null: never. */
+  expires_at: number | null;
+  /** At most this much per UTC `budget_period` (billing/budgets.ts), or null: no budget. */
+  budget_micros: number | null;
+  budget_period: BudgetPeriod | null;
+  /** The period `budget_used_micros` belongs to (its start, epoch ms). */
+  budget_start: number;
+  budget_used_micros: number;
 }
 
 /** What a request authenticated with a key may do. */
@@ -71,6 +82,11 @@ function toKey(r: Record<string, unknown>): ApiKey {
     scopes: String(r.scopes).split(',').filter(Boolean) as Scope[],
     created_at: Number(r.created_at),
     last_used_at: r.last_used_at === null || r.last_used_at === undefined ? null : Number(r.last_used_at),
+    expires_at: r.expires_at === null || r.expires_at === undefined ? null : Number(r.expires_at),
+    budget_micros: r.budget_micros === null || r.budget_micros === undefined ? null : Number(r.budget_micros),
+    budget_period: (r.budget_period as BudgetPeriod | null | undefined) ?? null,
+    budget_start: Number(r.budget_start ?? 0),
+    budget_used_micros: Number(r.budget_used_micros ?? 0),
   };
 }
 
@@ -83,6 +99,10 @@ export interface NewKey {
   enabled?: boolean;
   rpmLimit?: number | null;
   tpmLimit?: number | null;
+  /** Epoch ms; null: never. */
+  expiresAt?: number | null;
+  /** A budget per period; null: none. */
+  budget?: { micros: number; period: BudgetPeriod } | null;
 }
 
 /** Creates a key and returns it with its secret, which is shown this once and never stored. */
@@ -99,7 +119,12 @@ function checkSettings(k: Omit<Partial<NewKey>, 'accountId'>): void {
     if (v !== undefined && v !== null && (!Number.isSafeInteger(v) || v < 0)) throw new KeyError(`${name} limit must be a whole number >= 0`);
   }
   if (k.models && (!k.models.length || k.models.some((m) => !m))) throw new KeyError('models must be a non-empty list of model ids');
+  if (k.expiresAt !== undefined && k.expiresAt !== null && (!Number.isSafeInteger(k.expiresAt) || k.expiresAt <= 0)) throw new KeyError('expiry must be a date');
+  if (k.budget && (!Number.isSafeInteger(k.budget.micros) || k.budget.micros < 0 || !BUDGET_PERIODS.includes(k.budget.period))) throw new KeyError(`a budget is an amount >= 0 per ${BUDGET_PERIODS.join(', ')}`);
 }
+
+/** Whether a key may still be used at `now`. */
+export const keyLive = (key: ApiKey, now: number) => key.expires_at === null || key.expires_at > now;
 
 export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; secret: string }> {
   const scopes = k.scopes ?? [...SCOPES];
@@ -118,6 +143,9 @@ export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; sec
     scopes: scopes.join(','),
     rpm_limit: k.rpmLimit ?? null,
     tpm_limit: k.tpmLimit ?? null,
+    expires_at: k.expiresAt ?? null,
+    budget_micros: k.budget?.micros ?? null,
+    budget_period: k.budget?.period ?? null,
     created_at: Date.now(),
   });
   const id = Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);
@@ -133,7 +161,7 @@ export async function listKeys(db: Knex, accountId: number): Promise<ApiKey[]> {
   return (await db('api_keys').where('account_id', accountId).orderBy('id')).map(toKey);
 }
 
-export type KeyChanges = Pick<NewKey, 'name' | 'quotaMicros' | 'models' | 'scopes' | 'enabled'>;
+export type KeyChanges = Pick<NewKey, 'name' | 'quotaMicros' | 'models' | 'scopes' | 'enabled' | 'expiresAt' | 'budget'>;
 
 /**
  * Changes a key's settings (only the ones given; null quota = no quota, null models = every model). With
@@ -147,6 +175,8 @@ export async function updateKey(db: Knex, id: number, changes: KeyChanges, accou
   if (changes.quotaMicros !== undefined) row.quota_micros = changes.quotaMicros;
   if (changes.models !== undefined) row.models = changes.models === null ? null : JSON.stringify(changes.models);
   if (changes.scopes !== undefined) row.scopes = changes.scopes.join(',');
+  if (changes.expiresAt !== undefined) row.expires_at = changes.expiresAt;
+  if (changes.budget !== undefined) Object.assign(row, { budget_micros: changes.budget?.micros ?? null, budget_period: changes.budget?.period ?? null });
   const q = db('api_keys').where('id', id);
   if (accountId !== undefined) q.andWhere('account_id', accountId);
   if (!(await q.clone().first('id'))) return null;
@@ -171,20 +201,24 @@ export async function setKeyEnabled(db: Knex, id: number, enabled: boolean): Pro
   return (await getKey(db, id))!;
 }
 
-/**
- * Resolves an Authorization header to the key's principal, or null when the header is missing or malformed, or
- * the key is unknown, disabled, or belongs to a disabled account.
- */
-export async function authenticate(db: Knex, authorization: string | undefined): Promise<KeyPrincipal | null> {
+/** The key in an `Authorization: Bearer sk-...` header, or null when the header is missing or malformed. */
+export function bearerKey(authorization: string | undefined): string | null {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-  if (!m || !KEY_FORMAT.test(m[1])) return null;
-  const row = await db('api_keys as k')
-    .join('accounts as a', 'a.id', 'k.account_id')
-    .where('k.hash', hashKey(m[1]))
-    .first('k.*', 'a.status as account_status');
+  return m && KEY_FORMAT.test(m[1]) ? m[1] : null;
+}
+
+/** The principal of a key by its hash, or null when the key is unknown, disabled, expired, or its account is disabled. */
+export async function principalByHash(db: Knex, hash: string, now = Date.now()): Promise<KeyPrincipal | null> {
+  const row = await db('api_keys as k').join('accounts as a', 'a.id', 'k.account_id').where('k.hash', hash).first('k.*', 'a.status as account_status');
   if (!row || !row.enabled || row.account_status !== 'active') return null;
   const key = toKey(row);
-  return { key, accountId: key.account_id };
+  return keyLive(key, now) ? { key, accountId: key.account_id } : null;
+}
+
+/** Resolves an Authorization header to the key's principal, or null (see bearerKey and principalByHash). */
+export async function authenticate(db: Knex, authorization: string | undefined): Promise<KeyPrincipal | null> {
+  const key = bearerKey(authorization);
+  return key ? principalByHash(db, hashKey(key)) : null;
 }
 
 const lastUseWrites = new Map<number, number>();

@@ -1,148 +1,299 @@
 /**
- * Admission and settlement of paid requests.
+ * Admission and settlement of paid requests, with the database off the hot path.
  *
- * admit: count the request against the key's rate limits, then hold its worst-case cost — prompt tokens (counted
- *   with the tokenizer) × input price + output allowance × output price — in ONE transaction of conditional
- *   UPDATEs: the account's available balance (balance − held) and the key's remaining quota (quota − used − held)
- *   must both cover it. When they cover less than the allowance, the allowance is lowered to what they cover (if at
- *   least `min_output_tokens`); otherwise 429 Insufficient quota.
- * settle: charge the exact cost of the usage (rounded up once, see prices.ts), release the rest of the hold, write
- *   the ledger row and the usage record — in one transaction that starts by deleting the hold, so a request is
- *   charged at most once whoever settles it.
- * Holds are leases: the process renews the ones in flight (recording what a stream has certainly cost so far);
- * a process that dies stops renewing, and the sweeper (any process, at start-up and periodically) settles its
- * expired holds at that recorded cost.
+ * Leases. A process reserves a slice of a key's money (account and key, in one conditional UPDATE each) and admits
+ *   that key's requests against it in memory: a request holds its worst case (prices.ts) out of the slice, and
+ *   gives back what it did not spend when it ends. The slice is topped up in the background as it runs low, and
+ *   goes back to the account when idle or at shutdown. A slice is an eighth of the money available (at most
+ *   `lease_usd`), and only worth having when it pays for at least 16 worst cases: below that — little money, or a
+ *   large request — the request takes today's per-request hold, one transaction before the upstream call.
+ * Write-behind. Settled requests are written in batches (one transaction at most every `flush_ms`, or as soon as
+ *   `flush_rows` wait): the charge comes out of the lease and the balance, the ledger rows and usage records go in.
+ * Crashes. Every third of `hold_ttl_ms` the process renews its leases and holds and records, for each request in
+ *   flight, what it has certainly cost so far (a checkpoint). A process killed with -9 stops renewing; the sweeper
+ *   (any process) settles its expired leases and holds: checkpoints are charged, the rest goes back. What it may
+ *   leave unbilled is at most the requests it had answered since its last flush (≤ flush_ms of traffic).
+ * Invariants: no account or key is ever overdrawn (a charge never exceeds what was reserved for it: a hold covers
+ *   the bill, and beyond it only what is free); a request is charged once (a lease's requests are charged by its
+ *   flush, or — if the process died — by the sweeper through their checkpoints, never both); what an upstream
+ *   bills beyond what the account can pay is written as a `shortfall` ledger row and logged, never silently lost.
  */
+import { formatUsd } from '../money';
+import crypto from 'node:crypto';
+import os from 'node:os';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { BillingConfig, ModelConfig } from '../config';
-import { transact } from '../db';
-import { ApiError } from '../errors';
 import type { KeyPrincipal } from '../accounts/keys';
-import type { Meter } from '../gateway/gateway';
-import type { Endpoint } from '../gateway/registry';
-import type { Usage } from '../gateway/types';
-import type { LimitGrant, RateLimits } from './limits';
-import { affordableOutput, costMicros } from './prices';
+import type { BillingConfig, ModelConfig } from '../config';
+import { ApiError } from '../errors';
+import type { Usage } from '../usage';
+import { priceOf, type Price } from './prices';
+import * as store from './store';
 
 export const insufficientQuota = () =>
   new ApiError(429, 'insufficient_quota', 'Insufficient quota', 'insufficient_quota', null, { 'x-should-retry': 'false' });
+
+/** The key's budget for the period is used up: says which budget, and when it starts afresh. */
+export const budgetExhausted = (b: { micros: number; period: string; resetsAt: number }) =>
+  new ApiError(429, 'insufficient_quota', `Insufficient quota: this key's budget of ${formatUsd(b.micros)} USD per ${b.period} is used up; it resets at ${new Date(b.resetsAt).toISOString()}`, 'insufficient_quota', null, { 'x-should-retry': 'false' });
 
 export interface AdmitRequest {
   requestId: string;
   principal: KeyPrincipal;
   model: ModelConfig;
-  endpoint: Endpoint;
+  endpoint: string;
+  /** Prompt tokens the request cannot exceed (see gateway/bound.ts). */
   promptTokens: number;
-  /** Output tokens the request may generate (its own limit, or the model's default); 0 for embeddings. */
+  /** Output tokens it may generate, all choices together (its own limit, or the model's default); 0 for embeddings. */
   outputTokens: number;
+  /** UTF-8 bytes of its prompt text, for checkpoint estimates. */
+  promptBytes: number;
 }
 
-/** How a request ended, for its settlement. */
+/** What a request used at an upstream (the gateway's Meter), or null when no upstream answered. */
+export interface Used {
+  provider: string;
+  usage: Usage;
+  counted: string;
+}
+
 export interface Outcome {
   /** HTTP status of the answer (for a stream that broke off: the status of the error event). */
   status: number;
-  /** What the upstream used; null when no upstream answered. */
-  meter: Meter | null;
+  used: Used | null;
   ttfbMs?: number | null;
 }
 
+/** What a stream has produced so far, for checkpoints. */
+export type Progress = () => { usage: Usage | null; generatedBytes: number };
+
 export interface Admission {
-  /** The output allowance to send upstream: the request's own, or lower when the balance covers less. */
+  /** The output allowance to send upstream, all choices together: the request's own, or lower when money is short. */
   outputTokens: number;
-  lowered: boolean;
-  /** x-ratelimit-* headers for the response. */
-  headers: Record<string, string>;
-  /** Registers where to read the usage of a stream in progress (for the lease's checkpoints). */
-  track(progress: () => Usage | null): void;
+  /** Registers where to read the progress of a stream (for checkpoints). */
+  track(progress: Progress): void;
+  /** Charges what the request used. Resolves when the charge is queued (a lease) or written (a hold). */
   settle(outcome: Outcome): Promise<void>;
 }
 
-interface HoldRow {
-  request_id: string;
-  endpoint: string;
-  account_id: number;
-  key_id: number;
-  model: string;
-  amount_micros: number;
-  progress_micros: number;
-  prompt_tokens: number;
-  completion_tokens: number;
+interface Lease {
+  id: string;
+  accountId: number;
+  keyId: number;
+  /** Reserved in the database. */
+  amount: number;
+  /** Held by requests in flight. */
+  inFlight: number;
+  /** Charged by settled requests whose charge is not written yet (still part of `amount` in the database). */
+  unflushed: number;
+  lastUsed: number;
+  growing: Promise<void> | null;
+  dead: boolean;
 }
 
+/** A request in flight. */
 interface Live {
-  hold: HoldRow;
-  /** When the request was admitted: its usage record's latency runs from here. */
+  requestId: string;
+  admitted: AdmitRequest;
+  price: Price;
   startedAt: number;
-  price: ModelConfig['price'];
-  progress?: () => Usage | null;
+  hold: number;
+  lease: Lease | null;
+  /** A checkpoint row exists for it. */
+  checkpointed: boolean;
+  progress?: Progress;
 }
 
-class NotCovered extends Error {}
+/** A lease must pay for at least this many worst cases of the request that opens it. */
+const LEASE_MIN_REQUESTS = 16;
+/** A lease is a fraction of the money available: several processes can each lease some without starving the others. */
+const LEASE_SHARE = 8;
 
 export class Billing {
+  private readonly leases = new Map<string, Lease>();
   private readonly live = new Map<string, Live>();
+  /** Settlements waiting to be written, each with the lease its charge comes out of. */
+  private queue: { s: store.Settlement; lease: Lease | null }[] = [];
+  private flushTimer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
   private timers: NodeJS.Timeout[] = [];
+  private readonly owner = `${os.hostname()}:${process.pid}`;
+  private readonly idleWaiters: (() => void)[] = [];
+  /** Leases of keys or accounts that changed: no longer used, given back once their requests are written. */
+  private retiring: Lease[] = [];
+  /** Sweeps and renewals under way (stop() waits for them). */
+  private readonly running = new Set<Promise<unknown>>();
+  /** Told of every settled request, with what it cost at the configured prices (metrics). */
+  onSettled: ((s: Readonly<store.Settlement>, cost: number) => void) | null = null;
 
   constructor(
     private readonly db: Knex,
     private readonly config: BillingConfig,
-    private readonly limits: RateLimits,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {}
 
   /** Settles what dead processes left behind, now and every sweep interval, and renews this process's leases. */
   start(): void {
-    void this.sweep();
-    this.timers.push(setInterval(() => void this.sweep(), this.config.sweep_interval_ms).unref());
-    this.timers.push(setInterval(() => void this.renew(), Math.max(50, Math.floor(this.config.hold_ttl_ms / 3))).unref());
+    this.background(this.sweep());
+    this.timers.push(setInterval(() => this.background(this.sweep()), this.config.sweep_interval_ms).unref());
+    this.timers.push(setInterval(() => this.background(this.renew()), Math.max(50, Math.floor(this.config.hold_ttl_ms / 3))).unref());
   }
 
-  stop(): void {
+  /** Writes what is queued and gives every idle lease back (at shutdown, once requests in flight have ended). */
+  async stop(): Promise<void> {
     this.timers.forEach(clearInterval);
     this.timers = [];
+    await Promise.all(this.running); // a sweep or a renewal under way finishes before the database goes away
+    await this.flush();
+    await Promise.all([...this.leases.values(), ...this.retiring].filter((l) => l.inFlight === 0).map((l) => this.close(l)));
+  }
+
+  /**
+   * Whether the key has any money at all, before its request's body is read: in memory when it has a lease, else
+   * one read. A key with nothing gets its 429 before the gateway parses, measures or validates anything.
+   */
+  async canSpend(p: KeyPrincipal): Promise<void> {
+    const lease = this.leases.get(pair(p));
+    if (lease && !lease.dead && free(lease) > 0) return;
+    if ((await store.available(this.db, p.accountId, p.key.id)) <= 0) throw await this.refusal(p);
   }
 
   async admit(r: AdmitRequest): Promise<Admission> {
-    const grant = await this.limits.admit(r.principal.key, r.promptTokens + r.outputTokens);
-    let held: { hold: HoldRow; outputTokens: number };
-    try {
-      held = await this.hold(r);
-    } catch (e) {
-      grant.refund(r.promptTokens + r.outputTokens);
-      if (e instanceof ApiError) Object.assign(e.headers, grant.headers);
-      throw e;
-    }
-    const live: Live = { hold: held.hold, price: r.model.price, startedAt: this.now() };
+    const price = priceOf(r.model.price);
+    const full = price.worstCase(r.promptTokens, r.outputTokens);
+    const lease = full > 0 ? await this.leaseFor(r.principal, full) : null;
+    let hold = full;
+    let outputTokens = r.outputTokens;
+    if (lease) {
+      lease.inFlight += full;
+      lease.lastUsed = this.now();
+      this.maybeGrow(lease, r.principal, full);
+    } else if (full > 0) {
+      ({ hold, outputTokens } = await this.holdRow(r, price, full));
+    } // else a free model: nothing to hold, no hold row (its settlement only writes a usage record)
+    const live: Live = { requestId: r.requestId, admitted: r, price, startedAt: this.now(), hold, lease, checkpointed: false };
     this.live.set(r.requestId, live);
     return {
-      outputTokens: held.outputTokens,
-      lowered: held.outputTokens < r.outputTokens,
-      headers: grant.headers,
+      outputTokens,
       track: (progress) => {
         live.progress = progress;
       },
-      settle: (outcome) => this.settleLive(live, outcome, grant, r.promptTokens + r.outputTokens),
+      settle: (outcome) => this.settle(live, outcome),
     };
   }
 
-  /** Holds the worst case; if the money covers less, a lower output allowance (never below the minimum). */
-  private async hold(r: AdmitRequest): Promise<{ hold: HoldRow; outputTokens: number }> {
-    const full = costMicros(r.model.price, r.promptTokens, r.outputTokens);
-    const hold = await this.tryHold(r, full);
-    if (hold) return { hold, outputTokens: r.outputTokens };
-    if (r.outputTokens === 0) throw insufficientQuota();
-    const fits = affordableOutput(r.model.price, r.promptTokens, await this.available(r.principal));
-    if (fits === null || fits < this.config.min_output_tokens) throw insufficientQuota();
-    const lowered = Math.min(fits, r.outputTokens);
-    const second = await this.tryHold(r, costMicros(r.model.price, r.promptTokens, lowered));
-    if (!second) throw insufficientQuota();
-    return { hold: second, outputTokens: lowered };
+  /**
+   * A key or an account changed (disabled, deleted, its quota changed): its leases take no new request and go back
+   * once the requests they carry are written, so the money they reserved is the account's again.
+   */
+  retire(change: { keyId: number } | { accountId: number }): void {
+    for (const [k, l] of this.leases) {
+      if ('keyId' in change ? l.keyId !== change.keyId : l.accountId !== change.accountId) continue;
+      this.leases.delete(k);
+      this.retiring.push(l);
+    }
+    void this.closeRetired();
   }
 
-  private async tryHold(r: AdmitRequest, amount: number): Promise<HoldRow | null> {
-    const hold: HoldRow = {
+  private async closeRetired(): Promise<void> {
+    const done = this.retiring.filter((l) => l.inFlight === 0 && l.unflushed === 0);
+    if (!done.length) return;
+    this.retiring = this.retiring.filter((l) => !done.includes(l));
+    await Promise.all(done.map((l) => this.close(l)));
+  }
+
+  private background(work: Promise<unknown>): void {
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work));
+  }
+
+  /** Admitted requests not yet settled, and settlements not yet written (metrics). */
+  get depth(): { inFlight: number; queued: number } {
+    return { inFlight: this.live.size, queued: this.queue.length };
+  }
+
+  /** Resolves once no request is in flight and every settlement is written (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.live.size) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    await this.flush();
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Leases
+
+  /** A lease of this key that covers `full`, opened or grown if the money allows; null: take a per-request hold. */
+  private async leaseFor(p: KeyPrincipal, full: number): Promise<Lease | null> {
+    const key = pair(p);
+    let lease = this.leases.get(key);
+    if (lease?.dead) {
+      this.leases.delete(key);
+      lease = undefined;
+    }
+    if (lease && free(lease) >= full) return lease;
+    if (lease) {
+      await this.grow(lease, p, full);
+      return !lease.dead && free(lease) >= full ? lease : null;
+    }
+    const slice = this.slice(await store.available(this.db, p.accountId, p.key.id), full);
+    if (!slice || this.leases.has(key)) return this.leases.get(key) ?? null; // another request opened one meanwhile
+    const opened: Lease = { id: `lease_${crypto.randomUUID().replace(/-/g, "")}`, accountId: p.accountId, keyId: p.key.id, amount: slice, inFlight: 0, unflushed: 0, lastUsed: this.now(), growing: null, dead: false };
+    const ok = await store.openLease(this.db, { id: opened.id, accountId: p.accountId, keyId: p.key.id, owner: this.owner, amount: slice, expiresAt: this.expiry(), now: this.now() });
+    if (!ok) return null;
+    const raced = this.leases.get(key);
+    if (raced && !raced.dead) {
+      await store.closeLease(this.db, opened.id); // two requests opened one at once: keep the first
+      return free(raced) >= full ? raced : null;
+    }
+    this.leases.set(key, opened);
+    return opened;
+  }
+
+  /** The slice to lease out of `available`, or 0 when money is too short for leasing to be worth it. */
+  private slice(available: number, full: number): number {
+    const slice = Math.min(this.config.lease_micros, Math.floor(available / LEASE_SHARE));
+    return slice >= LEASE_MIN_REQUESTS * full ? slice : 0;
+  }
+
+  /** Tops the lease up in the background when less than half of a slice is free. */
+  private maybeGrow(lease: Lease, p: KeyPrincipal, full: number): void {
+    if (!lease.growing && free(lease) < Math.max(LEASE_MIN_REQUESTS * full, lease.amount / 2)) void this.grow(lease, p, full);
+  }
+
+  private grow(lease: Lease, p: KeyPrincipal, full: number): Promise<void> {
+    lease.growing ??= (async () => {
+      try {
+        const available = await store.available(this.db, p.accountId, p.key.id);
+        const target = this.slice(available + free(lease), full);
+        const more = Math.min(available, target - free(lease));
+        if (more <= 0) return;
+        const ok = await store.growLease(this.db, { id: lease.id, accountId: lease.accountId, keyId: lease.keyId, amount: more, expiresAt: this.expiry() });
+        if (ok) lease.amount += more;
+      } catch (e) {
+        this.log.warn({ err: (e as Error).message }, 'could not grow a credit lease');
+      } finally {
+        lease.growing = null;
+      }
+    })();
+    return lease.growing;
+  }
+
+  private async close(lease: Lease): Promise<void> {
+    if (this.leases.get(`${lease.accountId}:${lease.keyId}`) === lease) this.leases.delete(`${lease.accountId}:${lease.keyId}`);
+    lease.dead = true;
+    try {
+      await store.closeLease(this.db, lease.id);
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'could not return a credit lease; it expires on its own');
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Per-request holds
+
+  /** Holds the worst case; if the money covers less, a lower output allowance (never below the minimum). */
+  private async holdRow(r: AdmitRequest, price: Price, full: number): Promise<{ hold: number; outputTokens: number }> {
+    const row = (amount: number): store.HoldRow => ({
       request_id: r.requestId,
       endpoint: r.endpoint,
       account_id: r.principal.accountId,
@@ -152,168 +303,226 @@ export class Billing {
       progress_micros: 0,
       prompt_tokens: r.promptTokens,
       completion_tokens: 0,
-    };
-    try {
-      await transact(this.db, async (trx) => {
-        const account = await trx('accounts')
-          .where('id', hold.account_id)
-          .andWhere('status', 'active')
-          .andWhereRaw('balance_micros - held_micros >= ?', [amount])
-          .increment('held_micros', amount);
-        if (account !== 1) throw new NotCovered();
-        const key = await trx('api_keys')
-          .where('id', hold.key_id)
-          .andWhere((q) => q.whereNull('quota_micros').orWhereRaw('quota_micros - used_micros - held_micros >= ?', [amount]))
-          .increment('held_micros', amount);
-        if (key !== 1) throw new NotCovered();
-        await trx('holds').insert({ ...hold, expires_at: this.now() + this.config.hold_ttl_ms, created_at: this.now() });
-      });
-      return hold;
-    } catch (e) {
-      if (e instanceof NotCovered) return null;
-      throw e;
-    }
-  }
-
-  /** What the account and the key can still spend, whichever is less. */
-  private async available(p: KeyPrincipal): Promise<number> {
-    const account = await this.db('accounts').where('id', p.accountId).first('balance_micros', 'held_micros');
-    const key = await this.db('api_keys').where('id', p.key.id).first('quota_micros', 'used_micros', 'held_micros');
-    let left = Number(account.balance_micros) - Number(account.held_micros);
-    if (!key) return 0; // deleted while the request was being admitted
-    if (key.quota_micros !== null) left = Math.min(left, Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros));
-    return Math.max(0, left);
-  }
-
-  private async settleLive(live: Live, outcome: Outcome, grant: LimitGrant, reservedTokens: number): Promise<void> {
-    this.live.delete(live.hold.request_id);
-    const usage = outcome.meter?.usage;
-    try {
-      grant.refund(reservedTokens - (usage?.total_tokens ?? 0));
-      const cost = usage ? costMicros(live.price, usage.prompt_tokens, usage.completion_tokens) : 0;
-      await this.finish({ ...live.hold, created_at: live.startedAt }, cost, {
-        status: outcome.status,
-        provider: outcome.meter?.provider || null,
-        promptTokens: usage?.prompt_tokens ?? 0,
-        completionTokens: usage?.completion_tokens ?? 0,
-        counted: outcome.meter?.counted ?? 'none',
-        ttfbMs: outcome.ttfbMs ?? null,
-      });
-    } catch (e) {
-      // The hold stays in the database; the sweeper settles it once its lease expires.
-      this.log.error({ reqId: live.hold.request_id, err: (e as Error).message }, 'settlement failed; the sweeper will settle this hold');
-    }
-  }
-
-  /**
-   * Releases a hold and charges `cost` (never more than the account and the key can still pay), writing the
-   * ledger row and the usage record. Returns false when somebody else settled the hold first.
-   */
-  private async finish(
-    hold: HoldRow & { created_at?: number },
-    cost: number,
-    rec: { status: number; provider: string | null; promptTokens: number; completionTokens: number; counted: string; ttfbMs: number | null },
-  ): Promise<boolean> {
-    return transact(this.db, async (trx) => {
-      const gone = await trx('holds').where('request_id', hold.request_id).del();
-      if (gone !== 1) return false;
-      // The hold's row is gone, so this transaction owns the settlement; lock the account and key rows, work out
-      // the charge, and write each row once.
-      const amount = Number(hold.amount_micros);
-      const account = await trx('accounts').where('id', hold.account_id).forUpdate().first('balance_micros', 'held_micros');
-      // The key may have been deleted while the request ran (console): the account still pays, no quota applies.
-      const key = await trx('api_keys').where('id', hold.key_id).forUpdate().first('quota_micros', 'used_micros', 'held_micros');
-      const balance = Number(account.balance_micros);
-      let charge = Math.min(cost, Math.max(0, balance - (Number(account.held_micros) - amount)));
-      if (key && key.quota_micros !== null) {
-        charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - (Number(key.held_micros) - amount)));
-      }
-      await trx('accounts')
-        .where('id', hold.account_id)
-        .update({ held_micros: trx.raw('held_micros - ?', [amount]), balance_micros: trx.raw('balance_micros - ?', [charge]) });
-      if (key) {
-        await trx('api_keys')
-          .where('id', hold.key_id)
-          .update({ held_micros: trx.raw('held_micros - ?', [amount]), used_micros: trx.raw('used_micros + ?', [charge]) });
-      }
-      if (charge > 0) {
-        await trx('ledger').insert({
-          account_id: hold.account_id,
-          kind: 'usage',
-          amount_micros: -charge,
-          balance_after: balance - charge,
-          ref: hold.request_id,
-          key_id: hold.key_id,
-          model: hold.model,
-          prompt_tokens: rec.promptTokens,
-          completion_tokens: rec.completionTokens,
-          note: charge < cost ? `cost ${cost} capped at what the account could pay` : null,
-          created_at: this.now(),
-        });
-      }
-      const now = this.now();
-      await trx('usage_records').insert({
-        request_id: hold.request_id,
-        account_id: hold.account_id,
-        key_id: hold.key_id,
-        model: hold.model,
-        provider: rec.provider,
-        endpoint: hold.endpoint,
-        status: rec.status,
-        prompt_tokens: rec.promptTokens,
-        completion_tokens: rec.completionTokens,
-        counted: rec.counted,
-        cost_micros: charge,
-        latency_ms: hold.created_at ? now - hold.created_at : null,
-        ttfb_ms: rec.ttfbMs,
-        created_at: now,
-      });
-      return true;
     });
+    if (await store.hold(this.db, row(full), this.expiry(), this.now())) return { hold: full, outputTokens: r.outputTokens };
+    if (r.outputTokens === 0) throw await this.refusal(r.principal);
+    const fits = price.affordableOutput(r.promptTokens, await store.available(this.db, r.principal.accountId, r.principal.key.id));
+    if (fits === null || fits < this.config.min_output_tokens) throw await this.refusal(r.principal);
+    const lowered = Math.min(fits, r.outputTokens);
+    const amount = price.worstCase(r.promptTokens, lowered);
+    if (!(await store.hold(this.db, row(amount), this.expiry(), this.now()))) throw await this.refusal(r.principal);
+    return { hold: amount, outputTokens: lowered };
   }
 
-  /** Renews the leases of this process's holds and records what each stream has certainly cost so far. */
-  async renew(): Promise<void> {
-    const expires = this.now() + this.config.hold_ttl_ms;
-    for (const live of [...this.live.values()]) {
-      try {
-        const usage = live.progress?.() ?? null;
-        const progress = usage ? Math.min(live.hold.amount_micros, costMicros(live.price, usage.prompt_tokens, usage.completion_tokens)) : 0;
-        await this.db('holds').where('request_id', live.hold.request_id).update({
-          expires_at: expires,
-          progress_micros: progress,
-          completion_tokens: usage?.completion_tokens ?? 0,
-          prompt_tokens: usage?.prompt_tokens ?? live.hold.prompt_tokens,
-        });
-      } catch (e) {
-        this.log.warn({ reqId: live.hold.request_id, err: (e as Error).message }, 'could not renew a hold');
+  /** The 429 for a request the money does not cover: naming the key's budget when that is what stops it. */
+  private async refusal(p: KeyPrincipal): Promise<ApiError> {
+    const block = await store.budgetBlock(this.db, p.accountId, p.key.id, this.now()).catch(() => null);
+    return block ? budgetExhausted(block) : insufficientQuota();
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Settlement
+
+  private async settle(live: Live, outcome: Outcome): Promise<void> {
+    if (!this.live.delete(live.requestId)) return;
+    const used = outcome.used;
+    const cost = used ? live.price.cost(used.usage) : 0;
+    const r = live.admitted;
+    const now = this.now();
+    const u = used?.usage;
+    const s: store.Settlement = {
+      requestId: live.requestId,
+      accountId: r.principal.accountId,
+      keyId: r.principal.key.id,
+      model: r.model.id,
+      endpoint: r.endpoint,
+      charge: 0,
+      uncovered: 0,
+      status: outcome.status,
+      provider: used?.provider || null,
+      counted: used?.counted ?? 'none',
+      prompt: u?.prompt ?? 0,
+      completion: u?.completion ?? 0,
+      cached: u?.cached ?? 0,
+      cacheWrite: u?.cacheWrite ?? 0,
+      reasoning: u?.reasoning ?? 0,
+      latencyMs: now - live.startedAt,
+      ttfbMs: outcome.ttfbMs ?? null,
+      at: now,
+      leaseId: live.lease?.id ?? null,
+      checkpointed: live.checkpointed,
+    };
+    this.onSettled?.(s, cost);
+    try {
+      if (live.lease) {
+        const lease = live.lease;
+        lease.inFlight -= live.hold;
+        // A request may take its own hold, and beyond it only what its lease has free; the rest is a shortfall.
+        s.charge = Math.min(cost, Math.max(0, free(lease)));
+        s.uncovered = cost - s.charge;
+        lease.unflushed += s.charge;
+        this.enqueue(s, lease);
+      } else if (live.hold === 0) {
+        s.uncovered = cost; // a free request (a model without prices): nothing to charge, a usage record to write
+        this.enqueue(s, null);
+      } else {
+        const charge = await store.settleHold(this.db, this.holdOf(live), { ...s, cost });
+        if (charge !== null && charge < cost) this.shortfall(s, cost - charge);
       }
+    } catch (e) {
+      // A per-request hold stays in the database; the sweeper settles it once its lease expires.
+      this.log.error({ reqId: live.requestId, err: (e as Error).message }, 'settlement failed; the sweeper will settle this request');
+    } finally {
+      if (!this.live.size) this.idleWaiters.splice(0).forEach((w) => w());
     }
   }
 
+  private holdOf(live: Live): store.HoldRow {
+    const r = live.admitted;
+    return { request_id: live.requestId, endpoint: r.endpoint, account_id: r.principal.accountId, key_id: r.principal.key.id, model: r.model.id, amount_micros: live.hold, progress_micros: 0, prompt_tokens: r.promptTokens, completion_tokens: 0 };
+  }
+
+  private shortfall(s: { requestId: string; accountId: number; model: string }, uncovered: number): void {
+    this.log.warn({ reqId: s.requestId, account: s.accountId, model: s.model, uncovered_micros: uncovered }, 'the upstream billed more than was held: shortfall recorded');
+  }
+
+  private enqueue(s: store.Settlement, lease: Lease | null): void {
+    this.queue.push({ s, lease });
+    if (this.queue.length >= this.config.flush_rows) void this.flush();
+    else this.flushTimer ??= setTimeout(() => void this.flush(), this.config.flush_ms);
+  }
+
+  /** Writes every queued settlement (one transaction per batch); a failed batch is tried again later. */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    if (!this.queue.length) return;
+    const batch = this.queue.splice(0, this.config.flush_rows);
+    this.flushing = (async () => {
+      try {
+        const { goneLeases, written } = await store.writeSettlements(this.db, batch.map((b) => b.s));
+        const gone = new Set(goneLeases);
+        for (const { s, lease } of batch) {
+          if (!lease) continue;
+          lease.unflushed -= s.charge;
+          if (!gone.has(lease.id)) lease.amount -= s.charge;
+        }
+        for (const id of gone) this.markDead(id);
+        for (const w of written) if (w.uncovered > 0) this.shortfall(w, w.uncovered);
+      } catch (e) {
+        this.log.error({ err: (e as Error).message, rows: batch.length }, 'could not write settlements; trying again');
+        this.queue.unshift(...batch);
+        this.flushTimer ??= setTimeout(() => void this.flush(), Math.max(this.config.flush_ms, 1000));
+      } finally {
+        this.flushing = null;
+      }
+    })();
+    await this.flushing;
+    await this.closeRetired();
+    if (this.queue.length >= this.config.flush_rows) await this.flush();
+    else if (this.queue.length) this.flushTimer ??= setTimeout(() => void this.flush(), this.config.flush_ms);
+  }
+
+  private markDead(id: string): void {
+    for (const [k, l] of this.leases) {
+      if (l.id !== id) continue;
+      l.dead = true;
+      this.leases.delete(k);
+      this.log.warn({ lease: id }, 'a credit lease of this process was swept (was the process stalled?); its requests are charged directly');
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Renewal, checkpoints, idle leases, the sweeper
+
+  /** Renews this process's leases and holds, records checkpoints of requests in flight, returns idle leases. */
+  async renew(): Promise<void> {
+    const expires = this.expiry();
+    try {
+      const gone = await store.renewLeases(this.db, [...this.leases.values()].map((l) => l.id), expires);
+      gone.forEach((id) => this.markDead(id));
+      // A request that holds nothing (a free model) has nothing to charge should the process die.
+      const rows = [...this.live.values()].filter((live) => live.lease || live.hold > 0).map((live) => {
+        const fresh = !!live.lease && !live.checkpointed;
+        live.checkpointed ||= !!live.lease;
+        return { ...this.holdOf(live), amount_micros: live.lease ? 0 : live.hold, ...this.progressOf(live), lease_id: live.lease?.id ?? null, fresh };
+      });
+      await store.checkpoint(this.db, rows, expires, this.now());
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'could not renew leases and holds');
+    }
+    const idle = this.now() - this.config.lease_idle_ms;
+    for (const l of [...this.leases.values()]) {
+      if (l.inFlight === 0 && l.unflushed === 0 && l.lastUsed < idle && !l.growing) await this.close(l);
+    }
+  }
+
+  /** What a request in flight has certainly cost: its upstream usage if known, else about a token per 4 bytes. */
+  private progressOf(live: Live): { progress_micros: number; prompt_tokens: number; completion_tokens: number } {
+    const p = live.progress?.() ?? { usage: null, generatedBytes: 0 };
+    const usage = p.usage ?? { prompt: Math.ceil(live.admitted.promptBytes / 4), completion: Math.ceil(p.generatedBytes / 4), cached: 0, cacheWrite: 0, reasoning: 0 };
+    return { progress_micros: Math.min(live.hold, live.price.cost(usage)), prompt_tokens: usage.prompt, completion_tokens: usage.completion };
+  }
+
   /**
-   * Settles holds whose lease expired (their process died): charges what was recorded as certainly spent,
-   * releases the rest. Safe in several processes at once: each hold is settled by whoever deletes it first.
+   * Settles holds and leases whose lease expired (their process died): charges what was recorded as certainly
+   * spent, releases the rest. Safe in several processes at once: each is settled by whoever deletes it first.
    */
   async sweep(): Promise<number> {
     let settled = 0;
+    const now = this.now();
     try {
-      const expired = (await this.db('holds').where('expires_at', '<', this.now()).orderBy('id').limit(500)) as (HoldRow & { created_at: number })[];
-      for (const h of expired) {
-        const charged = await this.finish({ ...h, created_at: undefined }, Math.min(Number(h.progress_micros), Number(h.amount_micros)), {
-          status: 500,
-          provider: null,
-          promptTokens: Number(h.progress_micros) > 0 ? Number(h.prompt_tokens) : 0,
-          completionTokens: Number(h.completion_tokens),
-          counted: 'checkpoint',
-          ttfbMs: null,
-        });
-        if (charged) settled++;
+      for (const h of await store.expiredHolds(this.db, now)) settled += await this.sweepHold(h, now);
+      for (const id of await store.expiredLeases(this.db, now)) {
+        try {
+          settled += await store.sweepLease(this.db, id, now);
+        } catch (e) {
+          this.log.error({ lease: id, err: (e as Error).message }, 'could not settle an expired lease; the next sweep tries again');
+        }
       }
-      if (settled) this.log.warn({ settled }, 'settled holds left by a process that stopped');
+      if (settled) this.log.warn({ settled }, 'settled requests left by a process that stopped');
     } catch (e) {
-      this.log.error({ err: (e as Error).message }, 'hold sweep failed');
+      this.log.error({ err: (e as Error).message }, 'sweep failed');
     }
     return settled;
   }
+
+  /** One expired per-request hold; a failure is logged and does not stop the sweep of the others. */
+  private async sweepHold(h: store.HoldRow, now: number): Promise<number> {
+    const progress = Math.min(Number(h.progress_micros), Number(h.amount_micros));
+    try {
+      const charged = await store.settleHold(this.db, h, {
+        requestId: h.request_id,
+        accountId: Number(h.account_id),
+        keyId: Number(h.key_id),
+        model: h.model,
+        endpoint: h.endpoint,
+        cost: progress,
+        status: 500,
+        provider: null,
+        counted: 'checkpoint',
+        prompt: progress > 0 ? Number(h.prompt_tokens) : 0,
+        completion: Number(h.completion_tokens),
+        cached: 0,
+        cacheWrite: 0,
+        reasoning: 0,
+        latencyMs: null,
+        ttfbMs: null,
+        at: now,
+      });
+      return charged !== null ? 1 : 0;
+    } catch (e) {
+      this.log.error({ reqId: h.request_id, err: (e as Error).message }, 'could not settle an expired hold; the next sweep tries again');
+      return 0;
+    }
+  }
+
+
+  private expiry(): number {
+    return this.now() + this.config.hold_ttl_ms;
+  }
 }
+
+const pair = (p: KeyPrincipal) => `${p.accountId}:${p.key.id}`;
+const free = (l: Lease) => l.amount - l.inFlight - l.unflushed;

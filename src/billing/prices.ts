@@ -1,20 +1,62 @@
 /**
- * The cost of a request, in integer micro-USD: prices are micro-USD per million tokens, and
- *   cost = ceil((prompt_tokens × input_price + completion_tokens × output_price) / 1,000,000)
- * computed exactly (BigInt) and rounded up once per request, never per token.
+ * A model's price as one object. Prices are micro-USD per million tokens, for each class of token; a request costs
+ *   ceil((fresh input × input + cache reads × cached_input + cache writes × cache_write + output × output) / 1,000,000)
+ * micro-USD, computed exactly (BigInt) and rounded up once per request, never per token or per class.
  */
-import type { ModelConfig } from '../config';
+import type { PriceConfig } from '../config';
+import type { Usage } from '../usage';
 
-export function costMicros(price: ModelConfig['price'], promptTokens: number, completionTokens: number): number {
-  const numerator = BigInt(promptTokens) * BigInt(price.input) + BigInt(completionTokens) * BigInt(price.output);
-  const cost = (numerator + 999_999n) / 1_000_000n;
-  return Number(cost);
+export class Price {
+  /** The highest of the input prices: a hold prices every prompt token at it. */
+  private readonly maxInput: number;
+
+  constructor(readonly p: PriceConfig) {
+    this.maxInput = Math.max(p.input, p.cached_input, p.cache_write);
+  }
+
+  /** What a usage costs, micro-USD. */
+  cost(u: Usage): number {
+    const fresh = Math.max(0, u.prompt - u.cached - u.cacheWrite);
+    return ceilMillionth([fresh, this.p.input], [u.cached, this.p.cached_input], [u.cacheWrite, this.p.cache_write], [u.completion, this.p.output]);
+  }
+
+  /** The most a request with this prompt bound and output allowance can cost (every prompt token at the highest input price). */
+  worstCase(promptTokens: number, outputTokens: number): number {
+    return ceilMillionth([promptTokens, this.maxInput], [outputTokens, this.p.output]);
+  }
+
+  /** The most output tokens `budget` micro-USD pays for once the prompt is paid (null: output is free). */
+  affordableOutput(promptTokens: number, budget: number): number | null {
+    if (this.p.output === 0) return this.worstCase(promptTokens, 0) <= budget ? null : -1;
+    const left = BigInt(budget) * 1_000_000n - BigInt(promptTokens) * BigInt(this.maxInput);
+    if (left < 0n) return -1;
+    return Number(left / BigInt(this.p.output));
+  }
 }
 
-/** The most output tokens that `budgetMicros` pays for once the prompt is paid (null: unlimited, free output). */
-export function affordableOutput(price: ModelConfig['price'], promptTokens: number, budgetMicros: number): number | null {
-  if (price.output === 0) return costMicros(price, promptTokens, 0) <= budgetMicros ? null : -1;
-  const left = BigInt(budgetMicros) * 1_000_000n - BigInt(promptTokens) * BigInt(price.input);
-  if (left < 0n) return -1;
-  return Number(left / BigInt(price.output));
+/** Products of whole numbers below this are exact in a double, and so is a sum of four of them. */
+const EXACT = 2 ** 51;
+
+/**
+ * ceil(Σ tokens × price / 1,000,000), exactly: in doubles when every product is far below 2^53 (the usual case,
+ * cheap), else in BigInt.
+ */
+function ceilMillionth(...terms: [number, number][]): number {
+  let sum = 0;
+  for (const [tokens, price] of terms) {
+    const p = tokens * price;
+    if (p >= EXACT) return Number((terms.reduce((n, [t, pr]) => n + BigInt(t) * BigInt(pr), 0n) + 999_999n) / 1_000_000n);
+    sum += p;
+  }
+  const rest = sum % 1_000_000; // exact: sum is a whole number below 2^53
+  return (sum - rest) / 1_000_000 + (rest ? 1 : 0);
+}
+
+const prices = new WeakMap<PriceConfig, Price>();
+
+/** The Price of a configured model (one object per configuration). */
+export function priceOf(p: PriceConfig): Price {
+  let price = prices.get(p);
+  if (!price) prices.set(p, (price = new Price(p)));
+  return price;
 }

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { canonicalCode, randomCode } from '../accounts/accounts';
 import { isUniqueViolation, transact } from '../db';
-import { postWithin } from './ledger';
+import { postWithin } from '../db/ledger';
 
 export class RedemptionError extends Error {
   override name = 'RedemptionError';

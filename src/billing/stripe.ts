@@ -5,12 +5,16 @@
  *
  * The webhook (`checkout.session.completed` with payment_status `paid`, and `checkout.session.async_payment_succeeded`)
  * credits `amount_total` cents × 10,000 µUSD to `metadata.account_id` as a `topup` ledger row whose ref is the
- * Checkout Session id: the ledger's unique (ref, kind) makes every further delivery of either event a no-op.
+ * Checkout Session id: the ledger's unique (ref, kind) makes every further delivery of either event a no-op. The
+ * payment intent is recorded with it, so that `charge.refunded`, `charge.dispute.created` / `funds_withdrawn` and
+ * `charge.dispute.closed` (won: the money comes back; lost: taken, if not yet) find the account (reversals.ts).
  */
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { DuplicateLedgerEntry, post } from './ledger';
+import { isUniqueViolation, transact } from '../db';
+import { postWithin } from '../db/ledger';
+import { giveBack, recordCardPayment, takeBack, type Reversal } from './reversals';
 
 export interface StripeSettings {
   secretKey: string;
@@ -34,8 +38,13 @@ export class SignatureError extends Error {
 
 export interface WebhookResult {
   received: true;
-  /** What was done: `credited`, `duplicate` (already credited), or `ignored` (another event, unpaid, not USD...). */
-  outcome: 'credited' | 'duplicate' | 'ignored';
+  /**
+   * What was done: `credited`, `reversed` (a refund or dispute took money back), `returned` (a won dispute gave it
+   * back), `duplicate` (already done), or `ignored` (another event, unpaid, not USD, an unknown payment...).
+   */
+  outcome: 'credited' | 'reversed' | 'returned' | 'duplicate' | 'ignored';
+  /** The account a reversal suspended or reactivated (key caches must hear of it). */
+  statusChanged?: number;
 }
 
 export class CardPayments {
@@ -47,7 +56,9 @@ export class CardPayments {
     private readonly log: Logger,
   ) {
     const base = settings.apiBase ? new URL(settings.apiBase) : null;
-    this.stripe = new Stripe(settings.secretKey, {
+    // Loaded only when card payments are configured: the library is a few MB of memory a gateway without them does not need.
+    const StripeLib = require('stripe') as typeof Stripe;
+    this.stripe = new StripeLib(settings.secretKey, {
       maxNetworkRetries: 1,
       timeout: 20_000,
       telemetry: false,
@@ -88,6 +99,7 @@ export class CardPayments {
     } catch (e) {
       throw new SignatureError(`Invalid Stripe signature: ${(e as Error).message}`);
     }
+    if (event.type.startsWith('charge.')) return this.reversal(event);
     if (event.type !== 'checkout.session.completed' && event.type !== 'checkout.session.async_payment_succeeded') {
       return { received: true, outcome: 'ignored' };
     }
@@ -102,13 +114,39 @@ export class CardPayments {
     if (!Number.isSafeInteger(accountId) || accountId <= 0) return ignore('no account_id in the metadata');
     if (!session.amount_total || session.amount_total <= 0) return ignore('no amount');
     if (!(await this.db('accounts').where('id', accountId).first('id'))) return ignore(`no account ${accountId}`);
+    const amountMicros = session.amount_total * MICROS_PER_CENT;
+    const paymentIntent = typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
     try {
-      await post(this.db, { accountId, kind: 'topup', amountMicros: session.amount_total * MICROS_PER_CENT, ref: session.id, note: `stripe ${event.id}` });
+      await transact(this.db, async (trx) => {
+        await postWithin(trx, { accountId, kind: 'topup', amountMicros, ref: session.id, note: `stripe ${event.id}` });
+        if (paymentIntent) await recordCardPayment(trx, { paymentIntent, accountId, sessionId: session.id, amountMicros });
+      });
     } catch (e) {
-      if (e instanceof DuplicateLedgerEntry) return { received: true, outcome: 'duplicate' };
+      if (isUniqueViolation(e)) return { received: true, outcome: 'duplicate' };
       throw e;
     }
     this.log.info({ event: event.id, session: session.id, account: accountId, cents: session.amount_total }, 'card top-up credited');
     return { received: true, outcome: 'credited' };
+  }
+
+  /** A refund or a dispute of a card top-up (see reversals.ts). */
+  private async reversal(event: Stripe.Event): Promise<WebhookResult> {
+    const intentOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : (v?.id ?? null));
+    let done: Reversal = { outcome: 'ignored' };
+    if (event.type === 'charge.refunded') {
+      const charge = event.data.object as Stripe.Charge;
+      const pi = intentOf(charge.payment_intent);
+      if (pi && charge.currency === 'usd') done = await takeBack(this.db, { paymentIntent: pi, kind: 'card_refund', ref: `refund_${pi}_${event.id}`, amountMicros: charge.amount_refunded * MICROS_PER_CENT, cumulative: true });
+    } else if (event.type === 'charge.dispute.created' || event.type === 'charge.dispute.funds_withdrawn' || event.type === 'charge.dispute.closed') {
+      const dispute = event.data.object as Stripe.Dispute;
+      const pi = intentOf(dispute.payment_intent);
+      if (pi && dispute.currency === 'usd') {
+        const ref = `dispute_${dispute.id}`;
+        if (event.type === 'charge.dispute.closed' && dispute.status === 'won') done = await giveBack(this.db, { paymentIntent: pi, disputeRef: ref });
+        else if (event.type !== 'charge.dispute.closed' || dispute.status === 'lost') done = await takeBack(this.db, { paymentIntent: pi, kind: 'dispute', ref, amountMicros: dispute.amount * MICROS_PER_CENT });
+      }
+    }
+    if (done.outcome !== 'ignored') this.log.warn({ event: event.id, type: event.type, account: done.accountId, outcome: done.outcome }, 'card payment came back');
+    return { received: true, outcome: done.outcome, ...(done.statusChanged && done.accountId !== undefined && { statusChanged: done.accountId }) };
   }
 }

@@ -6,11 +6,20 @@
  * `breaker_cooldown_ms`, then one request probes it. No route left to try: 503; all tried and failed: the last
  * failure (502, or 429 when the upstream rate-limited us).
  */
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ModelConfig, RouteConfig, RoutingConfig } from '../config';
 import { ApiError, errors } from '../errors';
-import { UpstreamError, type Provider } from './types';
+import type { Provider } from './providers';
+import { UpstreamError } from './types';
 
 const CALLER_FAULT = new Set([400, 413, 422]);
+
+/**
+ * OpenTelemetry: a span per upstream attempt (to the end of the answer, or of the stream), with the model, the route
+ * and, on failure, its cause. Off by default — without an SDK registered the API is a no-op; register one to export
+ * them, e.g. `node --require @opentelemetry/auto-instrumentations-node/register` (see the README).
+ */
+const tracer = trace.getTracer('switchyard');
 
 type BreakerState = { failures: number; openUntil: number; probing: boolean };
 
@@ -30,6 +39,8 @@ export class Router {
   private readonly breakers = new Map<string, BreakerState>();
   /** Set while the process shuts down: new upstream calls are refused with 503. */
   draining = false;
+  /** Told of every failed attempt (metrics): the route (`provider/model`) and why. */
+  onFailure: ((route: string, cause: string) => void) | null = null;
 
   constructor(
     private readonly providers: Map<string, Provider>,
@@ -57,9 +68,11 @@ export class Router {
         () => controller.abort(new UpstreamError('timeout', `the route took longer than ${route.timeouts.total_ms} ms`)),
         route.timeouts.total_ms,
       );
+      const span = tracer.startSpan(`upstream ${route.provider}`, { kind: SpanKind.CLIENT, attributes: { 'switchyard.model': model.id, 'switchyard.route': `${route.provider}/${route.model}` } });
       const finish = () => {
         clearTimeout(timer);
         clientSignal.removeEventListener('abort', onClient);
+        span.end();
       };
       if (clientSignal.aborted) onClient();
       try {
@@ -67,12 +80,14 @@ export class Router {
         this.succeeded(route);
         return { value, route, controller, finish };
       } catch (e) {
-        finish();
         const failure = explain(e, controller.signal);
-        if (!failure || failure.reason === 'aborted') this.released(route); // tells nothing about the route
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure?.reason ?? 'error' });
+        finish();
+        this.onFailure?.(`${route.provider}/${route.model}`, failure?.reason ?? 'error');
+        if (!failure || failure.reason === 'aborted' || failure.reason === 'invalid') this.released(route); // tells nothing about the route
         if (!failure) throw e;
         last = failure;
-        if (failure.reason === 'aborted') break;
+        if (failure.reason === 'aborted' || failure.reason === 'invalid') break; // the request, not the route
         if (failure.reason === 'status' && CALLER_FAULT.has(failure.status!)) {
           this.succeeded(route); // the upstream answered: it is alive, the request was at fault
           break;
@@ -84,18 +99,19 @@ export class Router {
     throw toApiError(last);
   }
 
-  /** A failure after the route had answered (a stream that broke): counts against the route's breaker. */
-  failed(route: RouteConfig): void {
+  /** Each route's breaker: open (skipped, cooling down) or not (metrics). */
+  breakerStates(): { route: string; open: boolean }[] {
+    const now = this.now();
+    return [...this.breakers.entries()].map(([k, b]) => ({ route: k.replace('\u0000', '/'), open: b.openUntil > now }));
+  }
+
+  /** A failure after the route had answered (a stream that broke, `cause` given) or of an attempt: counts against the route's breaker. */
+  failed(route: RouteConfig, cause?: string): void {
+    if (cause) this.onFailure?.(`${route.provider}/${route.model}`, cause);
     const b = this.breaker(route);
     b.failures += 1;
     b.probing = false;
     if (b.failures >= this.routing.breaker_failures) b.openUntil = this.now() + this.routing.breaker_cooldown_ms;
-  }
-
-  /** Whether a route's breaker is open (it is being skipped). */
-  isOpen(route: RouteConfig): boolean {
-    const b = this.breakers.get(key(route));
-    return !!b && b.openUntil > this.now();
   }
 
   /** An attempt that says nothing about the route's health ends: a half-open route may be probed again. */
@@ -171,7 +187,7 @@ export async function within<T>(step: Promise<T>, ms: number, controller: AbortC
 export function toApiError(e: UpstreamError): ApiError {
   if (e.reason === 'aborted') return new ApiError(499, 'invalid_request_error', 'The client closed the request', 'client_closed_request');
   if (e.reason === 'status' && e.status === 429) return errors.upstreamRateLimited();
-  if (e.reason === 'status' && CALLER_FAULT.has(e.status!)) {
+  if (e.reason === 'invalid' || (e.reason === 'status' && CALLER_FAULT.has(e.status!))) {
     return new ApiError(400, 'invalid_request_error', e.upstreamMessage ?? 'The upstream provider rejected the request', 'upstream_bad_request');
   }
   if (e.reason === 'timeout') return errors.upstreamUnavailable('timed out');
@@ -180,11 +196,13 @@ export function toApiError(e: UpstreamError): ApiError {
   return errors.upstreamUnavailable('unreadable answer');
 }
 
-/** The error event that ends a stream which failed after it started. */
-export function streamErrorBody(e: unknown) {
-  if (e instanceof UpstreamError && e.reason !== 'aborted') {
+/** The error that ends a stream which failed after it started. */
+export function streamErrorOf(e: unknown): ApiError {
+  if (e instanceof UpstreamError && e.reason !== 'aborted' && e.reason !== 'invalid') {
     const why = e.reason === 'timeout' ? 'it stopped sending (timed out)' : e.upstreamMessage ? e.upstreamMessage : 'its stream broke off';
-    return new ApiError(502, 'upstream_error', `The upstream provider failed during the stream: ${why}`, 'upstream_stream_error').toBody();
+    return new ApiError(502, 'upstream_error', `The upstream provider failed during the stream: ${why}`, 'upstream_stream_error');
   }
-  return (e instanceof ApiError ? e : errors.internal()).toBody();
+  return e instanceof ApiError ? e : errors.internal();
 }
+
+export const streamErrorBody = (e: unknown) => streamErrorOf(e).toBody();

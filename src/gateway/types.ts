@@ -1,5 +1,6 @@
-/** Wire types of the gateway, all taken from the contract, and the interface every provider implements. */
+/** Wire types of the gateway, all taken from the contract, what a request used, and how upstream calls fail. */
 import type { components } from '../../generated/openapi';
+import type { Usage } from '../usage';
 
 type S = components['schemas'];
 export type ChatRequest = S['CreateChatCompletionRequest'];
@@ -9,32 +10,30 @@ export type CompletionRequest = S['CreateCompletionRequest'];
 export type CompletionResponse = S['CreateCompletionResponse'];
 export type EmbeddingRequest = S['CreateEmbeddingRequest'];
 export type EmbeddingResponse = S['CreateEmbeddingResponse'];
-export type Usage = S['CompletionUsage'];
+export type OpenAIUsage = S['CompletionUsage'];
 export type Model = S['Model'];
 export type ChatMessage = S['ChatCompletionRequestMessage'];
+// Anthropic's Messages API
+export type MessagesRequest = S['CreateMessageRequest'];
+export type AnthropicMessage = S['AnthropicMessage'];
+export type AnthropicEvent = S['AnthropicStreamEvent'];
+export type AnthropicUsage = S['AnthropicUsage'];
+export type AnthropicBlockParam = S['AnthropicContentBlockParam'];
+export type AnthropicBlock = S['AnthropicContentBlock'];
+// OpenAI's Responses API
+export type ResponsesRequest = S['CreateResponseRequest'];
+export type ResponseObject = S['ResponseObject'];
+export type ResponseEvent = S['ResponseStreamEvent'];
+export type ResponseInputItem = S['ResponseInputItem'];
+export type ResponseOutputItem = S['ResponseOutputItem'];
 
-/** One call to an upstream: the client's body (unknown fields kept), the upstream's model id, and a cancel signal. */
-export interface UpstreamCall<B> {
-  body: B;
-  /** The model id the upstream knows (the route's `model`). */
-  model: string;
-  /** The model's output allowance, for upstreams that require one (Anthropic's max_tokens). */
-  maxOutputTokens: number;
-  signal: AbortSignal;
-}
-
-/**
- * A provider speaks one upstream wire format. It knows nothing of keys, billing or HTTP status codes of our own:
- * it returns OpenAI-shaped objects or throws an UpstreamError.
- */
-export interface Provider {
-  chat(call: UpstreamCall<ChatRequest>): Promise<ChatResponse>;
-  /** Chunks as they arrive; the last one may carry usage with `choices: []`. */
-  chatStream(call: UpstreamCall<ChatRequest>): AsyncIterable<ChatChunk>;
-  completion(call: UpstreamCall<CompletionRequest>): Promise<CompletionResponse>;
-  completionStream(call: UpstreamCall<CompletionRequest>): AsyncIterable<CompletionResponse>;
-  embeddings(call: UpstreamCall<EmbeddingRequest>): Promise<EmbeddingResponse>;
-  close(): Promise<void>;
+/** What one request used, and how we know. */
+export interface Meter {
+  /** The provider (its configured name) of the route that answered. */
+  provider: string;
+  usage: Usage;
+  /** `upstream`: the upstream reported the usage; `tokenizer`: it did not (or the stream was cut), so we counted. */
+  counted: 'upstream' | 'tokenizer';
 }
 
 export type UpstreamFailure =
@@ -42,6 +41,7 @@ export type UpstreamFailure =
   | 'timeout' // connect, first byte, idle or total limit
   | 'status' // the upstream answered with an HTTP error status
   | 'protocol' // an answer we cannot read, or an error event inside a stream
+  | 'invalid' // the request cannot be sent to this upstream as written (the caller's fault; nothing was sent)
   | 'aborted'; // our own caller went away
 
 export class UpstreamError extends Error {
@@ -49,9 +49,9 @@ export class UpstreamError extends Error {
   constructor(
     readonly reason: UpstreamFailure,
     message: string,
-    /** HTTP status of the upstream's answer, for reason 'status'. */
+    /** HTTP status of the upstream's answer, for reason 'status'; 400 for 'invalid'. */
     readonly status?: number,
-    /** The upstream's own error message, safe to show to a caller whose request was at fault. */
+    /** The upstream's own message (or ours, for 'invalid'), safe to show to a caller whose request was at fault. */
     readonly upstreamMessage?: string,
   ) {
     super(message);

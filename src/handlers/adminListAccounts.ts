@@ -1,5 +1,5 @@
 import { listAccounts } from '../accounts/accounts';
-import { adminAccountView, cursorParam } from '../console/views';
+import { adminAccountView, cursorParam } from '../services/views';
 import type { Handler } from './types';
 
 /** GET /admin/api/accounts: accounts in id order, paged, optionally filtered by part of the email. */

@@ -1,12 +1,12 @@
 import { createKey, type Scope } from '../accounts/keys';
-import { checkModels, MAX_KEYS_PER_ACCOUNT } from '../console/keys';
-import { keyView, usdParam } from '../console/views';
+import { checkModels, MAX_KEYS_PER_ACCOUNT } from '../services/consoleKeys';
+import { budgetParam, expiryParam, keyView, usdParam } from '../services/views';
 import { errors } from '../errors';
 import type { Handler } from './types';
 
 /** POST /console/api/keys: a new key; its secret is in this answer only. */
 export const createConsoleKey: Handler<'createConsoleKey'> = async ({ session, body, app }) => {
-  if (body.models) checkModels(app, body.models);
+  if (body.models) checkModels(app.config, body.models);
   const [{ n }] = (await app.db('api_keys').where('account_id', session.accountId).count({ n: '*' })) as { n: unknown }[];
   if (Number(n) >= MAX_KEYS_PER_ACCOUNT) throw errors.invalidRequest(`An account can have at most ${MAX_KEYS_PER_ACCOUNT} keys; delete one first`, null, 'too_many_keys');
   const { key, secret } = await createKey(app.db, {
@@ -15,6 +15,8 @@ export const createConsoleKey: Handler<'createConsoleKey'> = async ({ session, b
     quotaMicros: body.quota_usd === undefined || body.quota_usd === null ? null : usdParam(body.quota_usd, 'quota_usd'),
     models: body.models ?? null,
     scopes: body.scopes as Scope[] | undefined,
+    expiresAt: expiryParam(body.expires_at, 'expires_at') ?? null,
+    budget: budgetParam(body.budget) ?? null,
   });
   return { status: 201, body: { key: keyView(key), secret }, headers: { 'cache-control': 'no-store' } };
 };

@@ -1,5 +1,5 @@
 import { getAccount as findAccount } from '../accounts/accounts';
-import { accountView } from '../console/views';
+import { accountView } from '../services/views';
 import { errors } from '../errors';
 import type { Handler } from './types';
 
@@ -7,5 +7,5 @@ import type { Handler } from './types';
 export const getAccount: Handler<'getAccount'> = async ({ session, app, http }) => {
   const account = await findAccount(app.db, session.accountId);
   if (!account) throw errors.notLoggedIn();
-  return { body: await accountView(app.db, account, http) };
+  return { body: await accountView(app.db, account, http.origin) };
 };

@@ -1,4 +1,4 @@
-import { formatUsd } from '../billing/money';
+import { formatUsd } from '../money';
 import type { Handler } from './types';
 
 const DAY = 86_400_000;

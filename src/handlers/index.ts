@@ -9,6 +9,11 @@ import { createCheckout } from './createCheckout';
 import { createCompletion } from './createCompletion';
 import { createConsoleKey } from './createConsoleKey';
 import { createEmbedding } from './createEmbedding';
+import { createMessage } from './createMessage';
+import { countMessageTokens } from './countMessageTokens';
+import { createResponse } from './createResponse';
+import { deleteResponse } from './deleteResponse';
+import { retrieveResponse } from './retrieveResponse';
 import { deleteConsoleKey } from './deleteConsoleKey';
 import { getAccount } from './getAccount';
 import { getDailyUsage } from './getDailyUsage';
@@ -23,6 +28,16 @@ import { login } from './login';
 import { logout } from './logout';
 import { redeemCode } from './redeemCode';
 import { register } from './register';
+import { confirmPasswordReset } from './confirmPasswordReset';
+import { requestPasswordReset } from './requestPasswordReset';
+import { resendVerification } from './resendVerification';
+import { verifyEmail } from './verifyEmail';
+import { updateAccount } from './updateAccount';
+import { getConsoleConfig } from './getConsoleConfig';
+import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
+import { adminUpdateKey } from './adminUpdateKey';
+import { adminFarmingReport } from './adminFarmingReport';
+import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { retrieveModel } from './retrieveModel';
 import { stripeWebhook } from './stripeWebhook';
 import { updateConsoleKey } from './updateConsoleKey';
@@ -35,12 +50,23 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createEmbedding,
   listModels,
   retrieveModel,
+  createMessage,
+  countMessageTokens,
+  createResponse,
+  retrieveResponse,
+  deleteResponse,
   // console
+  getConsoleConfig,
   register,
+  verifyEmail,
+  resendVerification,
+  requestPasswordReset,
+  confirmPasswordReset,
   login,
   logout,
   getSession,
   getAccount,
+  updateAccount,
   listConsoleKeys,
   createConsoleKey,
   updateConsoleKey,
@@ -59,4 +85,8 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   adminDisableAccount,
   adminEnableAccount,
   adminCreateRedemptionCodes,
+  adminFarmingReport,
+  adminRevokeFreeCredits,
+  adminUpdateKey,
+  adminSetLowBalanceAlert,
 };

@@ -1,5 +1,5 @@
 import { listKeys } from '../accounts/keys';
-import { keyView } from '../console/views';
+import { keyView } from '../services/views';
 import type { Handler } from './types';
 
 /** GET /console/api/keys: the account's keys, oldest first. */

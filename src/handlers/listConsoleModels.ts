@@ -1,4 +1,4 @@
-import { formatUsd } from '../billing/money';
+import { formatUsd } from '../money';
 import type { Handler } from './types';
 
 /** GET /console/api/models: every configured model with its prices (USD per million tokens). */

@@ -1,5 +1,5 @@
-import { formatUsd } from '../billing/money';
-import { cursorParam, timeParam } from '../console/views';
+import { formatUsd } from '../money';
+import { cursorParam, timeParam } from '../services/views';
 import type { Handler } from './types';
 
 /** GET /console/api/ledger: every change of the account's balance, newest first. */

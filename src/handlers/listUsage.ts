@@ -1,51 +1,33 @@
-import { formatUsd } from '../billing/money';
-import { cursorParam, timeParam } from '../console/views';
+import { usageRecords, usageTotals } from '../db/queries/usage';
+import { formatUsd } from '../money';
+import { cursorParam, timeParam } from '../services/views';
 import type { Handler } from './types';
 
 /** GET /console/api/usage: the account's usage records, newest first, with per-model totals of the filtered range. */
 export const listUsage: Handler<'listUsage'> = async ({ session, query, app }) => {
-  const from = timeParam(query.from, 'from');
-  const to = timeParam(query.to, 'to');
-  const cursor = cursorParam(query.cursor);
+  const filter = { accountId: session.accountId, keyId: query.key_id, from: timeParam(query.from, 'from'), to: timeParam(query.to, 'to') };
   const limit = query.limit ?? 50;
-  const filtered = () => {
-    const q = app.db('usage_records').where('account_id', session.accountId);
-    if (query.key_id !== undefined) q.andWhere('key_id', query.key_id);
-    if (from !== undefined) q.andWhere('created_at', '>=', from);
-    if (to !== undefined) q.andWhere('created_at', '<', to);
-    return q;
-  };
-  const page = filtered().orderBy('id', 'desc').limit(limit + 1);
-  if (cursor !== undefined) page.andWhere('id', '<', cursor);
-  const rows = await page;
-  const totals = (await filtered()
-    .select('model')
-    .count({ requests: '*' })
-    .sum({ prompt_tokens: 'prompt_tokens', completion_tokens: 'completion_tokens', cost: 'cost_micros' })
-    .groupBy('model')
-    .orderBy('model')) as Record<string, unknown>[];
+  const rows = await usageRecords(app.db, filter, { limit: limit + 1, beforeId: cursorParam(query.cursor) });
+  const totals = await usageTotals(app.db, filter);
   return {
     body: {
       data: rows.slice(0, limit).map((r) => ({
-        request_id: String(r.request_id),
-        key_id: Number(r.key_id),
-        model: String(r.model),
-        status: Number(r.status),
-        prompt_tokens: Number(r.prompt_tokens),
-        completion_tokens: Number(r.completion_tokens),
-        counted: r.counted,
-        cost_usd: formatUsd(Number(r.cost_micros)),
-        latency_ms: r.latency_ms === null ? null : Number(r.latency_ms),
-        created_at: new Date(Number(r.created_at)).toISOString(),
+        request_id: r.request_id,
+        key_id: r.key_id,
+        model: r.model,
+        status: r.status,
+        prompt_tokens: r.prompt_tokens,
+        completion_tokens: r.completion_tokens,
+        cached_tokens: r.cached_tokens,
+        cache_write_tokens: r.cache_write_tokens,
+        reasoning_tokens: r.reasoning_tokens,
+        counted: r.counted as never,
+        cost_usd: formatUsd(r.cost_micros),
+        latency_ms: r.latency_ms,
+        created_at: new Date(r.created_at).toISOString(),
       })),
       next_cursor: rows.length > limit ? String(rows[limit - 1].id) : null,
-      totals: totals.map((t) => ({
-        model: String(t.model),
-        requests: Number(t.requests),
-        prompt_tokens: Number(t.prompt_tokens),
-        completion_tokens: Number(t.completion_tokens),
-        cost_usd: formatUsd(Number(t.cost)),
-      })),
+      totals: totals.map(({ cost_micros, ...t }) => ({ ...t, cost_usd: formatUsd(cost_micros) })),
     },
   };
 };

@@ -1,7 +1,7 @@
 import { findAccountByEmail, setPasswordHash } from '../accounts/accounts';
 import { hashPassword, verifyPassword } from '../accounts/passwords';
 import { createSession } from '../accounts/sessions';
-import { accountView, sessionCookie } from '../console/views';
+import { accountView, sessionCookie } from '../services/views';
 import { errors } from '../errors';
 import type { Handler } from './types';
 
@@ -9,8 +9,8 @@ import type { Handler } from './types';
  * POST /console/api/login. Attempts are counted per email and per client address before the password is checked
  * (429 beyond the limit); an unknown email costs the same time as a wrong password.
  */
-export const login: Handler<'login'> = async ({ body, app, http, services }) => {
-  const attempt = await services.limits.loginAttempt(body.email, http.remoteAddress);
+export const login: Handler<'login'> = async ({ body, app, http }) => {
+  const attempt = await app.consoleLimits.loginAttempt(body.email, http.remoteAddress);
   const account = await findAccountByEmail(app.db, body.email);
   const check = await verifyPassword(body.password, account?.password_hash ?? null);
   if (!account || !check.ok) throw errors.invalidCredentials();
@@ -20,7 +20,7 @@ export const login: Handler<'login'> = async ({ body, app, http, services }) => 
   const ttl = app.config.console.session_ttl_ms;
   const { id, session } = await createSession(app.db, account.id, ttl);
   return {
-    body: { account: await accountView(app.db, account, http), csrf_token: session.csrfToken },
+    body: { account: await accountView(app.db, account, http.origin), csrf_token: session.csrfToken },
     headers: { 'set-cookie': sessionCookie(id, ttl, http.secure), 'cache-control': 'no-store' },
   };
 };

@@ -1,5 +1,5 @@
 import { deleteSession } from '../accounts/sessions';
-import { clearSessionCookie } from '../console/views';
+import { clearSessionCookie } from '../services/views';
 import type { Handler } from './types';
 
 /** POST /console/api/logout: the session is deleted on the server, the cookie cleared. */

@@ -1,4 +1,4 @@
-import { formatUsd } from '../billing/money';
+import { formatUsd } from '../money';
 import { RedemptionError, redeemCode as redeem } from '../billing/redemption';
 import { ApiError, errors } from '../errors';
 import type { Handler } from './types';

@@ -1,25 +1,28 @@
 /**
  * The shape of an operation handler. Handlers never touch Hapi: they get the validated request and return a Reply,
- * which src/server.ts writes out. Types of bodies come from the generated contract types.
+ * which the HTTP layer (src/http) writes out. Types of bodies come from the generated contract types.
  *
  * What a handler is told about its caller follows the operation's security in the contract (the server checks at
  * start-up that the lists below agree with it): `/v1` operations get the API key's `principal`, console operations
  * the log-in `session`, admin and public operations nothing.
  */
-import type { App } from '../app';
 import type { KeyPrincipal } from '../accounts/keys';
 import type { Session } from '../accounts/sessions';
-import type { ConsoleServices } from '../console/services';
+import type { LimitGrant } from '../billing/limits';
+import type { BodyProfile } from '../gateway/bound';
+import type { Meter } from '../gateway/types';
+import type { App } from '../services/app';
 import type { operations } from '../../generated/openapi';
-import type { Meter } from '../gateway/gateway';
 
 export type OperationId = keyof operations;
 
 /** Operations with `security: [{cookieSession}]` (state-changing ones also with `csrfToken`). */
 export const SESSION_OPERATIONS = [
   'logout',
+  'resendVerification',
   'getSession',
   'getAccount',
+  'updateAccount',
   'listConsoleKeys',
   'createConsoleKey',
   'updateConsoleKey',
@@ -40,10 +43,27 @@ export const ADMIN_OPERATIONS = [
   'adminDisableAccount',
   'adminEnableAccount',
   'adminCreateRedemptionCodes',
+  'adminFarmingReport',
+  'adminRevokeFreeCredits',
+  'adminUpdateKey',
+  'adminSetLowBalanceAlert',
 ] as const satisfies readonly OperationId[];
 
+/** /v1 operations that go upstream and are paid for: the key's rate limit and money are checked before the body is read. */
+export const PAID_OPERATIONS = ['createChatCompletion', 'createCompletion', 'createEmbedding', 'createMessage', 'createResponse'] as const satisfies readonly OperationId[];
+
+/**
+ * Operations whose key's requests per minute and money are checked before the body is read: the paid ones, and
+ * count_tokens, which is free but costs the operator an upstream call (Anthropic's own rate limits) or tokenizer
+ * time, so a key without money or over its rate may not spend them.
+ */
+export const METERED_OPERATIONS = [...PAID_OPERATIONS, 'countMessageTokens'] as const satisfies readonly OperationId[];
+
+/** Operations that answer errors in Anthropic's shape (`{"type":"error","error":{...}}`) and accept its x-api-key. */
+export const ANTHROPIC_OPERATIONS = ['createMessage', 'countMessageTokens'] as const satisfies readonly OperationId[];
+
 /** Operations with `security: []`. */
-export const PUBLIC_OPERATIONS = ['register', 'login', 'stripeWebhook'] as const satisfies readonly OperationId[];
+export const PUBLIC_OPERATIONS = ['register', 'login', 'stripeWebhook', 'verifyEmail', 'requestPasswordReset', 'confirmPasswordReset', 'getConsoleConfig'] as const satisfies readonly OperationId[];
 
 export type SessionOperation = (typeof SESSION_OPERATIONS)[number];
 export type AdminOperation = (typeof ADMIN_OPERATIONS)[number];
@@ -79,11 +99,22 @@ interface CommonInput<Op extends OperationId> {
   /** Aborted when the client goes away: cancels the upstream request. */
   signal: AbortSignal;
   http: HttpInfo;
-  services: ConsoleServices;
+  /** The request's headers (lower-case names). */
+  headers: Record<string, string | string[] | undefined>;
+  /** The body's measure (depth checked, bytes and attachments counted), for operations with a body. */
+  profile: BodyProfile;
 }
 
+export type PaidOperation = (typeof PAID_OPERATIONS)[number];
+
 export type HandlerInput<Op extends OperationId> = CommonInput<Op> &
-  (Op extends SessionOperation ? { session: Session } : Op extends AdminOperation | PublicOperation ? unknown : { principal: KeyPrincipal });
+  (Op extends SessionOperation
+    ? { session: Session }
+    : Op extends AdminOperation | PublicOperation
+      ? unknown
+      : Op extends PaidOperation
+        ? { principal: KeyPrincipal; grant: LimitGrant }
+        : { principal: KeyPrincipal });
 
 export type Reply = (
   | { status?: number; body: unknown }
@@ -92,7 +123,7 @@ export type Reply = (
 ) & {
   headers?: Record<string, string>;
   /** What the request used at an upstream; for a stream, read once the stream has ended. */
-  meter?: () => Meter;
+  meter?: () => Meter | null;
 };
 
 export type Handler<Op extends OperationId> = (input: HandlerInput<Op>) => Promise<Reply>;

@@ -30,19 +30,28 @@ const TYPES: Record<string, string> = {
 };
 
 // The console loads nothing from elsewhere and talks only to its own origin.
-const CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "font-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-  // Stripe Checkout is reached by navigation (location.assign), which form-action and connect-src do not restrict.
-  "form-action 'self'",
-].join('; ');
+/**
+ * Nothing but the gateway itself — except, when registration asks for a CAPTCHA, the provider's widget (its script,
+ * its frame, and for hCaptcha its API), as the providers document for a CSP.
+ */
+const WIDGET: Record<string, string> = { turnstile: 'https://challenges.cloudflare.com', hcaptcha: 'https://hcaptcha.com https://*.hcaptcha.com' };
+export function csp(captcha: string | null): string {
+  const widget = captcha ? ` ${WIDGET[captcha]}` : '';
+  return [
+    "default-src 'self'",
+    `script-src 'self'${widget}`,
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    `connect-src 'self'${captcha === 'hcaptcha' ? widget : ''}`,
+    `frame-src${captcha ? widget : " 'none'"}`,
+    "font-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+    // Stripe Checkout is reached by navigation (location.assign), which form-action and connect-src do not restrict.
+    "form-action 'self'",
+  ].join('; ');
+}
 
 /** True for the paths this plugin serves: /console and /console/..., except /console/api and below. */
 export function isConsolePath(p: string): boolean {
@@ -53,20 +62,23 @@ export function isConsolePath(p: string): boolean {
 export interface ConsoleStaticOptions {
   /** The built console; default console/dist of this checkout. */
   dir?: string;
+  /** The CAPTCHA provider registration uses, if any: its widget is allowed by the page's CSP. */
+  captcha?: string | null;
 }
 
 export const consoleStatic: Plugin<ConsoleStaticOptions> = {
   name: 'switchyard-console-static',
   register(server, opts) {
     const dir = path.resolve(opts.dir ?? CONSOLE_DIST);
+    const policy = csp(opts.captcha ?? null);
     server.ext('onRequest', async (request, h) => {
       if ((request.method !== 'get' && request.method !== 'head') || !isConsolePath(request.path)) return h.continue;
-      return (await serve(dir, request, h)).takeover();
+      return (await serve(dir, request, h, policy)).takeover();
     });
   },
 };
 
-async function serve(dir: string, request: Request, h: ResponseToolkit): Promise<ResponseObject> {
+async function serve(dir: string, request: Request, h: ResponseToolkit, policy: string): Promise<ResponseObject> {
   let rel: string;
   try {
     rel = decodeURIComponent(request.path.slice(PREFIX.length));
@@ -79,7 +91,7 @@ async function serve(dir: string, request: Request, h: ResponseToolkit): Promise
 
   if (rel && !rel.endsWith('/')) {
     const found = await fileAt(file);
-    if (found) return send(h, file, found, rel.startsWith('/assets/'));
+    if (found) return send(h, file, found, rel.startsWith('/assets/'), policy);
     // Something that looks like a file (has an extension) and is not there: a real 404, not the page.
     if (path.extname(rel)) return notFound(h);
   }
@@ -91,7 +103,7 @@ async function serve(dir: string, request: Request, h: ResponseToolkit): Promise
       .code(404)
       .type('text/plain; charset=utf-8');
   }
-  return send(h, index, found, false);
+  return send(h, index, found, false, policy);
 }
 
 async function fileAt(file: string): Promise<{ size: number; mtime: Date } | null> {
@@ -103,7 +115,7 @@ async function fileAt(file: string): Promise<{ size: number; mtime: Date } | nul
   }
 }
 
-async function send(h: ResponseToolkit, file: string, st: { size: number; mtime: Date }, immutable: boolean): Promise<ResponseObject> {
+async function send(h: ResponseToolkit, file: string, st: { size: number; mtime: Date }, immutable: boolean, policy: string): Promise<ResponseObject> {
   const etag = `${st.size.toString(16)}-${Math.floor(st.mtime.getTime()).toString(16)}`;
   const modified = st.mtime.toUTCString();
   // Before routing, Hapi's own conditional-request check does not run: h.entity() answers 304 when it matches.
@@ -120,7 +132,7 @@ async function send(h: ResponseToolkit, file: string, st: { size: number; mtime:
     .header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
     .header('x-content-type-options', 'nosniff');
   if (type.startsWith('text/html')) {
-    res.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('referrer-policy', 'same-origin');
+    res.header('content-security-policy', policy).header('x-frame-options', 'DENY').header('referrer-policy', 'same-origin');
   }
   return res;
 }

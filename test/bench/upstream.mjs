@@ -1,30 +1,55 @@
 /**
  * A fake OpenAI-compatible upstream for the benchmark: plain node:http on loopback, no test framework needed.
  *
- *   POST /v1/chat/completions   waits THINK ms, then answers (non-streaming: one JSON body; streaming: a role chunk,
- *                               a few content chunks, a finish chunk, the usage chunk when stream_options.include_usage
- *                               is set, and `data: [DONE]`), always with usage
- *   GET  /v1/models             answers at once (the floor: a trivial Node HTTP answer on loopback)
+ *   POST /v1/chat/completions   after THINK ms (default 0) answers. Non-streaming: one JSON body at once. Streaming:
+ *                               a role chunk at once, then 20 content chunks CHUNK ms apart (default 5), a finish
+ *                               chunk, the usage chunk when stream_options.include_usage is set, and `data: [DONE]`.
+ *                               Usage is always reported (prompt 42, completion 20 tokens).
+ *   GET  /v1/models             answers at once.
  *
- * Run as a process: `node test/bench/upstream.mjs [--think-ms 20] [--port 0]`; it prints {"url": "..."} on stdout
- * once it listens, and stops on SIGTERM/SIGINT.
+ * Run as a process: `node test/bench/upstream.mjs [--think-ms 0] [--chunk-ms 5] [--port 0]`; it prints
+ * {"url": "http://127.0.0.1:PORT/v1", "pid": N} on stdout once it listens, and stops on SIGTERM/SIGINT.
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
 const CREATED = 1_735_689_600;
-const PIECES = ['Hello', '! This', ' is a', ' fixed', ' benchmark', ' answer', ' from the', ' fake upstream.'];
-const USAGE = { prompt_tokens: 42, completion_tokens: 12, total_tokens: 54 };
+/** The answer, in the 20 pieces a stream sends. */
+export const PIECES = [
+  'Hello',
+  '!',
+  ' This',
+  ' is',
+  ' a',
+  ' fixed',
+  ' benchmark',
+  ' answer',
+  ' from',
+  ' the',
+  ' fake',
+  ' upstream',
+  ',',
+  ' twenty',
+  ' pieces',
+  ' long',
+  ' when',
+  ' it',
+  ' streams',
+  '.',
+];
+export const ANSWER = PIECES.join('');
+const USAGE = { prompt_tokens: 42, completion_tokens: PIECES.length, total_tokens: 42 + PIECES.length };
 
-export function startUpstream({ thinkMs = 20, port = 0, host = '127.0.0.1' } = {}) {
+export function startUpstream({ thinkMs = 0, chunkMs = 5, port = 0, host = '127.0.0.1' } = {}) {
   const server = http.createServer((req, res) => {
     let raw = '';
     req.setEncoding('utf8');
     req.on('data', (c) => (raw += c));
-    req.on('end', () => handle(req, res, raw, thinkMs));
+    req.on('end', () => handle(req, res, raw, thinkMs, chunkMs));
   });
   server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 61_000;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -34,7 +59,7 @@ export function startUpstream({ thinkMs = 20, port = 0, host = '127.0.0.1' } = {
   });
 }
 
-function handle(req, res, raw, thinkMs) {
+function handle(req, res, raw, thinkMs, chunkMs) {
   const path = req.url.split('?')[0];
   if (req.method === 'GET' && path === '/v1/models') {
     return json(res, 200, { object: 'list', data: [{ id: 'fake-chat', object: 'model', created: CREATED, owned_by: 'bench' }] });
@@ -49,7 +74,9 @@ function handle(req, res, raw, thinkMs) {
     return json(res, 400, { error: { message: 'bad JSON', type: 'invalid_request_error', param: null, code: 'invalid_json' } });
   }
   const model = body.model ?? 'fake-chat';
-  setTimeout(() => (body.stream ? stream(res, model, body.stream_options?.include_usage === true) : answer(res, model)), thinkMs);
+  const go = () => (body.stream ? stream(res, model, body.stream_options?.include_usage === true, chunkMs) : answer(res, model));
+  if (thinkMs > 0) setTimeout(go, thinkMs);
+  else go();
 }
 
 function answer(res, model) {
@@ -59,34 +86,28 @@ function answer(res, model) {
     created: CREATED,
     model,
     system_fingerprint: 'fp_bench',
-    choices: [{ index: 0, message: { role: 'assistant', content: PIECES.join(''), refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    choices: [{ index: 0, message: { role: 'assistant', content: ANSWER, refusal: null }, logprobs: null, finish_reason: 'stop' }],
     usage: USAGE,
   });
 }
 
-function stream(res, model, includeUsage) {
+function stream(res, model, includeUsage, chunkMs) {
   if (res.destroyed) return;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   const base = { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: CREATED, model, system_fingerprint: 'fp_bench' };
   const u = includeUsage ? { usage: null } : {};
-  const events = [
-    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], ...u },
-    ...PIECES.map((p) => ({ ...base, choices: [{ index: 0, delta: { content: p }, logprobs: null, finish_reason: null }], ...u })),
-    { ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], ...u },
-    ...(includeUsage ? [{ ...base, choices: [], usage: USAGE }] : []),
-  ];
-  // One write per event, each on its own turn of the event loop, as a real upstream sends them.
+  const frame = (o) => `data: ${JSON.stringify(o)}\n\n`;
+  res.write(frame({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], ...u }));
   let i = 0;
   const next = () => {
     if (res.destroyed) return;
-    if (i < events.length) {
-      res.write(`data: ${JSON.stringify(events[i++])}\n\n`);
-      setImmediate(next);
-    } else {
-      res.end('data: [DONE]\n\n');
-    }
+    res.write(frame({ ...base, choices: [{ index: 0, delta: { content: PIECES[i++] }, logprobs: null, finish_reason: null }], ...u }));
+    if (i < PIECES.length) return void setTimeout(next, chunkMs);
+    let tail = frame({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], ...u });
+    if (includeUsage) tail += frame({ ...base, choices: [], usage: USAGE });
+    res.end(`${tail}data: [DONE]\n\n`);
   };
-  next();
+  setTimeout(next, chunkMs);
 }
 
 function json(res, status, body) {
@@ -96,8 +117,10 @@ function json(res, status, body) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { 'think-ms': { type: 'string', default: '20' }, port: { type: 'string', default: '0' } } });
-  const { server, url } = await startUpstream({ thinkMs: Number(values['think-ms']), port: Number(values.port) });
+  const { values } = parseArgs({
+    options: { 'think-ms': { type: 'string', default: '0' }, 'chunk-ms': { type: 'string', default: '5' }, port: { type: 'string', default: '0' } },
+  });
+  const { server, url } = await startUpstream({ thinkMs: Number(values['think-ms']), chunkMs: Number(values['chunk-ms']), port: Number(values.port) });
   process.stdout.write(`${JSON.stringify({ url, pid: process.pid })}\n`);
   const stop = () => {
     server.closeAllConnections();

@@ -10,6 +10,11 @@
  * from run.sh); card payments go to the fake Stripe API run.sh starts, and webhook events are signed with the
  * `stripe` library's own test helper. Skipped, with the reason beside them: the 404s that only a gateway
  * without Stripe keys or without ADMIN_TOKEN gives (this run has both; test/integration covers them), and 500s.
+ *
+ * Anthropic's Messages operations answer in Anthropic's shapes: errors `{type:"error",error:{type,message}}`, an
+ * insufficient balance as 402 `billing_error`, the rate limit as 429 (provoked with a key allowed one request a
+ * minute), streams as `event:`/`data:` pairs with no `[DONE]`, each event checked against AnthropicStreamEvent.
+ * Responses streams are checked the same way against ResponseStreamEvent. Stored responses are made in beforeAll.
  */
 const path = require('node:path');
 const hooks = require('hooks');
@@ -17,11 +22,13 @@ const { default: OpenAPIBackend } = require('openapi-backend');
 const Ajv2020 = require('ajv/dist/2020').default;
 const addFormats = require('ajv-formats');
 const crypto = require('node:crypto');
+const fs = require('node:fs');
 const Stripe = require('stripe');
 
 const KEY = process.env.CONTRACT_KEY;
 const LIMITED_KEY = process.env.CONTRACT_LIMITED_KEY; // scope: embeddings only
-const BROKE_KEY = process.env.CONTRACT_BROKE_KEY; // an account with no credits: 429 insufficient_quota
+const BROKE_KEY = process.env.CONTRACT_BROKE_KEY; // an account with no credits: 429 insufficient_quota (402 on /v1/messages)
+const RPM_KEY = process.env.CONTRACT_RPM_KEY; // one request a minute
 const api = new OpenAPIBackend({
   definition: path.join(__dirname, '..', '..', 'openapi', 'openapi.yaml'),
   quick: true,
@@ -35,12 +42,19 @@ const api = new OpenAPIBackend({
 // Statuses that cannot be provoked from outside a healthy process: a bug (500), an outage or shutdown (503).
 const NOT_PROVOKED = new Set(['500', '503']);
 // Models whose only upstream refuses connections (test/contract/switchyard.contract.yaml).
-const UNREACHABLE = { createChatCompletion: 'unreachable-chat', createCompletion: 'unreachable-completion', createEmbedding: 'unreachable-embedding' };
+const UNREACHABLE = { createChatCompletion: 'unreachable-chat', createCompletion: 'unreachable-completion', createEmbedding: 'unreachable-embedding', createMessage: 'unreachable-chat', createResponse: 'unreachable-chat' };
+// Free operations: not rate-limited, so no x-ratelimit-* headers.
+const FREE = new Set(['countMessageTokens']);
+// Stored responses (beforeAll): one to read, one to delete; the documented id is nobody's (404).
+const STORED = {};
+// Operations whose streams are typed events (`event:` + `data:`), with the schema of each event's data.
+const TYPED_STREAMS = { createMessage: 'AnthropicStreamEvent', createResponse: 'ResponseStreamEvent' };
 
 hooks.beforeAll((_t, done) => {
   api
     .init()
     .then(setUpConsole)
+    .then(storeResponses)
     .then(() => done(), done);
 });
 
@@ -57,7 +71,7 @@ hooks.beforeEach((t, done) => {
     consoleTransaction(t, op, status).then(() => done(), done);
     return;
   }
-  if (status === '429') t.request.headers.Authorization = `Bearer ${BROKE_KEY}`;
+  if (status === '429' || status === '402') t.request.headers.Authorization = `Bearer ${BROKE_KEY}`;
   if (status === '401') t.request.headers.Authorization = 'Bearer sk-not-a-real-key-000000000000000000000000';
   if (status === '403') {
     if (op === 'createEmbedding') t.skip = true; // the limited key may embed
@@ -71,6 +85,21 @@ hooks.beforeEach((t, done) => {
   if (String(t.expected.headers['Content-Type']).startsWith('text/event-stream') && body) {
     t.request.body = JSON.stringify({ ...body, stream: true });
   }
+  if (op === 'createMessage' && status === '400') t.request.body = JSON.stringify({ ...body, max_tokens: 0 });
+  if (op === 'countMessageTokens' && status === '400') t.request.body = JSON.stringify({ ...body, messages: 'not a list' });
+  if (op === 'retrieveResponse' || op === 'deleteResponse') {
+    const id = status === '404' ? 'resp_nobodys0000000000000000000000' : STORED[op];
+    t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/responses\/[^/?]+/, `/v1/responses/${id}`);
+  }
+  if ((op === 'createMessage' || op === 'countMessageTokens') && status === '429') {
+    // the key's one request this minute, then the documented request is over the limit
+    t.request.headers.Authorization = `Bearer ${RPM_KEY}`;
+    const first = { model: 'claude-sonnet', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
+    fetch(`${BASE}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': RPM_KEY }, body: JSON.stringify(first) })
+      .then((r) => r.text())
+      .then(() => done(), done);
+    return;
+  }
   done();
 });
 
@@ -82,14 +111,21 @@ hooks.beforeEachValidation((t, done) => {
   const status = Number(t.real.statusCode);
   const v1 = !isConsole(t);
   if (!t.real.headers['x-request-id']) t.fail = 'no x-request-id header';
-  else if (v1 && status === 429 && t.real.headers['x-should-retry'] !== 'false') t.fail = 'insufficient quota without x-should-retry: false';
-  else if (v1 && status === 200 && t.request.method === 'POST' && !t.real.headers['x-ratelimit-limit-requests']) t.fail = 'no x-ratelimit-* headers';
+  else if (v1 && status === 429 && /insufficient_quota/.test(t.real.body) && t.real.headers['x-should-retry'] !== 'false') t.fail = 'insufficient quota without x-should-retry: false';
+  else if (v1 && status === 429 && !/insufficient_quota/.test(t.real.body) && !/^\d+$/.test(t.real.headers['retry-after'] || '')) t.fail = 'a rate limit without retry-after';
+  else if (v1 && status === 200 && t.request.method === 'POST' && !FREE.has(op && op.operationId) && !t.real.headers['x-ratelimit-limit-requests']) t.fail = 'no x-ratelimit-* headers';
   else if (!v1 && status === 429 && !/^\d+$/.test(t.real.headers['retry-after'] || '')) t.fail = 'a console 429 without retry-after';
   else if (!v1 && [200, 201].includes(status) && ['register', 'login'].includes(operationOf(t)) && !/^sy_session=[\w-]{43};.*HttpOnly; SameSite=Lax/.test(String(t.real.headers['set-cookie']))) {
     t.fail = 'no HttpOnly SameSite session cookie';
   } else if (op && real.startsWith('application/json')) {
     const errors = check(JSON.parse(t.real.body), op, status);
     if (errors) t.fail = errors;
+    // Checked above with Ajv 2020-12. Where the contract gives no example, Dredd makes one up from the schema and
+    // compares keys with it, taking the first branch of a union (an output item is a message OR a function call).
+    if (!hasExample(op, status)) t.expected.body = t.real.body;
+  } else if (op && real.startsWith('text/event-stream') && TYPED_STREAMS[op.operationId]) {
+    t.fail = typedStream(t.real.body, TYPED_STREAMS[op.operationId], op.operationId) || t.fail;
+    t.expected.body = t.real.body;
   } else if (op && real.startsWith('text/event-stream')) {
     const frames = t.real.body.split('\n\n').filter(Boolean);
     if (frames[frames.length - 1] !== 'data: [DONE]') t.fail = 'the stream does not end with data: [DONE]';
@@ -102,6 +138,42 @@ hooks.beforeEachValidation((t, done) => {
   }
   done();
 });
+
+/** A stream of typed events: each frame an `event:` line naming the type of its `data:` line, no `[DONE]`. */
+function typedStream(text, schema, op) {
+  const frames = text.split('\n\n').filter(Boolean);
+  const types = [];
+  for (const frame of frames) {
+    const m = /^event: ([\w.]+)\ndata: (.*)$/s.exec(frame);
+    if (!m) return `not an event/data frame: ${frame.slice(0, 80)}`;
+    const data = JSON.parse(m[2]);
+    if (data.type !== m[1]) return `event ${m[1]} carries data of type ${data.type}`;
+    const errors = checkSchema(data, schema);
+    if (errors) return `${m[1]}: ${errors}`;
+    types.push(m[1]);
+  }
+  const [first, last] = op === 'createMessage' ? ['message_start', 'message_stop'] : ['response.created', 'response.completed'];
+  if (types[0] !== first || types[types.length - 1] !== last) return `the stream runs ${types[0]} … ${types[types.length - 1]}, not ${first} … ${last}`;
+  return null;
+}
+
+/** Two stored responses of the contract key: one for retrieveResponse, one for deleteResponse. */
+async function storeResponses() {
+  for (const op of ['retrieveResponse', 'deleteResponse']) {
+    const r = await fetch(`${BASE}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: 'Hello!', store: true }),
+    });
+    if (r.status !== 200) throw new Error(`contract set-up: responses ${r.status} ${await r.text()}`);
+    STORED[op] = (await r.json()).id;
+  }
+}
+
+function hasExample(op, status) {
+  const media = ((op.responses || {})[String(status)] || {}).content || {};
+  return Object.values(media).some((m) => m.example !== undefined || m.examples !== undefined);
+}
 
 function operationOf(t) {
   const op = api.router.matchOperation({ method: t.request.method, path: t.request.uri.split('?')[0], headers: {} });
@@ -159,9 +231,26 @@ async function must(status, promise) {
   return r;
 }
 
-async function registerUser(tag) {
+/**
+ * The token of the newest link to `path` mailed to `to`. This gateway has no SMTP server, so its mail goes to its log
+ * (run.sh passes the log's path), one JSON line per message, as an operator without a mail server would read it.
+ */
+function mailedToken(to, path) {
+  const lines = fs.readFileSync(process.env.CONTRACT_SERVER_LOG, 'utf8').split('\n').reverse();
+  for (const line of lines) {
+    if (!line.includes('"to":')) continue;
+    const m = JSON.parse(line);
+    const found = m.to === to && new RegExp(`${path}\\?token=([A-Za-z0-9_-]+)`).exec(m.text);
+    if (found) return found[1];
+  }
+  throw new Error(`contract set-up: no ${path} link mailed to ${to}`);
+}
+
+/** A logged-in account; its address confirmed (sign-up credits paid) unless `confirm` is false. */
+async function registerUser(tag, confirm = true) {
   const email = uniqueEmail(tag);
   const r = await must(201, call('POST', '/console/api/register', { body: { email, password: PASSWORD } }));
+  if (confirm) await must(200, call('POST', '/console/api/verify-email', { body: { token: mailedToken(email, '/console/verify') } }));
   return { email, id: r.body.account.id, cookie: r.cookie, csrf: r.body.csrf_token };
 }
 
@@ -190,6 +279,15 @@ async function setUpConsole() {
   S.code = codes[0].code;
   S.usedCode = codes[1].code;
   await must(200, call('POST', '/console/api/topup/redeem', { body: { code: S.usedCode }, ...as(S.a) }));
+  // Mail: an unconfirmed account to send its link again, one whose resends are used up (429), and one whose
+  // password-reset mails are used up (429).
+  S.unconfirmed = await registerUser('unconfirmed', false);
+  S.toVerify = await registerUser('verify', false); // made here: the register transactions use up this address's registrations
+  S.toReset = await registerUser('reset');
+  S.resentOut = await registerUser('resent', false);
+  for (let i = 0; i < 3; i++) await must(202, call('POST', '/console/api/verify-email/resend', { ...as(S.resentOut) }));
+  S.resetOutEmail = S.b.email;
+  for (let i = 0; i < 3; i++) await must(202, call('POST', '/console/api/password-reset', { body: { email: S.resetOutEmail } }));
   // An email whose failed log-ins are used up (429).
   S.lockedEmail = uniqueEmail('locked');
   for (let i = 0; i < 30; i++) {
@@ -198,8 +296,8 @@ async function setUpConsole() {
   }
 }
 
-const SESSION_OPS = new Set(['logout', 'getSession', 'getAccount', 'listConsoleKeys', 'createConsoleKey', 'updateConsoleKey', 'deleteConsoleKey', 'listConsoleModels', 'redeemCode', 'getTopupOptions', 'createCheckout', 'listUsage', 'getDailyUsage', 'listLedger']);
-const ADMIN_OPS = new Set(['adminListAccounts', 'adminGrantCredits', 'adminDisableAccount', 'adminEnableAccount', 'adminCreateRedemptionCodes']);
+const SESSION_OPS = new Set(['resendVerification', 'updateAccount', 'logout', 'getSession', 'getAccount', 'listConsoleKeys', 'createConsoleKey', 'updateConsoleKey', 'deleteConsoleKey', 'listConsoleModels', 'redeemCode', 'getTopupOptions', 'createCheckout', 'listUsage', 'getDailyUsage', 'listLedger']);
+const ADMIN_OPS = new Set(['adminListAccounts', 'adminGrantCredits', 'adminDisableAccount', 'adminEnableAccount', 'adminCreateRedemptionCodes', 'adminFarmingReport', 'adminRevokeFreeCredits', 'adminUpdateKey', 'adminSetLowBalanceAlert']);
 
 function setBody(t, body) {
   t.request.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -219,12 +317,38 @@ async function consoleTransaction(t, op, status) {
     if (t.request.method !== 'GET' && status !== '403') t.request.headers['x-csrf-token'] = S.a.csrf;
   }
   if (ADMIN_OPS.has(op)) {
+    // The documented example key would make every transaction after the first a retry of it: one key each.
+    for (const h of Object.keys(t.request.headers)) if (h.toLowerCase() === 'idempotency-key') t.request.headers[h] = `contract-${crypto.randomUUID()}`;
     t.request.headers.Authorization = `Bearer ${status === '401' ? 'not-the-admin-token' : ADMIN_TOKEN}`;
     // 404 for every admin path comes only from a gateway started without ADMIN_TOKEN; this one has it. The
     // operations that take an account id give 404 for an unknown one, provoked below.
     if (status === '404' && !/\/accounts\/\d+\//.test(path)) t.skip = true;
   }
   switch (op) {
+    case 'verifyEmail':
+      if (status === '200') setBody(t, { token: mailedToken(S.toVerify.email, '/console/verify') });
+      if (status === '400') setBody(t, { token: 'not-a-token-that-was-ever-mailed' });
+      break;
+    case 'resendVerification': {
+      const who = { '202': S.unconfirmed, '409': S.a, '429': S.resentOut }[status];
+      if (who) {
+        t.request.headers.Cookie = who.cookie;
+        t.request.headers['x-csrf-token'] = who.csrf;
+      }
+      break;
+    }
+    case 'requestPasswordReset':
+      if (status === '202') setBody(t, { email: S.a.email });
+      if (status === '400') setBody(t, { mail: S.a.email });
+      if (status === '429') setBody(t, { email: S.resetOutEmail });
+      break;
+    case 'confirmPasswordReset':
+      if (status === '200') {
+        await must(202, call('POST', '/console/api/password-reset', { body: { email: S.toReset.email } }));
+        setBody(t, { token: mailedToken(S.toReset.email, '/console/reset'), password: 'contract password 2' });
+      }
+      if (status === '400') setBody(t, { token: 'not-a-token-that-was-ever-mailed', password: 'contract password 2' });
+      break;
     case 'register':
       if (status === '201') setBody(t, { email: uniqueEmail('register'), password: PASSWORD });
       if (status === '400') setBody(t, { email: uniqueEmail('weak'), password: 'short' });
@@ -252,6 +376,9 @@ async function consoleTransaction(t, op, status) {
         t.request.headers.Cookie = r.cookie;
         t.request.headers['x-csrf-token'] = r.body.csrf_token;
       }
+      break;
+    case 'updateAccount':
+      if (status === '400') setBody(t, { low_balance_usd: 'ten' });
       break;
     case 'createConsoleKey':
       if (status === '400') setBody(t, { scopes: [] });
@@ -310,6 +437,14 @@ async function consoleTransaction(t, op, status) {
       setUri(t, `/admin/api/accounts/${status === '404' ? NO_SUCH_ID : S.a.id}/credits`);
       if (status === '400') setBody(t, { usd: '0' });
       break;
+    case 'adminUpdateKey':
+      setUri(t, `/admin/api/keys/${status === '404' ? NO_SUCH_ID : S.keyPatch}`);
+      if (status === '400') setBody(t, { expires_at: '2001-01-01T00:00:00Z' });
+      break;
+    case 'adminSetLowBalanceAlert':
+      if (status === '400') setBody(t, { low_balance_usd: 'ten' });
+    // falls through: the account
+    case 'adminRevokeFreeCredits':
     case 'adminDisableAccount':
     case 'adminEnableAccount':
       setUri(t, path.replace(/\/accounts\/\d+\//, `/accounts/${status === '404' ? NO_SUCH_ID : S.b.id}/`));

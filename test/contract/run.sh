@@ -22,6 +22,8 @@ free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1
 account=$(cli accounts create --email contract@example.com --credits 100 | field id)
 export CONTRACT_KEY=$(cli keys create --account "$account" --name contract | field key)
 export CONTRACT_LIMITED_KEY=$(cli keys create --account "$account" --name limited --scopes embeddings | field key)
+# One request a minute: its second Messages request is the documented 429 rate_limit_error.
+export CONTRACT_RPM_KEY=$(cli keys create --account "$account" --name rpm --rpm 1 | field key)
 broke=$(cli accounts create --email broke@example.com | field id)
 export CONTRACT_BROKE_KEY=$(cli keys create --account "$broke" --name broke | field key)
 
@@ -33,7 +35,7 @@ export ADMIN_TOKEN="contract-admin-token-$(node -e 'console.log(require("crypto"
 export STRIPE_SECRET_KEY=sk_test_contract STRIPE_WEBHOOK_SECRET=whsec_contract STRIPE_API_BASE="http://127.0.0.1:$stripe_port"
 
 port=$(free_port)
-cli serve --port "$port" > "$tmp/server.log" 2>&1 &
+node dist/cli.js serve --port "$port" > "$tmp/server.log" 2>&1 & # not through cli(): $! must be the server itself, for cleanup to stop it
 pid=$!
 for _ in $(seq 1 100); do
   curl -fs -o /dev/null "http://127.0.0.1:$port/v1/models" -H "Authorization: Bearer $CONTRACT_KEY" && break
@@ -45,6 +47,6 @@ for _ in $(seq 1 50); do
   kill -0 "$stripe_pid" 2>/dev/null || { cat "$tmp/stripe.log"; exit 1; }
   sleep 0.2
 done
-export CONTRACT_URL="http://127.0.0.1:$port"
+export CONTRACT_URL="http://127.0.0.1:$port" CONTRACT_SERVER_LOG="$tmp/server.log"
 
 node_modules/.bin/dredd openapi/openapi.yaml "$CONTRACT_URL" --hookfiles=test/contract/hooks.js --loglevel=warning

@@ -4,6 +4,10 @@
  * secret off the page, call /v1 with it through the official `openai` SDK, see the usage, disable the key and see
  * /v1 refuse it, redeem a code and see the balance change. The page may reach nothing but the gateway.
  *
+ * Every test has its own browser context (cookies, page) and its own account, made in the test through the console
+ * API, so a test never depends on what another one did or whether it passed. Waits are for the state a test then
+ * asserts (the URL after a client-side redirect, a given text), never for something that shows up before it.
+ *
  * Needs the built console (`make build`; `make e2e` builds first) and /usr/bin/chromium (or CHROMIUM_PATH).
  * Screenshots go to .tmp/e2e/; with E2E_SCREENSHOT=docs/console.png the dashboard is also saved there (the README's).
  */
@@ -12,7 +16,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../../src/http/consoleStatic';
-import { startGateway, type TestGateway } from '../helpers/app';
+import { mailedToken, startGateway, type TestGateway } from '../helpers/app';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = 'e2e-admin-token';
@@ -23,10 +27,11 @@ jest.setTimeout(180_000);
 
 let gw: TestGateway;
 let browser: Browser;
+// One of each per test (beforeEach).
 let context: BrowserContext;
 let page: Page;
-const outside: string[] = [];
-const pageErrors: string[] = [];
+let outside: string[] = [];
+let pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!fs.existsSync(path.join(CONSOLE_DIST, 'index.html'))) throw new Error(`the console is not built (${CONSOLE_DIST}): run make build`);
@@ -46,6 +51,16 @@ models:
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await gw?.close();
+});
+
+beforeEach(async () => {
+  outside = [];
+  pageErrors = [];
   context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 2, locale: 'en-US', timezoneId: 'UTC' });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
   // Anything but the gateway is refused and remembered: the console must work without any other network.
@@ -60,18 +75,55 @@ models:
   page.on('pageerror', (e) => pageErrors.push(e.message));
 });
 
-afterAll(async () => {
+afterEach(async () => {
   await context?.close();
-  await browser?.close();
-  await gw?.close();
-});
-
-afterEach(() => {
   expect(pageErrors).toEqual([]);
   expect(outside).toEqual([]);
 });
 
 const email = (who: string) => `${who}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}@example.com`;
+
+interface Account {
+  email: string;
+  csrf: string;
+}
+
+/**
+ * A new account, registered through the console API from this test's browser context: the session cookie lands in
+ * the context, so its page is signed in as this account.
+ */
+async function register(who = 'user'): Promise<Account> {
+  const address = email(who);
+  const res = await context.request.post(`${gw.url}/console/api/register`, { data: { email: address, password: PASSWORD } });
+  expect(res.status()).toBe(201);
+  await confirm(address);
+  return { email: address, csrf: ((await res.json()) as { csrf_token: string }).csrf_token };
+}
+
+/** Opens the confirmation link mailed to `address` (outside the browser): the sign-up credits arrive. */
+async function confirm(address: string): Promise<void> {
+  const token = mailedToken(gw.mails, address, '/console/verify');
+  const res = await fetch(`${gw.url}/console/api/verify-email`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+  expect(res.status).toBe(200);
+}
+
+/** Opens a console page as a signed-in account (a new one unless given) and waits for the signed-in shell. */
+async function openSignedIn(pathname: string, account?: Account): Promise<Account> {
+  const a = account ?? (await register());
+  await page.goto(`${gw.url}/console${pathname}`);
+  await page.getByTestId('sidebar-balance').waitFor();
+  return a;
+}
+
+/** An API key of the account, created through the console API. */
+async function createKey(account: Account, body: { name: string; quota_usd?: string }): Promise<{ secret: string; prefix: string }> {
+  const res = await context.request.post(`${gw.url}/console/api/keys`, { data: body, headers: { 'x-csrf-token': account.csrf } });
+  expect(res.status()).toBe(201);
+  const { key, secret } = (await res.json()) as { key: { prefix: string }; secret: string };
+  return { secret, prefix: key.prefix };
+}
+
+const sdk = (secret: string) => new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
 
 async function text(testId: string): Promise<string> {
   return (await page.getByTestId(testId).textContent())?.trim() ?? '';
@@ -101,29 +153,29 @@ async function eventually(check: () => Promise<void>, timeout = 10_000, interval
 
 const usd = (s: string) => new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' }).format(Number(s));
 
-let secret = '';
-let keyPrefix = '';
-let userEmail = '';
-
-test('registering with a referral code shows 21 USD on the dashboard', async () => {
-  // The referrer registers through the API; the new user follows the referrer's link.
+test('registering with a referral code: 21 USD on the dashboard once the mailed link is opened', async () => {
+  // The referrer registers (and confirms its address) through the API, outside the browser; the new user follows
+  // the referrer's link.
+  const referrerEmail = email('referrer');
   const res = await fetch(`${gw.url}/console/api/register`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: email('referrer'), password: PASSWORD }),
+    body: JSON.stringify({ email: referrerEmail, password: PASSWORD }),
   });
   expect(res.status).toBe(201);
+  await confirm(referrerEmail);
   const referrer = (await res.json()) as { account: { referral_code: string; referral_link: string } };
   const link = new URL(referrer.account.referral_link);
   expect(link.pathname).toBe('/console/register');
 
-  // A signed-out visitor is sent to the log-in page.
+  // A signed-out visitor is sent to the log-in page. The log-in form is drawn before the address changes (the
+  // redirect is a history.replaceState after the render), so wait for the address itself.
   await page.goto(`${gw.url}/console/`);
+  await page.waitForURL(`${gw.url}/console/login`);
   await page.getByRole('heading', { name: 'Welcome back' }).waitFor();
-  expect(new URL(page.url()).pathname).toBe('/console/login');
 
   // An unknown code is refused inline, naming it.
-  userEmail = email('ada');
+  const userEmail = email('ada');
   await page.goto(`${gw.url}/console/register?ref=NOSUCHCODE`);
   await page.getByLabel('Email').fill(userEmail);
   await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
@@ -131,20 +183,30 @@ test('registering with a referral code shows 21 USD on the dashboard', async () 
   await page.locator('.field.has-error').filter({ hasText: 'NOSUCHCODE' }).waitFor();
 
   await page.goto(`${gw.url}${link.pathname}${link.search}`);
-  await expect(page.getByLabel('Referral code').inputValue()).resolves.toBe(referrer.account.referral_code);
   await page.getByText('You were invited').waitFor();
+  await expect(page.getByLabel('Referral code').inputValue()).resolves.toBe(referrer.account.referral_code);
   await page.getByLabel('Email').fill(userEmail);
   await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
   await page.getByRole('button', { name: 'Create account' }).click();
 
   await page.waitForURL(`${gw.url}/console/`);
+  // Nothing yet: the credits wait for the address; the console says where the link went.
+  await page.getByTestId('confirm-banner').filter({ hasText: userEmail }).waitFor();
+  await eventually(async () => expect(await balanceText()).toBe('$0.00'));
+  // The user opens the mailed link in the same browser.
+  await page.goto(`${gw.url}/console/verify?token=${mailedToken(gw.mails, userEmail, '/console/verify')}`);
+  await page.getByTestId('verified').waitFor();
+  await page.getByRole('link', { name: 'Go to the dashboard' }).click();
+  await page.waitForURL(`${gw.url}/console/`);
   await eventually(async () => expect(await balanceText()).toBe('$21.00'));
+  expect(await page.getByTestId('confirm-banner').count()).toBe(0);
   await expect(page.getByTestId('referral-link').inputValue()).resolves.toMatch(/\/console\/register\?ref=\w+$/);
   await page.getByText('$20.00 from referrals').waitFor();
   await page.screenshot({ path: path.join(OUT, 'dashboard-new.png') });
 });
 
 test('a key created in the console works with the openai SDK, and its usage shows up', async () => {
+  await openSignedIn('/');
   await page.getByRole('link', { name: 'API keys' }).first().click();
   await page.getByRole('heading', { name: 'No API keys yet' }).waitFor();
   await page.getByRole('button', { name: 'Create key' }).first().click();
@@ -154,28 +216,31 @@ test('a key created in the console works with the openai SDK, and its usage show
   await dialog.getByRole('button', { name: 'Create key' }).click();
 
   const shown = page.getByTestId('new-secret');
-  secret = ((await shown.textContent()) ?? '').trim();
+  await shown.waitFor();
+  const secret = ((await shown.textContent()) ?? '').trim();
   expect(secret).toMatch(/^sk-[A-Za-z0-9]{48}$/);
   await page.getByRole('dialog', { name: 'Save your new key' }).getByRole('button', { name: 'Copy' }).click();
   await page.getByRole('button', { name: 'Copied' }).waitFor();
   expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
   await page.screenshot({ path: path.join(OUT, 'keys-secret.png') });
   await page.getByRole('button', { name: 'I have saved it' }).click();
-  await expect(page.getByTestId('new-secret').count()).resolves.toBe(0);
+  await shown.waitFor({ state: 'detached' });
 
   const row = page.locator('tr', { hasText: 'e2e app' });
-  keyPrefix = (await row.getAttribute('data-key-prefix')) ?? '';
-  expect(secret.startsWith(keyPrefix)).toBe(true);
   await row.getByText('Active').waitFor();
   await row.getByText('/ $5.00').waitFor();
+  const keyPrefix = (await row.getAttribute('data-key-prefix')) ?? '';
+  expect(keyPrefix).not.toBe('');
+  expect(secret.startsWith(keyPrefix)).toBe(true);
 
-  const client = new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const client = sdk(secret);
   const chat = await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'Hello from the browser test' }] });
   expect(chat.choices[0].message.content).toContain('Hello from the browser test');
   const emb = await client.embeddings.create({ model: 'mock-embedding', input: 'vector me' });
   expect(emb.data).toHaveLength(1);
 
   await page.getByRole('link', { name: 'Usage' }).first().click();
+  await page.waitForURL(`${gw.url}/console/usage`);
   const table = page.getByTestId('usage-table');
   await eventually(async () => {
     await page.reload();
@@ -202,17 +267,21 @@ test('a key created in the console works with the openai SDK, and its usage show
 });
 
 test('usage pages through next_cursor', async () => {
-  const client = new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-  for (let i = 0; i < 24; i++) await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: `request ${i}` }] });
-
-  const table = page.getByTestId('usage-table');
+  const account = await register();
+  const { secret } = await createKey(account, { name: 'pager' });
+  const client = sdk(secret);
   // 26 requests at 25 a page: the second page holds the oldest one.
+  for (let i = 0; i < 25; i++) await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: `request ${i}` }] });
+  await client.embeddings.create({ model: 'mock-embedding', input: 'the 26th' });
+
+  await openSignedIn('/usage', account);
+  const table = page.getByTestId('usage-table');
   await eventually(async () => {
     await page.reload();
     await page.locator('[data-testid=usage-table], .empty').first().waitFor();
     await page.getByText('Page 1').waitFor({ timeout: 1000 });
   }, 15_000, 500);
-  expect(await table.locator('tbody tr').count()).toBe(25);
+  await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(25));
   await page.getByRole('button', { name: 'Next' }).click();
   await page.getByText('Page 2').waitFor();
   await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(1));
@@ -224,13 +293,9 @@ test('usage pages through next_cursor', async () => {
 });
 
 test('a key disabled in the console is refused by /v1', async () => {
-  await page.getByRole('link', { name: 'API keys' }).first().click();
-  const row = page.locator('tr', { hasText: 'e2e app' });
-  await row.getByRole('switch').click();
-  await row.getByText('Disabled').waitFor();
-  await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
-
-  const client = new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const account = await register();
+  const { secret } = await createKey(account, { name: 'e2e app' });
+  const client = sdk(secret);
   const status = async () => {
     try {
       await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'still there?' }] });
@@ -239,19 +304,36 @@ test('a key disabled in the console is refused by /v1', async () => {
       return e instanceof OpenAI.APIError ? e.status : -1;
     }
   };
+  expect(await status()).toBe(200);
+
+  await openSignedIn('/keys', account);
+  const row = page.locator('tr', { hasText: 'e2e app' });
+  await row.getByText('Active').waitFor();
+  await row.getByRole('switch').click();
+  await row.getByText('Disabled').waitFor();
+  await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
   await eventually(async () => expect(await status()).toBe(401));
 
   // The state survives a reload: it is the server's, not the page's.
   await page.reload();
-  await expect(page.locator('tr', { hasText: 'e2e app' }).getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
+  await row.getByText('Disabled').waitFor();
+  await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
 });
 
 test('a key is renamed, limited to a model and a scope, then deleted', async () => {
+  const account = await register();
+  await createKey(account, { name: 'e2e app' }); // a bystander: it must outlive the other key's deletion
+  await openSignedIn('/keys', account);
+  await page.locator('tr', { hasText: 'e2e app' }).waitFor();
+
   await page.getByRole('button', { name: 'Create key' }).first().click();
   let dialog = page.getByRole('dialog', { name: 'Create an API key' });
   await dialog.getByLabel('Name').fill('second');
   await dialog.getByRole('button', { name: 'Create key' }).click();
-  const second = ((await page.getByTestId('new-secret').textContent()) ?? '').trim();
+  const shown = page.getByTestId('new-secret');
+  await shown.waitFor();
+  const second = ((await shown.textContent()) ?? '').trim();
+  expect(second).toMatch(/^sk-[A-Za-z0-9]{48}$/);
   await page.getByRole('button', { name: 'I have saved it' }).click();
 
   await page.getByRole('button', { name: 'Edit second' }).click();
@@ -266,7 +348,7 @@ test('a key is renamed, limited to a model and a scope, then deleted', async () 
   await row.locator('.badge', { hasText: 'mock-chat' }).waitFor();
   await row.locator('.badge', { hasText: /^chat$/ }).waitFor();
 
-  const client = new OpenAI({ apiKey: second, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const client = sdk(second);
   const chat = await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'ok' }] });
   expect(chat.choices).toHaveLength(1);
   await expect(client.embeddings.create({ model: 'mock-embedding', input: 'x' })).rejects.toMatchObject({ status: 403 });
@@ -274,6 +356,7 @@ test('a key is renamed, limited to a model and a scope, then deleted', async () 
   // Deleting asks first; Cancel keeps the key.
   await row.getByRole('button', { name: 'Delete chat only' }).click();
   await page.getByRole('dialog', { name: 'Delete this key?' }).getByRole('button', { name: 'Cancel' }).click();
+  await page.getByRole('dialog', { name: 'Delete this key?' }).waitFor({ state: 'detached' });
   await row.waitFor();
   await row.getByRole('button', { name: 'Delete chat only' }).click();
   await page.getByRole('dialog', { name: 'Delete this key?' }).getByRole('button', { name: 'Delete key' }).click();
@@ -295,6 +378,13 @@ test('redeeming a code adds it to the balance', async () => {
   expect(res.status).toBe(201);
   const { codes } = (await res.json()) as { codes: { code: string }[] };
 
+  // Some usage first, so that the dashboard's chart at the end has something to show.
+  const account = await register();
+  const client = sdk((await createKey(account, { name: 'e2e app' })).secret);
+  for (let i = 0; i < 3; i++) await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: `request ${i}` }] });
+  await client.embeddings.create({ model: 'mock-embedding', input: 'vector me' });
+
+  await openSignedIn('/', account);
   await page.getByRole('link', { name: 'Top up' }).first().click();
   await page.getByRole('heading', { name: 'Redeem a code' }).waitFor();
   const before = await apiBalance();
@@ -337,12 +427,15 @@ test('redeeming a code adds it to the balance', async () => {
 });
 
 test('log out, then log in again', async () => {
+  const account = await openSignedIn('/');
   await page.getByRole('button', { name: 'Log out' }).click();
+  await page.waitForURL(`${gw.url}/console/login`);
   await page.getByRole('heading', { name: 'Welcome back' }).waitFor();
   await page.goto(`${gw.url}/console/keys`);
   await page.waitForURL(`${gw.url}/console/login`);
+  await page.getByRole('heading', { name: 'Welcome back' }).waitFor();
 
-  await page.getByLabel('Email').fill(userEmail);
+  await page.getByLabel('Email').fill(account.email);
   await page.getByLabel('Password', { exact: true }).fill('wrong password 1');
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('alert').filter({ hasText: 'Invalid email or password' }).waitFor();

@@ -53,13 +53,15 @@ export const errorBody = (type: string, message: string) => ({ type: 'error', er
 /** The checks Anthropic makes that a translation bug would trip; null if the request is acceptable. */
 function check(r: Received): Plan | null {
   const fail = (status: number, type: string, message: string): Plan => ({ kind: 'json', status, body: errorBody(type, message) });
-  if (r.method !== 'POST' || r.path !== '/v1/messages') return fail(404, 'not_found_error', 'Not found');
+  const counting = r.path === '/v1/messages/count_tokens';
+  if (r.method !== 'POST' || (r.path !== '/v1/messages' && !counting)) return fail(404, 'not_found_error', 'Not found');
   if (r.headers['x-api-key'] !== API_KEY) return fail(401, 'authentication_error', 'invalid x-api-key');
   if (!r.headers['anthropic-version']) return fail(400, 'invalid_request_error', 'anthropic-version: header is required');
   const b = r.body;
   if (!b || typeof b !== 'object') return fail(400, 'invalid_request_error', 'There was an issue with the JSON body');
   if (typeof b.model !== 'string') return fail(400, 'invalid_request_error', 'model: Field required');
-  if (!Number.isInteger(b.max_tokens) || b.max_tokens < 1) return fail(400, 'invalid_request_error', 'max_tokens: Field required');
+  if (counting && 'max_tokens' in b) return fail(400, 'invalid_request_error', 'max_tokens: Extra inputs are not permitted');
+  if (!counting && (!Number.isInteger(b.max_tokens) || b.max_tokens < 1)) return fail(400, 'invalid_request_error', 'max_tokens: Field required');
   if (!Array.isArray(b.messages) || b.messages.length === 0) return fail(400, 'invalid_request_error', 'messages: at least one message is required');
   if (b.temperature !== undefined && (b.temperature < 0 || b.temperature > 1)) {
     return fail(400, 'invalid_request_error', 'temperature: Input should be less than or equal to 1');
@@ -139,8 +141,9 @@ function lastUserText(body: any): string {
     .join(' ');
 }
 
-/** What the fake answers by default: the user's words echoed back. */
+/** What the fake answers by default: the user's words echoed back (count_tokens: a token per word, plus 3). */
 export function defaultPlan(r: Received): Plan {
+  if (r.path === '/v1/messages/count_tokens') return { kind: 'json', body: { input_tokens: 3 + JSON.stringify(r.body.messages).split(' ').length } };
   const text = `Echo: ${lastUserText(r.body)}`;
   const msg = message([{ type: 'text', text }], { model: r.body.model, usage: { input_tokens: 10, output_tokens: text.split(' ').length } });
   return r.body.stream ? { kind: 'sse', events: streamEvents(msg) } : { kind: 'json', body: msg };

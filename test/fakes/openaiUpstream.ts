@@ -56,6 +56,7 @@ export function defaultPlan(r: Received): Plan {
     if (body.stream_options?.include_usage) events.push({ id: 'cmpl-fake1', object: 'text_completion', created: CREATED, model, choices: [], usage });
     return { kind: 'sse', events };
   }
+  if (r.path.endsWith('/responses')) return responsesPlan(body);
   if (r.path.endsWith('/embeddings')) {
     const inputs: unknown[] = typeof body.input === 'string' || typeof body.input?.[0] === 'number' ? [body.input] : body.input;
     const data = inputs.map((_x, index) => {
@@ -83,4 +84,54 @@ export function chatStreamEvents(model: string, pieces: string[], includeUsage: 
   ];
   if (includeUsage) events.push({ ...base, choices: [], usage });
   return events;
+}
+
+/** Responses stream events are framed with their type, `event: <type>\ndata: <json>\n\n`, and no [DONE]. */
+export const responseFrame = (ev: { type: string }) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
+
+/** A Responses answer as OpenAI gives it: the user's last words echoed back in one message item. */
+export function responseObject(body: any, text: string, usage = { input_tokens: 12, input_tokens_details: { cached_tokens: 4 }, output_tokens: 6, output_tokens_details: { reasoning_tokens: 2 }, total_tokens: 18 }) {
+  return {
+    id: 'resp_fake1',
+    object: 'response',
+    created_at: CREATED,
+    status: 'completed',
+    model: body.model,
+    output: [{ type: 'message', id: 'msg_fake1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }],
+    usage,
+    error: null,
+    incomplete_details: null,
+    store: body.store ?? true,
+  };
+}
+
+/** The typed events of a Responses stream for a one-message answer, each with its sequence_number. */
+export function responseEvents(res: ReturnType<typeof responseObject>): { type: string; [k: string]: unknown }[] {
+  const item = res.output[0];
+  const text = item.content[0].text;
+  const shell = { ...res, status: 'in_progress', output: [], usage: null };
+  const evs: { type: string; [k: string]: unknown }[] = [
+    { type: 'response.created', response: shell },
+    { type: 'response.in_progress', response: shell },
+    { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress', content: [] } },
+    { type: 'response.content_part.added', item_id: item.id, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } },
+    ...text.split(/(?= )/).map((delta) => ({ type: 'response.output_text.delta', item_id: item.id, output_index: 0, content_index: 0, delta, logprobs: [] })),
+    { type: 'response.output_text.done', item_id: item.id, output_index: 0, content_index: 0, text, logprobs: [] },
+    { type: 'response.content_part.done', item_id: item.id, output_index: 0, content_index: 0, part: item.content[0] },
+    { type: 'response.output_item.done', output_index: 0, item },
+    { type: 'response.completed', response: res },
+  ];
+  return evs.map((e, sequence_number) => ({ ...e, sequence_number }));
+}
+
+function lastInputText(body: any): string {
+  if (typeof body.input === 'string') return body.input;
+  const m = [...(body.input ?? [])].reverse().find((x: any) => x.role === 'user');
+  return typeof m?.content === 'string' ? m.content : (m?.content ?? []).map((p: any) => p.text ?? '').join('');
+}
+
+function responsesPlan(body: any): Plan {
+  const res = responseObject(body, `Echo: ${lastInputText(body)}`);
+  if (!body.stream) return { kind: 'json', body: res };
+  return { kind: 'sse', events: responseEvents(res).map(responseFrame), done: false };
 }

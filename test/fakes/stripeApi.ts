@@ -98,17 +98,33 @@ export class FakeStripe {
 
 /** The event Stripe sends when a Checkout Session was paid (or `type` for another one). */
 export function checkoutEvent(session: Record<string, unknown>, o: { type?: string; eventId?: string; paid?: boolean } = {}): Record<string, unknown> {
-  return {
-    id: o.eventId ?? `evt_${crypto.randomBytes(12).toString('hex')}`,
-    object: 'event',
-    api_version: '2025-01-01',
-    created: Math.floor(Date.now() / 1000),
-    livemode: false,
-    pending_webhooks: 1,
-    request: { id: null, idempotency_key: null },
-    type: o.type ?? 'checkout.session.completed',
-    data: { object: { ...session, status: 'complete', payment_status: o.paid === false ? 'unpaid' : 'paid' } },
-  };
+  const paid = o.paid !== false;
+  return event(o.type ?? 'checkout.session.completed', { payment_intent: paid ? paymentIntentOf(String(session.id)) : null, ...session, status: 'complete', payment_status: paid ? 'paid' : 'unpaid' }, o.eventId);
+}
+
+/** The payment intent Stripe made for a paid Checkout Session (here: derived from its id). */
+export const paymentIntentOf = (sessionId: string) => `pi_${crypto.createHash('sha256').update(sessionId).digest('hex').slice(0, 24)}`;
+
+const event = (type: string, object: Record<string, unknown>, eventId?: string) => ({
+  id: eventId ?? `evt_${crypto.randomBytes(12).toString('hex')}`,
+  object: 'event',
+  api_version: '2025-01-01',
+  created: Math.floor(Date.now() / 1000),
+  livemode: false,
+  pending_webhooks: 1,
+  request: { id: null, idempotency_key: null },
+  type,
+  data: { object },
+});
+
+/** charge.refunded: the charge of a payment intent, with all that was refunded of it so far (cents), as Stripe sends it. */
+export function refundEvent(paymentIntent: string, amountCents: number, refundedCents: number, eventId?: string): Record<string, unknown> {
+  return event('charge.refunded', { id: `ch_${paymentIntent.slice(3)}`, object: 'charge', amount: amountCents, amount_refunded: refundedCents, currency: 'usd', payment_intent: paymentIntent, refunded: refundedCents >= amountCents, status: 'succeeded' }, eventId);
+}
+
+/** charge.dispute.created / funds_withdrawn / closed, for a dispute of `amountCents` on a payment intent. */
+export function disputeEvent(type: string, paymentIntent: string, disputeId: string, amountCents: number, status = 'needs_response'): Record<string, unknown> {
+  return event(type, { id: disputeId, object: 'dispute', amount: amountCents, currency: 'usd', charge: `ch_${paymentIntent.slice(3)}`, payment_intent: paymentIntent, reason: 'fraudulent', status });
 }
 
 if (require.main === module) {

@@ -1,5 +1,6 @@
 /** A browser-like client of the console API: keeps the session cookie and sends the CSRF token, like the web UI. */
 import crypto from 'node:crypto';
+import { MAILBOXES, mailedToken } from './app';
 
 export interface Answer<T = any> {
   status: number;
@@ -40,11 +41,25 @@ export class ConsoleClient {
   patch = <T = any>(path: string, body?: unknown, o?: { csrf?: boolean | string }) => this.call<T>('PATCH', path, body, o);
   del = <T = any>(path: string, o?: { csrf?: boolean | string }) => this.call<T>('DELETE', path, undefined, o);
 
-  async register(email = uniqueEmail(), password = PASSWORD, referral_code?: string): Promise<Answer> {
+  /**
+   * Registers (and logs in), then — as its owner would — opens the confirmation link the gateway mailed, unless
+   * `verify` is false: the sign-up credits come with it. `this.account` is as the console shows it afterwards.
+   */
+  async register(email = uniqueEmail(), password = PASSWORD, referral_code?: string, o: { verify?: boolean } = {}): Promise<Answer> {
     const r = await this.post('/console/api/register', { email, password, ...(referral_code !== undefined && { referral_code }) });
     if (r.status === 201) {
       this.csrf = r.body.csrf_token;
       this.account = r.body.account;
+      if (o.verify !== false) {
+        const mails = MAILBOXES.get(this.baseUrl);
+        const token = mails && mailedToken(mails, r.body.account.email, '/console/verify');
+        if (token) {
+          const v = await this.post('/console/api/verify-email', { token }, { csrf: false });
+          if (v.status !== 200) throw new Error(`verify-email: ${v.status} ${JSON.stringify(v.body)}`);
+          this.account = (await this.get('/console/api/account')).body;
+          r.body.account = this.account;
+        }
+      }
     }
     return r;
   }

@@ -30,9 +30,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startProcess(configFile: string, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+export async function startProcess(configFile: string, env: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<GatewayProcess> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'switchyard.js'), 'serve', '--port', String(port)], {
+  const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'switchyard.js'), 'serve', '--port', String(port), ...args], {
     cwd: ROOT,
     env: { ...process.env, SWITCHYARD_CONFIG: configFile, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -31,8 +31,8 @@ afterAll(async () => {
 
 const db = () => gw.app.db;
 
-async function admin(method: string, path: string, body?: unknown, token: string | null = TOKEN, base = gw.url) {
-  const headers: Record<string, string> = {};
+async function admin(method: string, path: string, body?: unknown, token: string | null = TOKEN, base = gw.url, extra: Record<string, string> = {}) {
+  const headers: Record<string, string> = { ...extra };
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const r = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -187,6 +187,68 @@ describe('redemption codes', () => {
   });
 });
 
+describe('Idempotency-Key', () => {
+  const grant = (accountId: number, usd: string, key: string) => admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd }, TOKEN, gw.url, { 'idempotency-key': key });
+
+  test('a retried grant gets the first answer and credits nothing more, even when the retries arrive at once', async () => {
+    const c = await registered(gw.url);
+    const before = Number((await db()('accounts').where('id', c.account.id).first()).balance_micros);
+    const first = await grant(c.account.id, '5', `grant-${c.account.id}`);
+    expect(first.status).toBe(200);
+    const again = await Promise.all(Array.from({ length: 5 }, () => grant(c.account.id, '5', `grant-${c.account.id}`)));
+    for (const r of again) expect(r).toMatchObject({ status: 200, body: first.body });
+    const concurrent = await Promise.all(Array.from({ length: 5 }, () => grant(c.account.id, '7', `burst-${c.account.id}`)));
+    expect(new Set(concurrent.map((r) => r.body.ledger_id)).size).toBe(1);
+    expect(Number((await db()('accounts').where('id', c.account.id).first()).balance_micros)).toBe(before + 12_000_000);
+    expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(2);
+    // without a key every request is a grant of its own
+    await admin('POST', `/admin/api/accounts/${c.account.id}/credits`, { usd: '1' });
+    await admin('POST', `/admin/api/accounts/${c.account.id}/credits`, { usd: '1' });
+    expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(4);
+  });
+
+  test('the same key with another request is refused and changes nothing', async () => {
+    const c = await registered(gw.url);
+    expect((await grant(c.account.id, '5', `k-${c.account.id}`)).status).toBe(200);
+    const other = await grant(c.account.id, '50', `k-${c.account.id}`);
+    expect(other.status).toBe(400);
+    expect(other.body.error).toMatchObject({ type: 'invalid_request_error', code: 'idempotency_key_reused' });
+    expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(1);
+  });
+
+  test('a retried code batch shows the same codes and makes no new ones', async () => {
+    const key = `codes-${Date.now()}-${Math.random()}`;
+    const make = () => admin('POST', '/admin/api/redemption-codes', { count: 2, usd: '3' }, TOKEN, gw.url, { 'idempotency-key': key });
+    const countBefore = Number((await db()('redemption_codes').count({ n: '*' }))[0].n);
+    const first = await make();
+    expect(first.status).toBe(201);
+    expect(await make()).toMatchObject({ status: 201, body: first.body });
+    expect(Number((await db()('redemption_codes').count({ n: '*' }))[0].n)).toBe(countBefore + 2);
+  });
+});
+
+describe('keys and alerts', () => {
+  test("an admin sets any key's expiry and budget, and an account's low-balance alert; unknown ids are 404s", async () => {
+    const c = await registered(gw.url);
+    const { key } = (await c.post('/console/api/keys', { name: 'k' })).body;
+    const patch = (body: unknown, id = key.id) =>
+      fetch(`${gw.url}/admin/api/keys/${id}`, { method: 'PATCH', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    const later = new Date(Date.now() + 86_400_000).toISOString();
+    const changed = await patch({ expires_at: later, budget: { usd: '2.5', period: 'week' } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ id: key.id, expires_at: later, budget: { usd: '2.500000', period: 'week', spent_usd: '0.000000' } });
+    expect((await c.get('/console/api/keys')).body.data[0].budget.usd).toBe('2.500000'); // the owner sees it
+    expect((await patch({ budget: null })).body.budget).toBeNull();
+    expect((await patch({ expires_at: '2001-01-01T00:00:00Z' })).status).toBe(400);
+    expect((await patch({ budget: null }, 987654321)).status).toBe(404);
+    const alert = (id: number, body: unknown) =>
+      fetch(`${gw.url}/admin/api/accounts/${id}/alert`, { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    expect((await alert(c.account.id, { low_balance_usd: '3' })).body).toEqual({ account_id: c.account.id, low_balance_usd: '3.000000' });
+    expect((await c.get('/console/api/account')).body.low_balance_usd).toBe('3.000000');
+    expect((await alert(987654321, { low_balance_usd: '3' })).status).toBe(404);
+  });
+});
+
 describe('the CLI', () => {
   const ROOT = path.resolve(__dirname, '../..');
   const run = (...args: string[]) =>
@@ -218,6 +280,16 @@ describe('the CLI', () => {
     expect(grant.code).toBe(0);
     expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(1);
 
+    // a retried grant with the same Idempotency-Key credits nothing more — from the CLI or the admin API
+    const once = await run('credits', 'grant', '--account', String(c.account.id), '--usd', '3', '--idempotency-key', `cli-${c.account.id}`);
+    const twice = await run('credits', 'grant', '--account', String(c.account.id), '--usd', '3', '--idempotency-key', `cli-${c.account.id}`);
+    expect(twice.out).toEqual(once.out);
+    const api = await admin('POST', `/admin/api/accounts/${c.account.id}/credits`, { usd: '3' }, TOKEN, gw.url, { 'idempotency-key': `cli-${c.account.id}` });
+    expect(api.body.ledger_id).toBe(once.out.ledger_id);
+    expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(2);
+    const expiring = await run('keys', 'create', '--account', String(c.account.id), '--expires', '2099-01-01T00:00:00Z');
+    expect(expiring.out.expires_at).toBe('2099-01-01T00:00:00.000Z');
+    expect((await run('keys', 'create', '--account', String(c.account.id), '--expires', '2020-01-01')).code).toBe(2);
     expect((await run('codes', 'create', '--count', '0', '--usd', '4')).code).toBe(2);
     expect((await run('codes', 'create', '--count', '2')).code).toBe(2);
     expect((await run('accounts', 'disable', '987654321')).code).toBe(1);

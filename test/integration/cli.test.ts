@@ -84,6 +84,7 @@ describe('accounts', () => {
       status: 'active',
       balance_usd: '12.500000',
       balance_micros: 12_500_000,
+      referral_code: expect.stringMatching(/^[0-9A-Z]+$/),
       created_at: expect.stringMatching(ISO),
       keys: [],
     });
@@ -156,6 +157,8 @@ describe('keys', () => {
       scopes: ['chat', 'models'],
       created_at: expect.stringMatching(ISO),
       last_used_at: null,
+      expires_at: null,
+      budget: null,
       key: expect.stringMatching(/^sk-[A-Za-z0-9]{48}$/),
       note: 'This key is shown once; only its hash is stored.',
     });
@@ -188,7 +191,7 @@ describe('keys', () => {
 
   test('a key with no options may do everything, and each key is different', async () => {
     const a = await ok('keys', 'create', '--account', String(accountId));
-    expect(a).toMatchObject({ name: null, enabled: true, quota_usd: null, models: null, scopes: ['chat', 'completions', 'embeddings', 'models'] });
+    expect(a).toMatchObject({ name: null, enabled: true, quota_usd: null, models: null, scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] });
     expect(a.key).not.toBe(created.key);
   });
 

@@ -8,11 +8,11 @@
 import crypto from 'node:crypto';
 import Stripe from 'stripe';
 import OpenAI from 'openai';
-import { startGateway, type TestGateway } from '../helpers/app';
+import { mailedToken, startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, PASSWORD, registered, uniqueEmail } from '../helpers/console';
 import { FakeStripe, checkoutEvent } from '../fakes/stripeApi';
 import { createCodes } from '../../src/billing/redemption';
-import { post, DuplicateLedgerEntry } from '../../src/billing/ledger';
+import { post, DuplicateLedgerEntry } from '../../src/db/ledger';
 import { verifyLedger } from '../../src/billing/verify';
 
 const MODELS = `
@@ -60,19 +60,21 @@ const errorOf = async (p: Promise<unknown>) => {
 };
 
 describe('registration', () => {
-  test('starter credits through the ledger, logged in with an HttpOnly SameSite cookie', async () => {
+  test('registered and logged in with an HttpOnly SameSite cookie; the starter credits come with the mailed link, once', async () => {
     const c = client();
     const email = uniqueEmail('Reg');
-    const r = await c.register(email.toUpperCase());
+    const r = await c.register(email.toUpperCase(), PASSWORD, undefined, { verify: false });
     expect(r.status).toBe(201);
     expect(r.body).toEqual({
       account: {
         id: expect.any(Number),
         email: email.toLowerCase(),
-        balance_usd: '1.000000',
-        balance_micros: 1_000_000,
+        balance_usd: '0.000000',
+        balance_micros: 0,
         referral_code: expect.stringMatching(/^[0-9A-Z]{8}$/),
         referral_link: `${gw.url}/console/register?ref=${r.body.account.referral_code}`,
+        email_verified: false,
+        low_balance_usd: null,
         created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
         totals: { spent_usd: '0.000000', requests: 0, topped_up_usd: '0.000000', referral_usd: '0.000000' },
       },
@@ -81,8 +83,17 @@ describe('registration', () => {
     expect(r.cookies).toHaveLength(1);
     expect(r.cookies[0]).toMatch(/^sy_session=[A-Za-z0-9_-]{43}; Max-Age=2592000; Path=\/; HttpOnly; SameSite=Lax$/);
     expect(r.headers.get('cache-control')).toBe('no-store');
+    expect(await ledgerOf(r.body.account.id)).toEqual([]); // nothing before the address is confirmed
+    const token = mailedToken(gw.mails, email.toLowerCase(), '/console/verify')!;
+    expect(gw.mails.at(-1)!.text).toContain(`${gw.url}/console/verify?token=${token}`);
+    expect((await client().post('/console/api/verify-email', { token })).body).toEqual({ email_verified: true });
+    expect((await c.get('/console/api/account')).body).toMatchObject({ balance_usd: '1.000000', email_verified: true });
+    const again = await client().post('/console/api/verify-email', { token }); // single use
+    expect(again.status).toBe(400);
+    expect(again.body.error).toMatchObject({ code: 'invalid_token', param: 'token' });
     const rows = await ledgerOf(r.body.account.id);
-    expect(rows.map((x) => [x.kind, Number(x.amount_micros), x.ref])).toEqual([['signup', 1_000_000, `signup_${r.body.account.id}`]]);
+    expect(rows.map((x) => [x.kind, Number(x.amount_micros)])).toEqual([['signup', 1_000_000]]);
+    expect(rows[0].ref).toMatch(/^signup_[0-9a-f]{40}$/); // per mailbox, not per account
     // The session works, and only the SHA-256 of its id is stored.
     expect((await c.get('/console/api/session')).body.account.email).toBe(email.toLowerCase());
     const id = c.cookie!.split('=')[1];
@@ -100,24 +111,26 @@ describe('registration', () => {
     expect(r.body.account.referral_link).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/console\/register\?ref=/);
   });
 
-  test('a referral code gives 20 USD to both accounts: 21 for the new one, +20 for the referrer, once', async () => {
+  test('a referral code gives 20 USD to both accounts once the new address is confirmed: 21 for the new one, +20 for the referrer, once', async () => {
     const referrer = await registered(gw.url);
     const before = await balance(referrer.account.id);
     const fresh = client();
     const r = await fresh.register(uniqueEmail(), PASSWORD, referrer.account.referral_code.toLowerCase());
     expect(r.status).toBe(201);
-    expect(r.body.account).toMatchObject({ balance_usd: '21.000000', totals: { referral_usd: '20.000000' } });
+    expect(r.body.account).toMatchObject({ balance_usd: '21.000000', email_verified: true, totals: { referral_usd: '20.000000' } });
     const newId = r.body.account.id;
-    expect((await ledgerOf(newId)).map((x) => [x.kind, Number(x.amount_micros), x.ref])).toEqual([
-      ['signup', 1_000_000, `signup_${newId}`],
-      ['referral', 20_000_000, `referral_${newId}`],
+    const rows = await ledgerOf(newId);
+    expect(rows.map((x) => [x.kind, Number(x.amount_micros)])).toEqual([
+      ['signup', 1_000_000],
+      ['referral', 20_000_000],
     ]);
+    const mailbox = rows[1].ref.slice('referral_'.length);
     expect(await balance(referrer.account.id)).toBe(before + 20_000_000);
     const mine = await referrer.get('/console/api/account');
     expect(mine.body).toMatchObject({ balance_usd: '21.000000', totals: { referral_usd: '20.000000' } });
-    expect((await ledgerOf(referrer.account.id)).at(-1)).toMatchObject({ kind: 'referral', ref: `referred_${newId}` });
-    // Once per new account: the ledger refuses a second referral row for it.
-    await expect(post(db(), { accountId: referrer.account.id, kind: 'referral', amountMicros: 20_000_000, ref: `referred_${newId}` })).rejects.toBeInstanceOf(
+    expect((await ledgerOf(referrer.account.id)).at(-1)).toMatchObject({ kind: 'referral', ref: `referred_${mailbox}` });
+    // Once per mailbox: the ledger refuses a second referral row for it.
+    await expect(post(db(), { accountId: referrer.account.id, kind: 'referral', amountMicros: 20_000_000, ref: `referred_${mailbox}` })).rejects.toBeInstanceOf(
       DuplicateLedgerEntry,
     );
     // A second referred account pays the referrer again (another new account).
@@ -360,6 +373,8 @@ describe('keys', () => {
         scopes: ['chat', 'models'],
         created_at: expect.any(String),
         last_used_at: null,
+        expires_at: null,
+        budget: null,
       },
       secret: expect.stringMatching(/^sk-[A-Za-z0-9]{48}$/),
     });
@@ -387,7 +402,7 @@ describe('keys', () => {
   test('defaults: no name, no quota, every model, every scope', async () => {
     const c = await registered(gw.url);
     const r = await c.post('/console/api/keys', {});
-    expect(r.body.key).toMatchObject({ name: null, quota_usd: null, models: null, scopes: ['chat', 'completions', 'embeddings', 'models'] });
+    expect(r.body.key).toMatchObject({ name: null, quota_usd: null, models: null, scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] });
   });
 
   test('bad settings are 400s naming the field', async () => {
@@ -441,13 +456,15 @@ describe('keys', () => {
     const c = await registered(gw.url);
     const { body } = await c.post('/console/api/keys', { name: 'in flight', quota_usd: '1' });
     const running = v1(body.secret).chat.completions.create({ model: 'slow-chat', messages: [{ role: 'user', content: 'hi' }], stream: true });
-    await new Promise((r) => setTimeout(r, 150)); // admitted, waiting for the slow upstream
-    expect((await db()('holds').where('key_id', body.key.id)).length).toBe(1);
+    await new Promise((r) => setTimeout(r, 150)); // admitted (on a credit lease of the key), waiting for the slow upstream
+    expect((await db()('leases').where('key_id', body.key.id)).length).toBe(1);
     expect((await c.del(`/console/api/keys/${body.key.id}`)).status).toBe(204);
     let text = '';
     for await (const chunk of await running) text += chunk.choices[0]?.delta?.content ?? '';
     expect(text).toContain('hi');
+    await gw.settled();
     expect(await db()('holds').where('key_id', body.key.id)).toEqual([]);
+    expect(await db()('leases').where('key_id', body.key.id)).toEqual([]);
     expect(Number((await db()('accounts').where('id', c.account.id).first()).held_micros)).toBe(0);
     const usage = await c.get('/console/api/usage');
     expect(usage.body.data).toEqual([expect.objectContaining({ key_id: body.key.id, model: 'slow-chat', status: 200 })]);
@@ -703,6 +720,7 @@ describe('usage, daily usage and ledger', () => {
     await chat(keys[0].secret);
     await chat(keys[1].secret);
     await v1(keys[1].secret).embeddings.create({ model: 'mock-embedding', input: 'hello' });
+    await gw.settled(); // settlements are written in batches
   });
 
   test('records newest first, with per-model totals', async () => {
@@ -716,6 +734,9 @@ describe('usage, daily usage and ledger', () => {
       status: 200,
       prompt_tokens: expect.any(Number),
       completion_tokens: 0,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+      reasoning_tokens: 0,
       counted: expect.stringMatching(/^(upstream|tokenizer)$/),
       cost_usd: expect.stringMatching(/^\d+\.\d{6}$/),
       latency_ms: expect.any(Number),
@@ -723,8 +744,8 @@ describe('usage, daily usage and ledger', () => {
     });
     expect(r.body.next_cursor).toBeNull();
     expect(r.body.totals).toEqual([
-      { model: 'mock-chat', requests: 3, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cost_usd: expect.any(String) },
-      { model: 'mock-embedding', requests: 1, prompt_tokens: expect.any(Number), completion_tokens: 0, cost_usd: expect.any(String) },
+      { model: 'mock-chat', requests: 3, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: expect.any(String) },
+      { model: 'mock-embedding', requests: 1, prompt_tokens: expect.any(Number), completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: expect.any(String) },
     ]);
     const spent = (await c.get('/console/api/account')).body.totals;
     const sum = r.body.data.reduce((a: number, x: any) => a + Math.round(Number(x.cost_usd) * 1e6), 0);
@@ -785,7 +806,7 @@ describe('usage, daily usage and ledger', () => {
       kind: 'signup',
       amount_usd: '1.000000',
       balance_after_usd: '1.000000',
-      ref: `signup_${c.account.id}`,
+      ref: expect.stringMatching(/^signup_[0-9a-f]{40}$/),
       model: null,
       created_at: expect.any(String),
     });

@@ -5,6 +5,7 @@
 import OpenAI from 'openai';
 import { FakeOpenAI, chatStreamEvents } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
+import { setKeyState } from '../../src/services/admin';
 import { setKeyEnabled } from '../../src/accounts/keys';
 
 let upstream: FakeOpenAI;
@@ -256,12 +257,25 @@ describe('errors, each in the OpenAI shape', () => {
     for (const k of [null, 'not-a-key', 'sk-short', `sk-${'x'.repeat(48)}`]) {
       await expectError(await raw('/v1/models', { key: k }), 401, { message: 'Invalid API key', type: 'authentication_error', code: 'invalid_api_key' });
     }
+    // disabled through the gateway's own services: refused at once
     const { secret, keyId } = await gw.newKey();
     expect((await raw('/v1/models', { key: secret })).status).toBe(200);
-    await setKeyEnabled(gw.app.db, keyId, false);
+    await setKeyState(gw.app.db, (c) => gw.app.keys.changed(c), keyId, false);
     await expectError(await raw('/v1/models', { key: secret }), 401, { message: 'Invalid API key' });
     const sdk = new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
     await expect(sdk.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    // disabled by another process (here: straight in the database): refused once the key cache's 2 s are up
+    // (the loop gives it 5 s, far below the 30 s an entry may live while changes are announced through Redis)
+    const other = await gw.newKey();
+    expect((await raw('/v1/models', { key: other.secret })).status).toBe(200);
+    await setKeyEnabled(gw.app.db, other.keyId, false);
+    const since = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - since < 5000) {
+      status = (await raw('/v1/models', { key: other.secret })).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toBe(401);
   });
 
   test('403 when the key lacks the scope of the endpoint', async () => {

@@ -3,12 +3,12 @@ import {
   StreamTranslator,
   finishReason,
   fromAnthropicResponse,
-  parseDataUrl,
   toAnthropicRequest,
   toUsage,
   type AnthropicResponse,
   type StreamEvent,
 } from '../../src/gateway/providers/anthropic/translate';
+import { parseDataUrl } from '../../src/gateway/providers/shared';
 import { UpstreamError, type ChatChunk, type ChatRequest } from '../../src/gateway/types';
 
 const req = (patch: Partial<ChatRequest> & Record<string, unknown>): ChatRequest =>
@@ -21,7 +21,7 @@ function refusal(f: () => unknown): UpstreamError {
     f();
   } catch (e) {
     expect(e).toBeInstanceOf(UpstreamError);
-    expect(e).toMatchObject({ reason: 'status', status: 400 });
+    expect(e).toMatchObject({ reason: 'invalid', status: 400 });
     return e as UpstreamError;
   }
   throw new Error('expected a refusal');
@@ -35,10 +35,10 @@ describe('toAnthropicRequest', () => {
     expect(translate({}, true).stream).toBe(true);
   });
 
-  test('max_tokens: max_completion_tokens, then max_tokens, then the model allowance', () => {
-    expect(translate({ max_completion_tokens: 10, max_tokens: 20 }).max_tokens).toBe(10);
-    expect(translate({ max_tokens: 20 }).max_tokens).toBe(20);
+  test('max_tokens: the output allowance the gateway sends (what the hold covers), whatever the request asked', () => {
+    expect(translate({ max_completion_tokens: 10, max_tokens: 20 }).max_tokens).toBe(4096);
     expect(translate({ max_tokens: null, max_completion_tokens: null }).max_tokens).toBe(4096);
+    expect(toAnthropicRequest(req({ max_tokens: 20 }), 'claude-upstream', 17, false).max_tokens).toBe(17);
   });
 
   test('system and developer messages become one system prompt, wherever they are', () => {
@@ -123,15 +123,16 @@ describe('toAnthropicRequest', () => {
 
   test('content Anthropic cannot take is refused with a 400 naming the part', () => {
     const user = (part: unknown) => ({ messages: [{ role: 'user', content: [part] }] }) as Partial<ChatRequest>;
-    expect(refusal(() => translate(user({ type: 'image_url', image_url: { url: 'data:image/png,rawbytes' } }))).upstreamMessage).toContain('messages[0].content[0].image_url.url');
+    expect(refusal(() => translate(user({ type: 'image_url', image_url: { url: 'data:image/png;base64' } }))).upstreamMessage).toContain('messages[0].content[0].image_url.url');
     expect(refusal(() => translate(user({ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }))).upstreamMessage).toContain("'input_audio'");
     expect(refusal(() => translate(user({ type: 'file', file: { file_id: 'file-1' } }))).upstreamMessage).toContain('messages[0].content[0].file');
   });
 
-  test('parseDataUrl', () => {
-    expect(parseDataUrl('data:image/png;base64,AAA=')).toEqual({ media_type: 'image/png', data: 'AAA=' });
-    expect(parseDataUrl('data:image/png;name=a.png;base64,AAA=')).toEqual({ media_type: 'image/png', data: 'AAA=' });
-    expect(parseDataUrl('data:image/png,AAA=')).toBeNull();
+  test('parseDataUrl (shared by the translating providers)', () => {
+    expect(parseDataUrl('data:image/png;base64,AAA=')).toEqual({ mediaType: 'image/png', data: 'AAA=' });
+    expect(parseDataUrl('data:image/png;name=a.png;base64,AAA=')).toEqual({ mediaType: 'image/png', data: 'AAA=' });
+    expect(parseDataUrl('data:text/plain;charset=utf-8,hi%20there')).toEqual({ mediaType: 'text/plain', data: Buffer.from('hi there').toString('base64') });
+    expect(parseDataUrl('data:image/png;base64')).toBeNull();
     expect(parseDataUrl('https://x/y.png')).toBeNull();
   });
 
@@ -266,12 +267,12 @@ describe('answers', () => {
     ).toEqual(['stop', 'stop', 'stop', 'length', 'length', 'tool_calls', 'content_filter', 'stop', 'stop']);
   });
 
-  test('usage: cache writes and reads are prompt tokens; cached_tokens only when Anthropic reported reads', () => {
+  test('usage: cache writes and reads are prompt tokens; cached_tokens (and writes) only when Anthropic reported the cache', () => {
     expect(toUsage({ input_tokens: 5, cache_creation_input_tokens: 10, cache_read_input_tokens: 100, output_tokens: 7 })).toEqual({
       prompt_tokens: 115,
       completion_tokens: 7,
       total_tokens: 122,
-      prompt_tokens_details: { cached_tokens: 100 },
+      prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 10 },
     });
     expect(toUsage({ input_tokens: 5, cache_creation_input_tokens: null, cache_read_input_tokens: null, output_tokens: 7 })).toEqual({
       prompt_tokens: 5,

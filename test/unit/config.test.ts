@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config';
+import { ConfigError } from '../../src/config';
+import { loadConfig, parseConfig } from '../../src/services/app';
 
 /** The message of the ConfigError that parsing `text` throws (fails the test if it parses, or throws something else). */
 function configError(text: string, env: NodeJS.ProcessEnv = {}): string {
@@ -56,6 +57,7 @@ models:
       max_connections: 64,
       timeouts: { connect_ms: 10_000, first_byte_ms: 5000, idle_ms: 60_000, total_ms: 600_000 },
       latency_ms: 0,
+      settings: {},
     });
     expect(c.providers.local.timeouts).toEqual({ connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 });
     expect(c.providers.local.base_url).toBeUndefined();

@@ -2,8 +2,8 @@
 import crypto from 'node:crypto';
 import { hashPassword, passwordProblem, verifyPassword } from '../../src/accounts/passwords';
 import { canonicalCode, randomCode } from '../../src/accounts/accounts';
-import { parseConfig } from '../../src/config';
-import { readCookie, sessionCookie, timeParam, usdParam } from '../../src/console/views';
+import { parseConfig } from '../../src/services/app';
+import { readCookie, sessionCookie, timeParam, usdParam } from '../../src/services/views';
 
 const MODELS = `providers: { m: { type: mock } }\nmodels: [ { id: x, kind: chat, routes: [ { provider: m } ] } ]\n`;
 
@@ -63,11 +63,16 @@ test('the console settings: defaults, and errors that name the setting', () => {
     topup_min_micros: 5_000_000,
     topup_max_micros: 1_000_000_000,
     login_attempts_per_email: 10,
+    login_attempts_per_email_daily: 100,
     login_attempts_per_address: 50,
     login_window_s: 900,
     registrations_per_address: 20,
     registration_window_s: 3600,
+    referrals_per_month: 10,
+    disposable_domains: expect.arrayContaining(['mailinator.com', 'yopmail.com', 'guerrillamail.com']),
+    captcha: null,
   });
+  expect(parseConfig(`console: { disposable_domains: [Example.ORG] }\n${MODELS}`).console.disposable_domains).toEqual(['example.org']);
   expect(parseConfig(`console: { starter_credits_usd: 0.5, referral_credits_usd: 0 }\n${MODELS}`).console).toMatchObject({
     starter_credits_micros: 500_000,
     referral_credits_micros: 0,
@@ -79,7 +84,7 @@ test('the console settings: defaults, and errors that name the setting', () => {
 });
 
 describe('addressKey: what per-address limits count', () => {
-  const { addressKey } = require('../../src/console/services') as typeof import('../../src/console/services');
+  const { addressKey } = require('../../src/services/consoleLimits') as typeof import('../../src/services/consoleLimits');
   test.each([
     ['203.0.113.7', '203.0.113.7'],
     ['::ffff:203.0.113.7', '203.0.113.7'],

@@ -1,12 +1,12 @@
 /** The gemini provider's translation functions (no I/O), and what it refuses to serve. */
-import { GeminiProvider } from '../../src/gateway/providers/gemini';
+import { gemini } from '../../src/gateway/providers/gemini';
+import { Provider } from '../../src/gateway/providers/provider';
 import {
   ChatStreamTranslator,
   SKIP_THOUGHT_SIGNATURE,
   finishReason,
   fromEmbedResponse,
   fromGeminiResponse,
-  parseDataUrl,
   resourceName,
   toEmbedCall,
   toGeminiRequest,
@@ -49,7 +49,7 @@ describe('toGeminiRequest: messages', () => {
     });
   });
 
-  test('images: a data URL is inlineData, another URL is fileData (with a MIME type when the name tells it)', () => {
+  test('images: a data URL is inlineData, a URL that names an image is fileData of that type; other URLs (a video, a stored file) are a 400', () => {
     const req = toGeminiRequest(
       chat([
         {
@@ -58,7 +58,6 @@ describe('toGeminiRequest: messages', () => {
             { type: 'text', text: 'what is this?' },
             { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
             { type: 'image_url', image_url: { url: 'https://example.com/cat.JPG?size=large', detail: 'high' } },
-            { type: 'image_url', image_url: { url: 'https://generativelanguage.googleapis.com/v1beta/files/abc123' } },
             { type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } },
             { type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' } },
           ],
@@ -69,7 +68,6 @@ describe('toGeminiRequest: messages', () => {
       { text: 'what is this?' },
       { inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } },
       { fileData: { mimeType: 'image/jpeg', fileUri: 'https://example.com/cat.JPG?size=large' } },
-      { fileData: { fileUri: 'https://generativelanguage.googleapis.com/v1beta/files/abc123' } },
       { inlineData: { mimeType: 'audio/wav', data: 'UklGRg==' } },
       { inlineData: { mimeType: 'application/pdf', data: 'JVBERi0=' } },
     ]);
@@ -77,9 +75,14 @@ describe('toGeminiRequest: messages', () => {
 
   test('parts Gemini cannot take are a 400', () => {
     const e = rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-1' } }] }])));
-    expect(e).toMatchObject({ reason: 'status', status: 400 });
+    expect(e).toMatchObject({ reason: 'invalid', status: 400 });
     expect(e.upstreamMessage).toMatch(/^messages\[0\]\.content\[0\]: file_id inputs are not supported/);
     expect(rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'video', video: {} }] }]))).upstreamMessage).toContain("type 'video'");
+    // Gemini reads a URL as whatever it finds there: a video or a stored file would be billed as such
+    for (const url of ['https://www.youtube.com/watch?v=abc', 'https://generativelanguage.googleapis.com/v1beta/files/abc123']) {
+      const img = rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }])));
+      expect(img.upstreamMessage).toContain('messages[0].content[0].image_url.url: send images as data URLs');
+    }
   });
 
   test('assistant tool calls become functionCall parts; the first carries the remembered signature or the skip value', () => {
@@ -125,7 +128,7 @@ describe('toGeminiRequest: messages', () => {
     expect(rejection(() => toGeminiRequest(bad('{nope'))).upstreamMessage).toBe('messages[0].tool_calls[0].function.arguments is not valid JSON');
     expect(rejection(() => toGeminiRequest(bad('[1]'))).upstreamMessage).toBe('messages[0].tool_calls[0].function.arguments must be a JSON object');
     const orphan = rejection(() => toGeminiRequest(chat([{ role: 'tool', tool_call_id: 'x', content: 'y' }])));
-    expect(orphan).toMatchObject({ reason: 'status', status: 400 });
+    expect(orphan).toMatchObject({ reason: 'invalid', status: 400 });
   });
 
   test('the deprecated function_call and function role', () => {
@@ -151,9 +154,6 @@ describe('toGeminiRequest: messages', () => {
   });
 
   test('data URLs', () => {
-    expect(parseDataUrl('data:image/webp;base64,AAAA')).toEqual({ mimeType: 'image/webp', data: 'AAAA' });
-    expect(parseDataUrl('data:text/plain;charset=utf-8,hi%20there')).toEqual({ mimeType: 'text/plain', data: Buffer.from('hi there').toString('base64') });
-    expect(parseDataUrl('https://x/y.png')).toBeNull();
   });
 });
 
@@ -341,11 +341,11 @@ describe('embeddings', () => {
 
   test('token arrays are a 400', () => {
     for (const input of [[1, 2], [[1], [2]]]) {
-      expect(rejection(() => toEmbedCall(emb(input), 'x'))).toMatchObject({ reason: 'status', status: 400, upstreamMessage: 'token arrays are not supported by this model' });
+      expect(rejection(() => toEmbedCall(emb(input), 'x'))).toMatchObject({ reason: 'invalid', status: 400, upstreamMessage: 'token arrays are not supported by this model' });
     }
   });
 
-  test('answers: vectors in order, usage counted locally; a wrong count is a protocol error', () => {
+  test('answers: vectors in order, without usage (Gemini reports none: the gateway counts); a wrong count is a protocol error', () => {
     const call = toEmbedCall(emb(['hello world', 'x']), 'x');
     expect(fromEmbedResponse(call, { embeddings: [{ values: [1, 2] }, { values: [3, 4] }] }, 'x')).toEqual({
       object: 'list',
@@ -354,7 +354,6 @@ describe('embeddings', () => {
         { object: 'embedding', index: 0, embedding: [1, 2] },
         { object: 'embedding', index: 1, embedding: [3, 4] },
       ],
-      usage: { prompt_tokens: 3, total_tokens: 3 },
     });
     expect(rejection(() => fromEmbedResponse(call, { embeddings: [{ values: [1] }] }, 'x')).reason).toBe('protocol');
     expect(rejection(() => fromEmbedResponse(toEmbedCall(emb('a'), 'x'), {}, 'x')).reason).toBe('protocol');
@@ -366,8 +365,8 @@ describe('embeddings', () => {
   });
 });
 
-describe('GeminiProvider', () => {
-  const provider = new GeminiProvider({
+describe('the gemini provider', () => {
+  const provider = new Provider(gemini, {
     name: 'g',
     type: 'gemini',
     base_url: 'http://127.0.0.1:9',
@@ -375,13 +374,14 @@ describe('GeminiProvider', () => {
     max_connections: 1,
     timeouts: { connect_ms: 100, first_byte_ms: 100, idle_ms: 100, total_ms: 100 },
     latency_ms: 0,
+    settings: {},
   });
   afterAll(() => provider.close());
-  const call = { body: { model: 'x', prompt: 'hi' }, model: 'x', maxOutputTokens: 10, signal: new AbortController().signal };
+  const call = { model: 'x', maxOutputTokens: 10, signal: new AbortController().signal };
 
-  test('legacy completions are refused with a 400 naming the endpoint to use', async () => {
-    const expected = { reason: 'status', status: 400, upstreamMessage: 'This model only supports /v1/chat/completions' };
-    await expect(provider.completion(call)).rejects.toMatchObject(expected);
-    await expect(provider.completionStream(call)[Symbol.asyncIterator]().next()).rejects.toMatchObject(expected);
+  test('serves chat and embeddings; legacy completions (served through chat by the gateway) are refused with a 400 if asked directly', async () => {
+    expect([provider.serves('chat'), provider.serves('embeddings'), provider.serves('completions')]).toEqual([true, true, false]);
+    const expected = { reason: 'invalid', status: 400 };
+    await expect(provider.send('completions', { model: 'x', prompt: 'hi' }, call)).rejects.toMatchObject(expected);
   });
 });

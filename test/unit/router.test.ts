@@ -1,7 +1,8 @@
 /** The router's choices, with a fake clock and a fake random source. */
-import { parseConfig } from '../../src/config';
+import { parseConfig } from '../../src/services/app';
 import { Router } from '../../src/gateway/router';
-import { UpstreamError, type Provider } from '../../src/gateway/types';
+import type { Provider } from '../../src/gateway/providers';
+import { UpstreamError } from '../../src/gateway/types';
 
 const config = parseConfig(`
 routing: { breaker_failures: 2, breaker_cooldown_ms: 1000 }
@@ -47,14 +48,12 @@ test('the breaker: open after N consecutive failures, one probe after the cool-d
   const signal = new AbortController().signal;
   await expect(router.run(single, signal, fail)).rejects.toMatchObject({ status: 502 });
   await expect(router.run(single, signal, fail)).rejects.toMatchObject({ status: 502 });
-  expect(router.isOpen(single.routes[0])).toBe(true);
   await expect(router.run(single, signal, ok)).rejects.toMatchObject({ status: 503 });
   expect(calls).toEqual(['r', 'r']);
   now = 1001; // cool-down over: one probe goes through
   const probe = await router.run(single, signal, ok);
   probe.finish();
   expect(probe.value).toBe('ok');
-  expect(router.isOpen(single.routes[0])).toBe(false);
   expect(calls).toEqual(['r', 'r', 'r']);
 });
 
@@ -77,7 +76,6 @@ test('a probe that ends without news of the route (the caller was at fault, or l
   now = 1001;
   // the probe is refused as the caller's fault: the upstream is alive, so the breaker closes
   await expect(router.run(single, signal, async () => { throw new UpstreamError('status', 'bad n', 400, 'n must be 1'); })).rejects.toMatchObject({ status: 400 });
-  expect(router.isOpen(single.routes[0])).toBe(false);
   const ok = await router.run(single, signal, async () => 'ok');
   ok.finish();
   expect(ok.value).toBe('ok');

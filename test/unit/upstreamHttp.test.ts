@@ -27,12 +27,12 @@ afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 function config(over: Partial<ProviderConfig['timeouts']> = {}, base_url = url): ProviderConfig {
   const timeouts = { connect_ms: 1000, first_byte_ms: 1000, idle_ms: 1000, total_ms: 5000, ...over };
-  return { name: 'p', type: 'openai', base_url, headers: {}, max_connections: 2, timeouts, latency_ms: 0 };
+  return { name: 'p', type: 'openai', base_url, headers: {}, max_connections: 2, timeouts, latency_ms: 0, settings: {} };
 }
 
 const clients: UpstreamHttp[] = [];
 function client(...args: Partial<ConstructorParameters<typeof UpstreamHttp>>): UpstreamHttp {
-  const c = new UpstreamHttp(args[0] ?? config(), args[1] ?? {}, args[2]);
+  const c = new UpstreamHttp(args[0] ?? config(), args[1]);
   clients.push(c);
   return c;
 }
@@ -41,6 +41,13 @@ afterEach(async () => {
 });
 
 const signal = () => new AbortController().signal;
+/** A request as a provider builds it (see provider.ts): URL, headers and the body already serialised. */
+const req = (path: string, body: unknown, headers: Record<string, string> = {}, base = url) => ({
+  method: 'POST' as const,
+  url: `${base}${path}`,
+  headers: { 'content-type': 'application/json', ...headers },
+  body: JSON.stringify(body),
+});
 const answer = (status: number, body: string): Handler => (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end(body);
 
 async function failure(p: Promise<unknown>): Promise<UpstreamError> {
@@ -56,28 +63,27 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
 }
 
 describe('json', () => {
-  test('POSTs the JSON body with our headers, which the provider can replace, and returns the JSON answer', async () => {
+  test('POSTs the body with the headers given, and returns the JSON answer', async () => {
     let seen: { method?: string; path?: string; headers?: IncomingMessage['headers']; body?: string } = {};
     handler = (req, res, body) => {
       seen = { method: req.method, path: req.url, headers: req.headers, body };
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     };
-    const http = client(config(), { authorization: 'Bearer k', accept: 'application/json' });
-    expect(await http.json('/chat', { a: 1 }, signal())).toEqual({ ok: true });
+    expect(await client().json(req('/chat', { a: 1 }, { authorization: 'Bearer k', accept: 'application/json' }), signal())).toEqual({ ok: true });
     expect(seen).toMatchObject({ method: 'POST', path: '/chat', body: '{"a":1}' });
     expect(seen.headers).toMatchObject({ 'content-type': 'application/json', accept: 'application/json', authorization: 'Bearer k' });
   });
 
   test('an error status: by default the message of {"error":{"message"}}', async () => {
     handler = answer(429, '{"error":{"message":"slow down"}}');
-    const e = await failure(client().json('/x', {}, signal()));
+    const e = await failure(client().json(req('/x', {}), signal()));
     expect(e).toMatchObject({ reason: 'status', status: 429, upstreamMessage: 'slow down', message: 'the upstream answered HTTP 429' });
   });
 
   test('an error status read by the provider: its status, message and code', async () => {
     handler = answer(400, '[{"error":{"message":"bad key","status":"INVALID_ARGUMENT"}}]');
     const reader = jest.fn((body: unknown) => ({ status: 401, message: (body as { error: { message: string } }[])[0]!.error.message, code: 'INVALID_ARGUMENT' }));
-    const e = await failure(client(config(), {}, reader).json('/x', {}, signal()));
+    const e = await failure(client(config(), reader).json(req('/x', {}), signal()));
     expect(reader).toHaveBeenCalledWith([{ error: { message: 'bad key', status: 'INVALID_ARGUMENT' } }], 400);
     expect(e).toMatchObject({ reason: 'status', status: 401, upstreamMessage: 'bad key', message: 'the upstream answered HTTP 400 INVALID_ARGUMENT' });
   });
@@ -85,14 +91,14 @@ describe('json', () => {
   test('an error status whose body is not JSON, or not the expected shape, keeps its status and no message', async () => {
     for (const body of ['<html>oops</html>', 'null', '{"error":"text"}']) {
       handler = answer(503, body);
-      const e = await failure(client().json('/x', {}, signal()));
+      const e = await failure(client().json(req('/x', {}), signal()));
       expect(e).toMatchObject({ reason: 'status', status: 503, upstreamMessage: undefined });
     }
   });
 
   test('a success whose body is not JSON is a protocol error', async () => {
     handler = answer(200, 'not json');
-    expect(await failure(client().json('/x', {}, signal()))).toMatchObject({ reason: 'protocol' });
+    expect(await failure(client().json(req('/x', {}), signal()))).toMatchObject({ reason: 'protocol' });
   });
 
   test('an upstream nobody listens on cannot be reached', async () => {
@@ -100,29 +106,31 @@ describe('json', () => {
     await new Promise<void>((resolve) => dead.listen(0, '127.0.0.1', resolve));
     const port = (dead.address() as AddressInfo).port;
     await new Promise((resolve) => dead.close(resolve));
-    const e = await failure(client(config({}, `http://127.0.0.1:${port}`)).json('/x', {}, signal()));
+    const e = await failure(client(config({}, `http://127.0.0.1:${port}`)).json(req('/x', {}, {}, `http://127.0.0.1:${port}`), signal()));
     expect(e).toMatchObject({ reason: 'connect', message: 'cannot reach the upstream (ECONNREFUSED)' });
   });
 
   test('no headers within first_byte_ms is a timeout', async () => {
     // undici checks its header and body timers about every half second.
     handler = (_req, res) => setTimeout(() => res.end('{}'), 3000).unref();
-    const e = await failure(client(config({ first_byte_ms: 50 })).json('/x', {}, signal()));
+    const e = await failure(client(config({ first_byte_ms: 50 })).json(req('/x', {}), signal()));
     expect(e.reason).toBe('timeout');
     expect(e.message).toMatch(/^the upstream timed out/);
   });
 
-  test('an answer that takes longer than total_ms is a timeout', async () => {
+  test('a signal aborted with an UpstreamError (the router: the route took longer than total_ms) fails with that error', async () => {
     handler = (_req, res) => setTimeout(() => res.end('{}'), 500);
-    const e = await failure(client(config({ total_ms: 50 })).json('/x', {}, signal()));
-    expect(e).toMatchObject({ reason: 'timeout', message: 'the upstream took longer than the total time limit' });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new UpstreamError('timeout', 'the route took longer than 50 ms')), 30);
+    const e = await failure(client().json(req('/x', {}), controller.signal));
+    expect(e).toMatchObject({ reason: 'timeout', message: 'the route took longer than 50 ms' });
   });
 
   test("the caller's signal cancels the request", async () => {
     handler = (_req, res) => setTimeout(() => res.end('{}'), 500);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 30);
-    expect(await failure(client().json('/x', {}, controller.signal))).toMatchObject({ reason: 'aborted' });
+    expect(await failure(client().json(req('/x', {}), controller.signal))).toMatchObject({ reason: 'aborted' });
   });
 });
 
@@ -134,7 +142,7 @@ describe('stream', () => {
 
   test('eventObjects: the JSON object of each event until the stream closes', async () => {
     handler = sse('data: {"a":1}\n\n', 'event: x\ndata: {"b":2}\n\n');
-    expect(await collect(client().stream('/s', {}, signal(), eventObjects))).toEqual([{ a: 1 }, { b: 2 }]);
+    expect(await collect(client().stream(req('/s', {}), signal(), eventObjects))).toEqual([{ a: 1 }, { b: 2 }]);
   });
 
   test('events that are not JSON objects are protocol errors', async () => {
@@ -144,7 +152,7 @@ describe('stream', () => {
       ['null', 'the upstream sent an event that is not an object'],
     ]) {
       handler = sse(`data: ${data}\n\n`);
-      expect(await failure(collect(client().stream('/s', {}, signal(), eventObjects)))).toMatchObject({ reason: 'protocol', message });
+      expect(await failure(collect(client().stream(req('/s', {}), signal(), eventObjects)))).toMatchObject({ reason: 'protocol', message });
     }
     expect(eventObject('[]')).toEqual([]);
   });
@@ -154,7 +162,7 @@ describe('stream', () => {
     async function* raw(events: AsyncIterable<SseEvent>) {
       yield* events;
     }
-    expect(await collect(client().stream('/s', {}, signal(), raw))).toEqual([
+    expect(await collect(client().stream(req('/s', {}), signal(), raw))).toEqual([
       { event: 'one', data: 'x' },
       { event: 'message', data: 'y' },
     ]);
@@ -162,16 +170,16 @@ describe('stream', () => {
       for await (const _ of events);
       throw new UpstreamError('protocol', 'ended early');
     }
-    expect(await failure(collect(client().stream('/s', {}, signal(), ended)))).toMatchObject({ reason: 'protocol', message: 'ended early' });
+    expect(await failure(collect(client().stream(req('/s', {}), signal(), ended)))).toMatchObject({ reason: 'protocol', message: 'ended early' });
     async function* broken(): AsyncGenerator<never> {
       throw new TypeError('bug'); // before reading the body, which is then destroyed unread
     }
-    expect(await failure(collect(client().stream('/s', {}, signal(), broken)))).toMatchObject({ reason: 'connect' });
+    expect(await failure(collect(client().stream(req('/s', {}), signal(), broken)))).toMatchObject({ reason: 'connect' });
   });
 
   test('an error status fails before the first event', async () => {
     handler = answer(500, '{"error":{"message":"down"}}');
-    const e = await failure(client().stream('/s', {}, signal(), eventObjects)[Symbol.asyncIterator]().next());
+    const e = await failure(client().stream(req('/s', {}), signal(), eventObjects)[Symbol.asyncIterator]().next());
     expect(e).toMatchObject({ reason: 'status', status: 500, upstreamMessage: 'down' });
   });
 
@@ -180,7 +188,7 @@ describe('stream', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"n":1}\n\n'); // and never ends
     };
-    for await (const ev of client().stream('/early', {}, signal(), eventObjects)) {
+    for await (const ev of client().stream(req('/early', {}), signal(), eventObjects)) {
       expect(ev).toEqual({ n: 1 });
       break;
     }
@@ -193,7 +201,7 @@ describe('stream', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"n":1}\n\n');
     };
-    const e = await failure(collect(client(config({ idle_ms: 50 })).stream('/s', {}, signal(), eventObjects)));
+    const e = await failure(collect(client(config({ idle_ms: 50 })).stream(req('/s', {}), signal(), eventObjects)));
     expect(e.reason).toBe('timeout');
   });
 });

@@ -1,6 +1,6 @@
 /** Log in and Create account: a form beside a short description of the product. */
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
 import { Brand } from '../components/Brand';
 import { Icon } from '../components/icons';
@@ -103,6 +103,107 @@ export function Login({ onDone }: { onDone: (s: Session) => void }) {
       <p class="auth-switch">
         New to Switchyard? <Link href={`/register${location.search}`}>Create an account</Link>
       </p>
+      <p class="auth-switch">
+        <Link href="/forgot">Forgot your password?</Link>
+      </p>
+    </AuthLayout>
+  );
+}
+
+/** /verify?token=…: the link mailed at registration; works signed in or not. */
+export function Verify({ signedIn }: { signedIn: boolean }) {
+  const token = new URLSearchParams(location.search).get('token') ?? '';
+  const [state, setState] = useState<'working' | 'done' | string>('working');
+  useEffect(() => {
+    api.verifyEmail(token).then(
+      () => setState('done'),
+      (err) => setState((err as Error).message),
+    );
+  }, [token]);
+  return (
+    <AuthLayout>
+      <h1 class="auth-title">Confirm your address</h1>
+      {state === 'working' && <p class="auth-sub">Confirming…</p>}
+      {state === 'done' && (
+        <p class="auth-sub" data-testid="verified">
+          Your address is confirmed, and your sign-up credits are in your account.
+        </p>
+      )}
+      {state !== 'working' && state !== 'done' && <Alert>{state}</Alert>}
+      <p class="auth-switch">
+        <Link href={signedIn ? '/' : '/login'}>{signedIn ? 'Go to the dashboard' : 'Log in'}</Link>
+      </p>
+    </AuthLayout>
+  );
+}
+
+/** /forgot: asks for a reset link (the same answer whether or not the address has an account). */
+export function Forgot() {
+  const [email, setEmail] = useState('');
+  const [sent, setSent] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      await api.requestPasswordReset(email.trim());
+      setSent(true);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <AuthLayout>
+      <h1 class="auth-title">Reset your password</h1>
+      {sent ? (
+        <p class="auth-sub" data-testid="reset-sent">
+          If an account has this address, a link to set a new password is on its way (valid for an hour).
+        </p>
+      ) : (
+        <form onSubmit={submit} class="form">
+          {error && <Alert>{error}</Alert>}
+          <Field label="Email" htmlFor="forgot-email">
+            <input id="forgot-email" name="email" class="input" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+          </Field>
+          <Button type="submit" variant="primary" class="btn-block">
+            Send the link
+          </Button>
+        </form>
+      )}
+      <p class="auth-switch">
+        <Link href="/login">Back to log in</Link>
+      </p>
+    </AuthLayout>
+  );
+}
+
+/** /reset?token=…: sets a new password with the mailed link. */
+export function Reset() {
+  const token = new URLSearchParams(location.search).get('token') ?? '';
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      await api.confirmPasswordReset(token, password);
+      navigate('/login', { replace: true });
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <AuthLayout>
+      <h1 class="auth-title">Choose a new password</h1>
+      {error && <Alert>{error}</Alert>}
+      <form onSubmit={submit} class="form">
+        <Field label="New password" htmlFor="reset-password">
+          <PasswordInput id="reset-password" value={password} onInput={setPassword} autocomplete="new-password" />
+        </Field>
+        <Button type="submit" variant="primary" class="btn-block">
+          Set the password
+        </Button>
+      </form>
     </AuthLayout>
   );
 }
@@ -114,13 +215,14 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
   const [code, setCode] = useState(ref);
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
+  const [captcha, setCaptcha] = useState<string | null>(null);
 
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
     setError(null);
     try {
-      const s = await api.register({ email: email.trim(), password, ...(code.trim() ? { referral_code: code.trim() } : {}) });
+      const s = await api.register({ email: email.trim(), password, ...(code.trim() ? { referral_code: code.trim() } : {}), ...(captcha ? { captcha_token: captcha } : {}) });
       onDone(s);
       navigate('/', { replace: true });
     } catch (err) {
@@ -154,6 +256,7 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
         <Field label="Referral code" htmlFor="reg-ref" hint="Optional" error={fieldError('referral_code')}>
           <input id="reg-ref" name="referral_code" class="input mono" autocomplete="off" spellcheck={false} value={code} onInput={(e) => setCode(e.currentTarget.value)} aria-invalid={fieldError('referral_code') ? 'true' : undefined} />
         </Field>
+        <Captcha onToken={setCaptcha} />
         <Button type="submit" variant="primary" loading={busy} class="btn-block">
           Create account
         </Button>
@@ -163,4 +266,28 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
       </p>
     </AuthLayout>
   );
+}
+
+/**
+ * The registration CAPTCHA, when the gateway asks for one (GET /console/api/config): the provider's widget, loaded
+ * from the provider (the page's CSP allows it only then), gives a token sent with the registration.
+ */
+function Captcha({ onToken }: { onToken: (t: string | null) => void }) {
+  const [config, setConfig] = useState<{ provider: 'turnstile' | 'hcaptcha'; site_key: string } | null>(null);
+  useEffect(() => {
+    api.config().then((c) => setConfig(c.captcha), () => setConfig(null));
+  }, []);
+  useEffect(() => {
+    if (!config) return;
+    const src = config.provider === 'turnstile' ? 'https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit' : 'https://js.hcaptcha.com/1/api.js?render=explicit';
+    const script = document.createElement('script');
+    script.src = src;
+    script.async = true;
+    script.onload = () => {
+      const w = window as unknown as Record<string, { render(el: string, o: object): unknown } | undefined>;
+      w[config.provider]?.render('#captcha', { sitekey: config.site_key, callback: (t: string) => onToken(t), 'expired-callback': () => onToken(null) });
+    };
+    document.head.appendChild(script);
+  }, [config]);
+  return config ? <div id="captcha" class="captcha" data-testid="captcha" /> : null;
 }

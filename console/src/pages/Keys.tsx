@@ -1,4 +1,4 @@
-/** API keys: the list, create (the secret shown once), edit name / quota / models / scopes, enable / disable, delete. */
+/** API keys: the list, create (the secret shown once), edit name / quota / expiry / models / scopes, enable / disable, delete. */
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Icon } from '../components/icons';
@@ -11,6 +11,8 @@ const SCOPE_LABELS: Record<Scope, string> = {
   completions: 'Completions (legacy)',
   embeddings: 'Embeddings',
   models: 'List models',
+  messages: 'Messages (Anthropic; Claude Code)',
+  responses: 'Responses (Codex)',
 };
 
 export function Keys() {
@@ -142,6 +144,16 @@ function KeyRow({ k, busy, onToggle, onEdit, onDelete }: { k: ApiKey; busy: bool
       <td>
         <div class="key-name">{k.name || <span class="muted">Untitled key</span>}</div>
         <code class="key-prefix">{k.prefix}…</code>
+        {k.budget && (
+          <div class="muted small" data-testid="key-budget">
+            {usd(k.budget.spent_usd, { precise: true })} of {usd(k.budget.usd)} this {k.budget.period}
+          </div>
+        )}
+        {k.expires_at && (
+          <div class="muted small" data-testid="key-expiry">
+            {Date.parse(k.expires_at) <= Date.now() ? 'Expired' : 'Expires'} {k.expires_at.slice(0, 10)}
+          </div>
+        )}
       </td>
       <td>
         <div class="toggle-cell">
@@ -205,6 +217,10 @@ function KeyForm({ initial, models, onClose, onSaved }: { initial: ApiKey | null
   const [allModels, setAllModels] = useState(!initial?.models);
   const [chosen, setChosen] = useState<string[]>(initial?.models ?? []);
   const [scopes, setScopes] = useState<Scope[]>(initial?.scopes ?? [...SCOPES]);
+  // <input type="date">: a UTC calendar day; the key stops working at the start of it
+  const [expires, setExpires] = useState(initial?.expires_at ? initial.expires_at.slice(0, 10) : '');
+  const [budget, setBudget] = useState(initial?.budget ? String(num(initial.budget.usd)) : '');
+  const [period, setPeriod] = useState<'day' | 'week' | 'month'>(initial?.budget?.period ?? 'month');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const known = new Set(models.map((m) => m.id));
@@ -217,11 +233,17 @@ function KeyForm({ initial, models, onClose, onSaved }: { initial: ApiKey | null
     if (q && !/^\d+(\.\d{1,6})?$/.test(q)) return setError('The spending limit must be an amount in USD, such as 25 or 12.50.');
     if (!scopes.length) return setError('Choose at least one scope.');
     if (!allModels && !chosen.length) return setError('Choose at least one model, or allow all models.');
+    const b = budget.trim();
+    if (b && !/^\d+(\.\d{1,6})?$/.test(b)) return setError('The budget must be an amount in USD, such as 25 or 12.50.');
+    const expiresAt = expires ? `${expires}T00:00:00.000Z` : null;
+    if (expiresAt && Date.parse(expiresAt) <= Date.now() && expiresAt !== initial?.expires_at) return setError('The expiry date must be in the future.');
     const body: NewKeyInput = {
       name: name.trim() || null,
       quota_usd: q ? q : null,
       models: allModels ? null : chosen,
       scopes,
+      ...(expiresAt !== (initial?.expires_at ?? null) && { expires_at: expiresAt }),
+      budget: b ? { usd: b, period } : null,
     };
     setBusy(true);
     try {
@@ -264,6 +286,20 @@ function KeyForm({ initial, models, onClose, onSaved }: { initial: ApiKey | null
             <span class="input-prefix">$</span>
             <input id="key-quota" name="quota_usd" class="input" inputMode="decimal" placeholder="No limit" value={quota} onInput={(e) => setQuota(e.currentTarget.value)} />
           </div>
+        </Field>
+        <Field label="Budget (USD)" htmlFor="key-budget" hint="Leave empty for none. At most this much per UTC day, week (from Monday) or month.">
+          <div class="input-group">
+            <span class="input-prefix">$</span>
+            <input id="key-budget" name="budget_usd" class="input" inputMode="decimal" placeholder="No budget" value={budget} onInput={(e) => setBudget(e.currentTarget.value)} />
+            <select class="input" aria-label="Budget period" value={period} onChange={(e) => setPeriod(e.currentTarget.value as 'day' | 'week' | 'month')}>
+              <option value="day">per day</option>
+              <option value="week">per week</option>
+              <option value="month">per month</option>
+            </select>
+          </div>
+        </Field>
+        <Field label="Expires (UTC)" htmlFor="key-expires" hint="Leave empty for never. From this day on the key is refused.">
+          <input id="key-expires" name="expires_at" type="date" class="input" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
         </Field>
         <fieldset class="fieldset">
           <legend class="field-label">Models</legend>

@@ -55,6 +55,7 @@ export function TopUp() {
               </div>
             </dl>
           )}
+          {details && <LowBalance current={details.low_balance_usd ?? null} onSaved={() => void refresh()} />}
         </div>
         <Redeem
           onStart={() => setNotice(null)}
@@ -174,6 +175,11 @@ const KIND_LABELS: Record<LedgerKind, string> = {
   adjustment: 'Adjustment',
   usage: 'Usage',
   refund: 'Refund',
+  shortfall: 'Shortfall (not charged)',
+  card_refund: 'Card payment refunded',
+  dispute: 'Card payment disputed',
+  dispute_won: 'Dispute won: returned',
+  revocation: 'Free credits taken back',
 };
 
 function History({ version }: { version: number }) {
@@ -261,5 +267,34 @@ function History({ version }: { version: number }) {
         </>
       )}
     </Card>
+  );
+}
+
+/** The low-balance alert: a threshold in USD (mailed once each time the balance falls below it), or none. */
+function LowBalance({ current, onSaved }: { current: string | null; onSaved: () => void }) {
+  const [value, setValue] = useState(current === null ? '' : String(Number(current)));
+  const [state, setState] = useState<string | null>(null);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    const v = value.trim();
+    if (v && !/^\d+(\.\d{1,6})?$/.test(v)) return setState('The threshold must be an amount in USD, such as 5 or 2.50.');
+    try {
+      await api.updateAccount({ low_balance_usd: v ? v : null });
+      setState(v ? `We will mail you when your balance falls below $${v}.` : 'Low-balance alerts are off.');
+      onSaved();
+    } catch (err) {
+      setState((err as Error).message);
+    }
+  };
+  return (
+    <form class="form low-balance" onSubmit={save}>
+      <Field label="Low-balance alert (USD)" htmlFor="low-balance" hint="Leave empty for none. One mail each time the balance falls below it.">
+        <input id="low-balance" name="low_balance_usd" class="input" inputMode="decimal" placeholder="No alert" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+      </Field>
+      <Button type="submit" size="sm">
+        Save
+      </Button>
+      {state && <p class="muted small">{state}</p>}
+    </form>
   );
 }

@@ -175,8 +175,14 @@ export function Usage() {
                           <td>
                             <Badge tone={ok ? 'green' : r.status >= 500 ? 'red' : 'amber'}>{r.status}</Badge>
                           </td>
-                          <td class="num">{int(r.prompt_tokens)}</td>
-                          <td class="num">{int(r.completion_tokens)}</td>
+                          <td class="num">
+                            {int(r.prompt_tokens)}
+                            <InputSplit cached={r.cached_tokens} written={r.cache_write_tokens} />
+                          </td>
+                          <td class="num">
+                            {int(r.completion_tokens)}
+                            <OutputSplit reasoning={r.reasoning_tokens} />
+                          </td>
                           <td class="num muted">{r.latency_ms === null || r.latency_ms === undefined ? '—' : `${int(r.latency_ms)} ms`}</td>
                           <td class="num" title={COUNTED[r.counted]}>{num(r.cost_usd) === 0 && !ok ? <span class="muted">Not charged</span> : usd(r.cost_usd, { precise: true })}</td>
                         </tr>
@@ -206,6 +212,19 @@ export function Usage() {
   );
 }
 
+/** Of the input tokens, the prompt-cache reads and writes (billed at their own prices), when there are any. */
+function InputSplit({ cached, written }: { cached: number; written: number }) {
+  if (!cached && !written) return null;
+  const parts = [cached ? `${int(cached)} cached` : '', written ? `${int(written)} cache write` : ''].filter(Boolean);
+  return <div class="muted small" data-testid="input-split">{parts.join(' · ')}</div>;
+}
+
+/** Of the output tokens, those spent reasoning, when there are any. */
+function OutputSplit({ reasoning }: { reasoning: number }) {
+  if (!reasoning) return null;
+  return <div class="muted small" data-testid="output-split">{int(reasoning)} reasoning</div>;
+}
+
 function Totals({ totals, loading }: { totals: ModelTotal[]; loading: boolean }) {
   if (loading || !totals.length) return null;
   const sum = totals.reduce((a, t) => ({ requests: a.requests + t.requests, prompt: a.prompt + t.prompt_tokens, completion: a.completion + t.completion_tokens, cost: a.cost + num(t.cost_usd) }), { requests: 0, prompt: 0, completion: 0, cost: 0 });
@@ -229,8 +248,14 @@ function Totals({ totals, loading }: { totals: ModelTotal[]; loading: boolean })
                   <code>{t.model}</code>
                 </td>
                 <td class="num">{int(t.requests)}</td>
-                <td class="num">{int(t.prompt_tokens)}</td>
-                <td class="num">{int(t.completion_tokens)}</td>
+                <td class="num">
+                  {int(t.prompt_tokens)}
+                  <InputSplit cached={t.cached_tokens} written={t.cache_write_tokens} />
+                </td>
+                <td class="num">
+                  {int(t.completion_tokens)}
+                  <OutputSplit reasoning={t.reasoning_tokens} />
+                </td>
                 <td class="num">{usd(t.cost_usd, { precise: true })}</td>
               </tr>
             ))}

@@ -3,11 +3,29 @@ import type { Knex } from 'knex';
 import * as m001 from './001_accounts_keys_ledger';
 import * as m002 from './002_holds_usage_limits';
 import * as m003 from './003_console';
+import * as m004 from './004_leases_usage_classes';
+import * as m005 from './005_responses';
+import * as m006 from './006_idempotency';
+import * as m007 from './007_key_expiry';
+import * as m008 from './008_verification';
+import * as m009 from './009_card_reversals';
+import * as m010 from './010_low_balance';
+import * as m011 from './011_registration_address';
+import * as m012 from './012_key_budgets';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
   '002_holds_usage_limits': m002,
   '003_console': m003,
+  '004_leases_usage_classes': m004,
+  '005_responses': m005,
+  '006_idempotency': m006,
+  '007_key_expiry': m007,
+  '008_verification': m008,
+  '009_card_reversals': m009,
+  '010_low_balance': m010,
+  '011_registration_address': m011,
+  '012_key_budgets': m012,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

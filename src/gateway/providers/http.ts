@@ -1,38 +1,24 @@
 /**
  * The HTTP client the upstream providers share: one pooled, kept-alive undici Agent per provider with the configured
- * time limits, JSON POSTs, SSE streams, and every failure turned into an UpstreamError. Paths, auth headers and the
- * shape of the upstream's error bodies stay in the providers.
+ * time limits, JSON POSTs, streams, and every failure turned into an UpstreamError. URLs, headers and the shape of
+ * the upstream's error bodies come from the provider's descriptor (see provider.ts).
  */
 import { Agent, errors as undiciErrors, request } from 'undici';
 import type { ProviderConfig } from '../../config';
 import { parseSse, type SseEvent } from '../sse';
 import { UpstreamError } from '../types';
+import type { ErrorReader, OutgoingRequest } from './types';
 
 type Body = Awaited<ReturnType<typeof request>>['body'];
-
-/** What a provider reads in the JSON body of an error answer. */
-export interface UpstreamErrorInfo {
-  /** The upstream's own message for the caller. */
-  message?: string;
-  /** The status to report instead of the one the upstream answered. */
-  status?: number;
-  /** Added to our description of the failure (e.g. Gemini's `INVALID_ARGUMENT`). */
-  code?: string;
-}
-
-export type ErrorReader = (body: unknown, status: number) => UpstreamErrorInfo;
 
 /** OpenAI's and Anthropic's error bodies: `{"error":{"message":"..."}}`. */
 export const errorMessage: ErrorReader = (body) => ({ message: str((body as { error?: { message?: unknown } }).error?.message) });
 
 export class UpstreamHttp {
   private readonly agent: Agent;
-  private readonly headers: Record<string, string>;
 
-  /** `headers` (auth and configured ones) are sent after, so can replace, content-type and accept. */
   constructor(
     private readonly config: ProviderConfig,
-    headers: Record<string, string>,
     private readonly readError: ErrorReader = errorMessage,
   ) {
     const t = config.timeouts;
@@ -43,25 +29,29 @@ export class UpstreamHttp {
       bodyTimeout: t.idle_ms,
       keepAliveTimeout: 30_000,
     });
-    this.headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers };
   }
 
-  async json<T>(path: string, body: unknown, signal: AbortSignal): Promise<T> {
-    const { res, total } = await this.send(path, body, signal);
+  async json(req: OutgoingRequest, signal: AbortSignal): Promise<unknown> {
+    const res = await this.send(req, signal);
     try {
-      return (await res.json()) as T;
+      return await res.json();
     } catch (e) {
-      throw failure(e, total, signal);
+      throw failure(e, signal);
     }
   }
 
-  /** The answer's server-sent events, as `read` turns them into values; what `read` throws is mapped like any failure. */
-  async *stream<T>(path: string, body: unknown, signal: AbortSignal, read: (events: AsyncIterable<SseEvent>) => AsyncIterable<T>): AsyncGenerator<T> {
-    const { res, total } = await this.send(path, body, signal);
+  /** The answer's events (server-sent events unless `framing` says otherwise), as `read` turns them into values. */
+  async *stream<T>(
+    req: OutgoingRequest,
+    signal: AbortSignal,
+    read: (events: AsyncIterable<SseEvent>) => AsyncIterable<T>,
+    framing: (body: AsyncIterable<Buffer>) => AsyncIterable<SseEvent> = parseSse,
+  ): AsyncGenerator<T> {
+    const res = await this.send(req, signal);
     try {
-      yield* read(parseSse(res as AsyncIterable<Buffer>));
+      yield* read(framing(res as AsyncIterable<Buffer>));
     } catch (e) {
-      throw failure(e, total, signal);
+      throw failure(e, signal);
     } finally {
       // A consumer that stopped early closes the upstream connection. Destroying a body nobody read emits an error
       // (a `read` that threw before iterating): ignore it rather than crash on an unhandled 'error' event.
@@ -73,24 +63,20 @@ export class UpstreamHttp {
     await this.agent.close();
   }
 
-  /** Sends the request and returns the body of a successful answer; an error status becomes an UpstreamError. */
-  private async send(path: string, body: unknown, signal: AbortSignal): Promise<{ res: Body; total: AbortSignal }> {
-    const total = AbortSignal.timeout(this.config.timeouts.total_ms);
+  /**
+   * Sends the request and returns the body of a successful answer; an error status becomes an UpstreamError.
+   * `signal` also carries the route's total time limit (the router aborts it with a timeout).
+   */
+  private async send(req: OutgoingRequest, signal: AbortSignal): Promise<Body> {
     let statusCode: number;
     let res: Body;
     try {
-      ({ statusCode, body: res } = await request(`${this.config.base_url}${path}`, {
-        method: 'POST',
-        dispatcher: this.agent,
-        signal: AbortSignal.any([signal, total]),
-        headers: this.headers,
-        body: JSON.stringify(body),
-      }));
+      ({ statusCode, body: res } = await request(req.url, { method: req.method, dispatcher: this.agent, signal, headers: req.headers, body: req.body }));
     } catch (e) {
-      throw failure(e, total, signal);
+      throw failure(e, signal);
     }
     if (statusCode >= 400) {
-      let info: UpstreamErrorInfo = {};
+      let info: ReturnType<ErrorReader> = {};
       try {
         info = this.readError(JSON.parse(await res.text()), statusCode);
       } catch {
@@ -99,7 +85,7 @@ export class UpstreamHttp {
       const description = `the upstream answered HTTP ${statusCode}${info.code ? ` ${info.code}` : ''}`;
       throw new UpstreamError('status', description, info.status ?? statusCode, info.message);
     }
-    return { res, total };
+    return res;
   }
 }
 
@@ -128,10 +114,10 @@ export function str(v: unknown): string | undefined {
   return typeof v === 'string' && v ? v : undefined;
 }
 
-function failure(e: unknown, total: AbortSignal, signal: AbortSignal): UpstreamError {
+function failure(e: unknown, signal: AbortSignal): UpstreamError {
   if (e instanceof UpstreamError) return e;
-  if (signal.aborted) return new UpstreamError('aborted', 'the request was cancelled');
-  if (total.aborted) return new UpstreamError('timeout', 'the upstream took longer than the total time limit');
+  // The router aborts with the reason: a timeout of the route, or the client gone.
+  if (signal.aborted) return signal.reason instanceof UpstreamError ? signal.reason : new UpstreamError('aborted', 'the request was cancelled');
   if (
     e instanceof undiciErrors.ConnectTimeoutError ||
     e instanceof undiciErrors.HeadersTimeoutError ||

@@ -1,18 +1,35 @@
-/** One folder per upstream wire format; the configuration's provider `type` picks the class. */
-import type { ProviderConfig, ProviderType } from '../../config';
-import type { Provider } from '../types';
-import { AnthropicProvider } from './anthropic';
-import { GeminiProvider } from './gemini';
-import { MockProvider } from './mock';
-import { OpenAIProvider } from './openai';
+/**
+ * The provider registry: one folder per upstream wire format, one line here. The configuration's provider `type`
+ * picks the descriptor; the configuration reads each type's capabilities and settings from this catalog.
+ */
+import type { ModelKind, ProviderCatalog, ProviderConfig } from '../../config';
+import { anthropic } from './anthropic';
+import { azure } from './azure';
+import { gemini } from './gemini';
+import { mock } from './mock';
+import { openai } from './openai';
+import { Provider } from './provider';
+import { OP_KIND, type ProviderDescriptor, type UpstreamOp } from './types';
 
-const PROVIDERS: Record<ProviderType, new (config: ProviderConfig) => Provider> = {
-  openai: OpenAIProvider,
-  anthropic: AnthropicProvider,
-  gemini: GeminiProvider,
-  mock: MockProvider,
-};
+export const PROVIDERS: Record<string, ProviderDescriptor<any>> = { openai, azure, anthropic, gemini, mock };
 
-export function createProvider(config: ProviderConfig): Provider {
-  return new PROVIDERS[config.type](config);
+/** The model kinds a provider serves: those of the upstream operations it has adapters for. */
+function kinds(d: ProviderDescriptor<any>): ModelKind[] {
+  return [...new Set((Object.keys(d.operations) as UpstreamOp[]).map((op) => OP_KIND[op]))];
 }
+
+/** A provider that answers in the process needs no base_url. */
+function isLocal(d: ProviderDescriptor<any>): boolean {
+  return Object.values(d.operations).every((a) => a && 'local' in a);
+}
+
+/** What the configuration needs to know of each provider type. */
+export const PROVIDER_CATALOG: ProviderCatalog = Object.fromEntries(
+  Object.values(PROVIDERS).map((d) => [d.type, { baseUrl: d.baseUrl, needsBaseUrl: !d.baseUrl && !isLocal(d), serves: kinds(d), settings: d.settings }]),
+);
+
+export function createProviders(configs: Record<string, ProviderConfig>): Map<string, Provider> {
+  return new Map(Object.values(configs).map((c) => [c.name, new Provider(PROVIDERS[c.type], c)]));
+}
+
+export { Provider };

@@ -1,80 +1,68 @@
 /**
  * Provider `anthropic`: Claude through Anthropic's Messages API (POST {base_url}/messages, API version 2023-06-01).
- * OpenAI chat requests are translated to Messages requests and the answers (whole or streamed) back to OpenAI's shape
- * (see translate.ts). Chat only: legacy completions on chat models are translated by the gateway. Connections are
- * pooled and kept alive per upstream (undici Agent), with the same time limits as the openai provider.
+ * OpenAI chat requests are translated to Messages requests and the answers (whole or streamed) back to OpenAI's
+ * shape (see translate.ts). Chat only: legacy completions on chat models go through chat (the gateway's bridge).
  */
-import type { ProviderConfig } from '../../../config';
-import {
-  UpstreamError,
-  type ChatChunk,
-  type ChatRequest,
-  type ChatResponse,
-  type CompletionResponse,
-  type EmbeddingResponse,
-  type Provider,
-  type UpstreamCall,
-} from '../../types';
-import { UpstreamHttp, eventObject } from '../http';
+import type { SseEvent } from '../../sse';
+import { UpstreamError, type AnthropicEvent, type ChatChunk, type MessagesRequest } from '../../types';
+import { eventObject, str } from '../http';
+import { object } from '../openai';
+import { unixNow } from '../shared';
+import { defineProvider } from '../types';
 import { StreamTranslator, fromAnthropicResponse, toAnthropicRequest, type AnthropicResponse, type StreamEvent } from './translate';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
-const chatOnly = (): never => {
-  throw new UpstreamError('status', 'the anthropic provider only serves chat', 400, 'This model only supports /v1/chat/completions');
-};
-
-const now = () => Math.floor(Date.now() / 1000);
-
-export class AnthropicProvider implements Provider {
-  private readonly http: UpstreamHttp;
-
-  constructor(config: ProviderConfig) {
-    // Header names are case-insensitive: configured ones (e.g. anthropic-beta, or another anthropic-version) replace ours.
-    const configured = Object.fromEntries(Object.entries(config.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    // Anthropic's errors, {"type":"error","error":{"type":"invalid_request_error","message":"..."}}, suit the default reader.
-    this.http = new UpstreamHttp(config, {
-      'anthropic-version': ANTHROPIC_VERSION,
-      ...(config.api_key ? { 'x-api-key': config.api_key } : {}),
-      ...configured,
-    });
+/** Each event of an Anthropic stream, as Anthropic sent it, until message_stop; an error event ends it. */
+async function* events(source: AsyncIterable<SseEvent>): AsyncGenerator<AnthropicEvent> {
+  for await (const ev of source) {
+    const parsed = eventObject(ev.data) as AnthropicEvent;
+    if (typeof parsed.type !== 'string') (parsed as { type: string }).type = ev.event;
+    if (parsed.type === 'error') throw new UpstreamError('protocol', 'the upstream reported an error inside the stream', undefined, str(parsed.error?.message));
+    yield parsed;
+    if (parsed.type === 'message_stop') return;
   }
-
-  async chat(call: UpstreamCall<ChatRequest>): Promise<ChatResponse> {
-    const body = toAnthropicRequest(call.body, call.model, call.maxOutputTokens, false);
-    const created = now();
-    const msg = await this.http.json<AnthropicResponse>('/messages', body, call.signal);
-    return fromAnthropicResponse(msg, created);
-  }
-
-  async *chatStream(call: UpstreamCall<ChatRequest>): AsyncGenerator<ChatChunk> {
-    const body = toAnthropicRequest(call.body, call.model, call.maxOutputTokens, true);
-    const state = new StreamTranslator(now(), call.model);
-    yield* this.http.stream('/messages', body, call.signal, async function* (events) {
-      for await (const ev of events) {
-        const parsed = eventObject(ev.data) as StreamEvent;
-        if (typeof parsed.type !== 'string') (parsed as { type: string }).type = ev.event;
-        yield* state.push(parsed);
-        if (state.done) return;
-      }
-      throw new UpstreamError('protocol', 'the upstream stream ended without message_stop');
-    });
-  }
-
-  // Configuration refuses anthropic routes for completion and embedding models; these only guard against misuse.
-  async completion(): Promise<CompletionResponse> {
-    return chatOnly();
-  }
-
-  async *completionStream(): AsyncGenerator<CompletionResponse> {
-    chatOnly();
-  }
-
-  async embeddings(): Promise<EmbeddingResponse> {
-    return chatOnly();
-  }
-
-  async close(): Promise<void> {
-    await this.http.close();
-  }
+  throw new UpstreamError('protocol', 'the upstream stream ended without message_stop');
 }
+
+/** A Messages request as the client wrote it, with the upstream's model id and the output allowance. */
+const native = (body: MessagesRequest, model: string, maxTokens: number, stream: boolean) => ({ ...body, model, max_tokens: maxTokens, stream });
+
+export const anthropic = defineProvider({
+  type: 'anthropic',
+  baseUrl: 'https://api.anthropic.com/v1',
+  // Anthropic's errors, {"type":"error","error":{"type":"invalid_request_error","message":"..."}}, suit the default reader.
+  headers: (c) => ({ 'anthropic-version': ANTHROPIC_VERSION, ...(c.api_key ? { 'x-api-key': c.api_key } : {}) }),
+  operations: {
+    chat: {
+      path: () => '/messages',
+      request: (body, ctx) => toAnthropicRequest(body, ctx.model, ctx.maxOutputTokens, ctx.stream),
+      response: (json) => fromAnthropicResponse(json as AnthropicResponse, unixNow()),
+      async *stream(events, ctx): AsyncGenerator<ChatChunk> {
+        const state = new StreamTranslator(unixNow(), ctx.model);
+        for await (const ev of events) {
+          const parsed = eventObject(ev.data) as StreamEvent;
+          if (typeof parsed.type !== 'string') (parsed as { type: string }).type = ev.event;
+          yield* state.push(parsed);
+          if (state.done) return;
+        }
+        throw new UpstreamError('protocol', 'the upstream stream ended without message_stop');
+      },
+    },
+    // Anthropic's own API, natively: everything the client sent goes through (cache_control, thinking, betas).
+    messages: {
+      path: () => '/messages',
+      request: (body, ctx) => native(body, ctx.model, ctx.maxOutputTokens, ctx.stream),
+      response: object,
+      stream: (source) => events(source),
+    },
+    count_tokens: {
+      path: () => '/messages/count_tokens',
+      request: (body, ctx) => {
+        const { max_tokens: _m, stream: _s, ...rest } = body;
+        return { ...rest, model: ctx.model };
+      },
+      response: object,
+    },
+  },
+});

@@ -3,7 +3,8 @@
  * turns Anthropic's stream events into OpenAI chunks. Anthropic's wire format (API version 2023-06-01) is described
  * by the few local types below; OpenAI's comes from the contract.
  */
-import { UpstreamError, type ChatChunk, type ChatRequest, type ChatResponse, type Usage } from '../../types';
+import { UpstreamError, type ChatChunk, type ChatRequest, type ChatResponse, type OpenAIUsage } from '../../types';
+import { badRequest as refused, chatChunk, openaiUsage, parseDataUrl, usageChunk } from '../shared';
 import type { components } from '../../../../generated/openapi';
 
 type S = components['schemas'];
@@ -93,57 +94,21 @@ export type StreamEvent =
 // Request: OpenAI chat → Anthropic Messages
 
 /** The caller's fault: refused before anything is sent, as the upstream itself would refuse it (not retried). */
-export function badRequest(message: string): UpstreamError {
-  return new UpstreamError('status', `the anthropic provider cannot translate the request: ${message}`, 400, message);
-}
+export const badRequest = (message: string): UpstreamError => refused('anthropic', message);
 
 /** Anthropic accepts temperature in 0..1 (OpenAI: 0..2). */
 const MAX_TEMPERATURE = 1;
 
+/** `maxOutputTokens`: the output allowance, Anthropic's required max_tokens. */
 export function toAnthropicRequest(body: ChatRequest, model: string, maxOutputTokens: number, stream: boolean): AnthropicRequest {
   if (typeof body.n === 'number' && body.n > 1) throw badRequest(`'n' must be 1: this model returns a single choice (got ${body.n})`);
   if (body.functions?.length || body.function_call) {
     throw badRequest("'functions' and 'function_call' are not supported by this model: use 'tools' and 'tool_choice'");
   }
-  const system: string[] = [];
-  const messages: AnthropicMessage[] = [];
-  const push = (role: AnthropicMessage['role'], content: RequestBlock[]) => {
-    const prev = messages[messages.length - 1];
-    // Anthropic wants user and assistant turns to alternate: consecutive messages of one role become one message.
-    if (prev?.role === role) prev.content.push(...content);
-    else messages.push({ role, content });
-  };
-  body.messages.forEach((m, i) => {
-    const where = `messages[${i}]`;
-    switch (m.role) {
-      case 'system':
-      case 'developer': {
-        const text = textOf(m.content as TextContent, where);
-        if (text) system.push(text);
-        return;
-      }
-      case 'user':
-        push('user', userBlocks(m.content as S['ChatCompletionRequestUserMessage']['content'], where));
-        return;
-      case 'assistant': {
-        const blocks = assistantBlocks(m as S['ChatCompletionRequestAssistantMessage'], where);
-        if (blocks.length) push('assistant', blocks);
-        return;
-      }
-      case 'tool': {
-        const t = m as S['ChatCompletionRequestToolMessage'];
-        const content = typeof t.content === 'string' ? t.content : t.content.map((p) => ({ type: 'text' as const, text: p.text }));
-        push('user', [{ type: 'tool_result', tool_use_id: t.tool_call_id, content }]);
-        return;
-      }
-      default:
-        throw badRequest(`${where}.role '${(m as { role: string }).role}' is not supported by this model`);
-    }
-  });
-
+  const { system, messages } = conversation(body.messages);
   const out: AnthropicRequest = {
     model,
-    max_tokens: body.max_completion_tokens ?? body.max_tokens ?? maxOutputTokens,
+    max_tokens: maxOutputTokens,
     messages,
   };
   if (system.length) out.system = system.join('\n\n');
@@ -167,6 +132,43 @@ export function toAnthropicRequest(body: ChatRequest, model: string, maxOutputTo
   }
   if (stream) out.stream = true;
   return out;
+}
+
+/** The messages as Anthropic's: system text apart, same-role turns merged (user and assistant must alternate). */
+function conversation(input: ChatRequest['messages']): { system: string[]; messages: AnthropicMessage[] } {
+  const system: string[] = [];
+  const messages: AnthropicMessage[] = [];
+  const push = (role: AnthropicMessage['role'], content: RequestBlock[]) => {
+    const prev = messages[messages.length - 1];
+    if (prev?.role === role) prev.content.push(...content);
+    else messages.push({ role, content });
+  };
+  input.forEach((m, i) => {
+    const where = `messages[${i}]`;
+    switch (m.role) {
+      case 'system':
+      case 'developer': {
+        const text = textOf(m.content as TextContent, where);
+        if (text) system.push(text);
+        return;
+      }
+      case 'user':
+        return push('user', userBlocks(m.content as S['ChatCompletionRequestUserMessage']['content'], where));
+      case 'assistant': {
+        const blocks = assistantBlocks(m as S['ChatCompletionRequestAssistantMessage'], where);
+        if (blocks.length) push('assistant', blocks);
+        return;
+      }
+      case 'tool': {
+        const t = m as S['ChatCompletionRequestToolMessage'];
+        const content = typeof t.content === 'string' ? t.content : t.content.map((p) => ({ type: 'text' as const, text: p.text }));
+        return push('user', [{ type: 'tool_result', tool_use_id: t.tool_call_id, content }]);
+      }
+      default:
+        throw badRequest(`${where}.role '${(m as { role: string }).role}' is not supported by this model`);
+    }
+  });
+  return { system, messages };
 }
 
 type TextContent = string | { type: string; text?: string }[];
@@ -196,24 +198,18 @@ function userBlocks(content: S['ChatCompletionRequestUserMessage']['content'], w
         const url = p.image_url?.url ?? '';
         if (!url.startsWith('data:')) return { type: 'image', source: { type: 'url', url } };
         const data = parseDataUrl(url);
-        if (!data) throw badRequest(`${at}.image_url.url: a data URL must be base64 (data:<media type>;base64,<data>)`);
-        return { type: 'image', source: { type: 'base64', ...data } };
+        if (!data) throw badRequest(`${at}.image_url.url is not a valid data URL (data:<media type>;base64,<data>)`);
+        return { type: 'image', source: { type: 'base64', media_type: data.mediaType, data: data.data } };
       }
       case 'file': {
         const data = p.file?.file_data ? parseDataUrl(p.file.file_data) : null;
         if (!data) throw badRequest(`${at}.file: only inline files (file_data as a base64 data URL) are supported by this model`);
-        return { type: 'document', source: { type: 'base64', ...data }, ...(p.file?.filename ? { title: p.file.filename } : {}) };
+        return { type: 'document', source: { type: 'base64', media_type: data.mediaType, data: data.data }, ...(p.file?.filename ? { title: p.file.filename } : {}) };
       }
       default:
         throw badRequest(`${at}: content parts of type '${part.type}' are not supported by this model`);
     }
   });
-}
-
-/** `data:image/png;base64,AAAA` → {media_type, data}; null if not base64. */
-export function parseDataUrl(url: string): { media_type: string; data: string } | null {
-  const m = /^data:([^;,]+)((?:;[^;,]*)*);base64,(.*)$/s.exec(url);
-  return m ? { media_type: m[1].toLowerCase(), data: m[3] } : null;
 }
 
 function assistantBlocks(m: S['ChatCompletionRequestAssistantMessage'], where: string): RequestBlock[] {
@@ -274,16 +270,16 @@ export function finishReason(stopReason: string | null | undefined): FinishReaso
   }
 }
 
-export function toUsage(u: AnthropicUsage): Usage {
+/** Anthropic's usage as OpenAI's: cache reads and writes are prompt tokens too (their prices differ: see billing). */
+export function toUsage(u: AnthropicUsage): OpenAIUsage {
   const read = u.cache_read_input_tokens ?? 0;
-  const prompt = (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) + read;
-  const completion = u.output_tokens ?? 0;
-  return {
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: prompt + completion,
-    ...(typeof u.cache_read_input_tokens === 'number' ? { prompt_tokens_details: { cached_tokens: read } } : {}),
-  };
+  const write = u.cache_creation_input_tokens ?? 0;
+  const cacheReported = typeof u.cache_read_input_tokens === 'number' || typeof u.cache_creation_input_tokens === 'number';
+  return openaiUsage({
+    prompt: (u.input_tokens ?? 0) + write + read,
+    completion: u.output_tokens ?? 0,
+    ...(cacheReported ? { cached: read, cacheWrite: write } : {}),
+  });
 }
 
 export const chatId = (messageId: string | undefined): string => `chatcmpl-${messageId ?? 'anthropic'}`;
@@ -358,32 +354,10 @@ export class StreamTranslator {
         this.mergeUsage(ev.message?.usage);
         return [this.chunk({ role: 'assistant', content: '' })];
       }
-      case 'content_block_start': {
-        const out = this.start();
-        const b = ev.content_block ?? { type: '' };
-        if (b.type === 'text') {
-          if (b.text) out.push(this.chunk({ content: b.text }));
-        } else if (b.type === 'tool_use') {
-          const index = this.tools.size;
-          const input = b.input && typeof b.input === 'object' && Object.keys(b.input).length ? JSON.stringify(b.input) : '';
-          this.tools.set(ev.index, { index, hasArgs: input !== '' });
-          out.push(this.toolChunk({ index, id: b.id, type: 'function', function: { name: b.name, arguments: input } }));
-        }
-        return out;
-      }
-      case 'content_block_delta': {
-        const out = this.start();
-        const d = ev.delta ?? { type: '' };
-        if (d.type === 'text_delta' && d.text) out.push(this.chunk({ content: d.text }));
-        else if (d.type === 'input_json_delta' && d.partial_json) {
-          const tool = this.tools.get(ev.index);
-          if (tool) {
-            tool.hasArgs = true;
-            out.push(this.toolChunk({ index: tool.index, function: { arguments: d.partial_json } }));
-          }
-        }
-        return out;
-      }
+      case 'content_block_start':
+        return [...this.start(), ...this.blockStart(ev)];
+      case 'content_block_delta':
+        return [...this.start(), ...this.blockDelta(ev)];
       case 'content_block_stop': {
         // A tool called without arguments: OpenAI's clients expect a JSON object, not an empty string.
         const tool = this.tools.get(ev.index);
@@ -403,7 +377,7 @@ export class StreamTranslator {
         const out = this.start();
         if (!this.finished) out.push(this.finish('end_turn'));
         this.done = true;
-        out.push({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: toUsage(this.usage) });
+        out.push(usageChunk(this.base(), toUsage(this.usage)));
         return out;
       }
       case 'error':
@@ -411,6 +385,25 @@ export class StreamTranslator {
       default: // ping, and event types newer than this code
         return [];
     }
+  }
+
+  private blockStart(ev: Extract<StreamEvent, { type: 'content_block_start' }>): ChatChunk[] {
+    const b = ev.content_block ?? { type: '' };
+    if (b.type === 'text') return b.text ? [this.chunk({ content: b.text })] : [];
+    if (b.type !== 'tool_use') return [];
+    const index = this.tools.size;
+    const input = b.input && typeof b.input === 'object' && Object.keys(b.input).length ? JSON.stringify(b.input) : '';
+    this.tools.set(ev.index, { index, hasArgs: input !== '' });
+    return [this.toolChunk({ index, id: b.id, type: 'function', function: { name: b.name, arguments: input } })];
+  }
+
+  private blockDelta(ev: Extract<StreamEvent, { type: 'content_block_delta' }>): ChatChunk[] {
+    const d = ev.delta ?? { type: '' };
+    if (d.type === 'text_delta' && d.text) return [this.chunk({ content: d.text })];
+    const tool = d.type === 'input_json_delta' && d.partial_json ? this.tools.get(ev.index) : undefined;
+    if (!tool) return [];
+    tool.hasArgs = true;
+    return [this.toolChunk({ index: tool.index, function: { arguments: d.partial_json } })];
   }
 
   /** The role chunk, if the stream skipped message_start. */
@@ -435,13 +428,10 @@ export class StreamTranslator {
   }
 
   private chunk(delta: Delta, finish: FinishReason | null = null): ChatChunk {
-    return {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: this.created,
-      model: this.model,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-      usage: null,
-    };
+    return { ...chatChunk(this.base(), 0, delta, finish), usage: null };
+  }
+
+  private base() {
+    return { id: this.id, created: this.created, model: this.model };
   }
 }

@@ -5,7 +5,6 @@
  * that only tune the answer (logit_bias, logprobs, user, metadata...), which are ignored.
  */
 import crypto from 'node:crypto';
-import { countTokens } from 'gpt-tokenizer';
 import {
   UpstreamError,
   type ChatChunk,
@@ -14,8 +13,9 @@ import {
   type ChatResponse,
   type EmbeddingRequest,
   type EmbeddingResponse,
-  type Usage,
+  type OpenAIUsage,
 } from '../../types';
+import { badRequest as refused, chatChunk, isObject, openaiUsage, parseDataUrl as dataUrl, str, textOf as joinedText, usageChunk } from '../shared';
 import type {
   BatchEmbedContentsResponse,
   EmbedContentRequest,
@@ -46,7 +46,7 @@ export interface SignatureStore {
   set(toolCallId: string, signature: string): void;
 }
 
-const badRequest = (message: string) => new UpstreamError('status', `the gemini provider cannot send this request: ${message}`, 400, message);
+const badRequest = (message: string) => refused('gemini', message);
 
 export const randomId = (bytes = 12): string => crypto.randomBytes(bytes).toString('base64url');
 
@@ -67,11 +67,7 @@ function partsOf(content: unknown): ContentPart[] {
 }
 
 /** The text of a system, developer or tool message (only text parts are allowed there). */
-function textOf(content: unknown): string {
-  return partsOf(content)
-    .map((p) => p.text ?? p.refusal ?? '')
-    .join('');
-}
+const textOf = (content: unknown): string => joinedText(content);
 
 const EXTENSION_MIME: Record<string, string> = {
   png: 'image/png',
@@ -93,13 +89,9 @@ function mimeFromName(name: string | undefined): string | undefined {
 }
 
 /** `data:image/png;base64,AAAA` → inlineData; a data URL that is not base64 is re-encoded. */
-export function parseDataUrl(url: string): { mimeType: string; data: string } | null {
-  const m = /^data:([^;,]*)((?:;[^;,]*)*),(.*)$/s.exec(url);
-  if (!m) return null;
-  const mimeType = m[1] || 'text/plain';
-  const base64 = m[2].split(';').includes('base64');
-  const data = base64 ? m[3] : Buffer.from(decodeURIComponent(m[3]), 'utf8').toString('base64');
-  return { mimeType, data };
+function inlineData(url: string): { mimeType: string; data: string } | null {
+  const d = dataUrl(url);
+  return d && { mimeType: d.mediaType, data: d.data };
 }
 
 function userPart(p: ContentPart, where: string): GeminiPart | null {
@@ -108,17 +100,20 @@ function userPart(p: ContentPart, where: string): GeminiPart | null {
       return p.text ? { text: p.text } : null;
     case 'image_url': {
       const url = p.image_url?.url ?? '';
-      const inline = parseDataUrl(url);
+      const inline = inlineData(url);
       if (inline) return { inlineData: inline };
+      // Gemini reads a URL as whatever it finds there: a video would be billed by the second. Only a URL that names
+      // an image (by its extension) is sent, declared as that image type.
       const mimeType = mimeFromName(url);
-      return { fileData: { ...(mimeType ? { mimeType } : {}), fileUri: url } };
+      if (!mimeType?.startsWith('image/')) throw badRequest(`${where}.image_url.url: send images as data URLs, or URLs ending in an image extension (.png, .jpg, .webp...)`);
+      return { fileData: { mimeType, fileUri: url } };
     }
     case 'input_audio':
       return { inlineData: { mimeType: `audio/${p.input_audio?.format ?? 'wav'}`, data: p.input_audio?.data ?? '' } };
     case 'file': {
       const f = p.file ?? {};
       if (!f.file_data) throw badRequest(`${where}: file_id inputs are not supported by this model; send file_data`);
-      const inline = parseDataUrl(f.file_data);
+      const inline = inlineData(f.file_data);
       return { inlineData: inline ?? { mimeType: mimeFromName(f.filename) ?? 'application/pdf', data: f.file_data } };
     }
     default:
@@ -137,7 +132,6 @@ function parseArguments(args: string, where: string): Record<string, unknown> {
   return parsed;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
 /** A JSON Schema as Gemini's `*JsonSchema` fields take it: only the `$schema` marker is removed. */
 export function cleanSchema(schema: unknown): Record<string, unknown> | undefined {
@@ -147,6 +141,17 @@ export function cleanSchema(schema: unknown): Record<string, unknown> | undefine
 }
 
 export function toGeminiRequest(body: ChatRequest, signatures?: Pick<SignatureStore, 'get'>): GenerateContentRequest {
+  const { system, contents } = conversation(body.messages, signatures);
+  const req: GenerateContentRequest = { contents };
+  if (system.length) req.systemInstruction = { parts: system };
+  Object.assign(req, tools(body));
+  const g = generationConfig(body);
+  if (Object.keys(g).length) req.generationConfig = g;
+  return req;
+}
+
+/** The messages as Gemini's contents (roles user and model, same roles merged) and system instruction. */
+function conversation(messages: ChatMessage[], signatures?: Pick<SignatureStore, 'get'>): { system: GeminiPart[]; contents: GeminiContent[] } {
   const system: GeminiPart[] = [];
   const contents: GeminiContent[] = [];
   const toolNames = new Map<string, string>();
@@ -156,8 +161,7 @@ export function toGeminiRequest(body: ChatRequest, signatures?: Pick<SignatureSt
     if (last && last.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
   };
-
-  body.messages.forEach((m: ChatMessage, i) => {
+  messages.forEach((m: ChatMessage, i) => {
     const where = `messages[${i}]`;
     switch (m.role) {
       case 'system':
@@ -167,65 +171,59 @@ export function toGeminiRequest(body: ChatRequest, signatures?: Pick<SignatureSt
         return;
       }
       case 'user':
-        push('user', partsOf(m.content).flatMap((p, j) => userPart(p, `${where}.content[${j}]`) ?? []));
-        return;
-      case 'assistant': {
-        const a = m as Extract<ChatMessage, { role: 'assistant' }>;
-        const parts: GeminiPart[] = [];
-        const text = textOf(a.content);
-        if (text) parts.push({ text });
-        const calls = a.tool_calls ?? [];
-        const legacy = a.function_call ? [{ id: '', type: 'function' as const, function: a.function_call }] : [];
-        [...calls, ...legacy].forEach((c, j) => {
-          if (c.id) toolNames.set(c.id, c.function.name);
-          const part: GeminiPart = { functionCall: { name: c.function.name, args: parseArguments(c.function.arguments, `${where}.tool_calls[${j}]`) } };
-          const signature = (c.id && signatures?.get(c.id)) || (j === 0 ? SKIP_THOUGHT_SIGNATURE : undefined);
-          if (signature) part.thoughtSignature = signature;
-          parts.push(part);
-        });
-        push('model', parts);
-        return;
-      }
+        return push('user', partsOf(m.content).flatMap((p, j) => userPart(p, `${where}.content[${j}]`) ?? []));
+      case 'assistant':
+        return push('model', modelParts(m as Extract<ChatMessage, { role: 'assistant' }>, where, toolNames, signatures));
       case 'tool': {
         const t = m as Extract<ChatMessage, { role: 'tool' }>;
         const name = toolNames.get(t.tool_call_id);
         if (!name) throw badRequest(`${where}: tool_call_id '${t.tool_call_id}' does not answer a tool call of an earlier assistant message`);
-        push('user', [{ functionResponse: { name, response: toolResponse(textOf(t.content)) } }]);
-        return;
+        return push('user', [{ functionResponse: { name, response: toolResponse(textOf(t.content)) } }]);
       }
       default: {
         // The deprecated `function` role: a function result named by the message.
         const f = m as unknown as { role: string; name?: string; content?: unknown };
-        if (f.role === 'function' && f.name) {
-          push('user', [{ functionResponse: { name: f.name, response: toolResponse(textOf(f.content)) } }]);
-          return;
-        }
+        if (f.role === 'function' && f.name) return push('user', [{ functionResponse: { name: f.name, response: toolResponse(textOf(f.content)) } }]);
         throw badRequest(`${where}: role '${f.role}' is not supported`);
       }
     }
   });
+  return { system, contents };
+}
 
-  const req: GenerateContentRequest = { contents };
-  if (system.length) req.systemInstruction = { parts: system };
+/** An assistant message: its text, then its tool calls (the first one with its thought signature). */
+function modelParts(a: Extract<ChatMessage, { role: 'assistant' }>, where: string, toolNames: Map<string, string>, signatures?: Pick<SignatureStore, 'get'>): GeminiPart[] {
+  const parts: GeminiPart[] = [];
+  const text = textOf(a.content);
+  if (text) parts.push({ text });
+  const legacy = a.function_call ? [{ id: '', type: 'function' as const, function: a.function_call }] : [];
+  [...(a.tool_calls ?? []), ...legacy].forEach((c, j) => {
+    if (c.id) toolNames.set(c.id, c.function.name);
+    const part: GeminiPart = { functionCall: { name: c.function.name, args: parseArguments(c.function.arguments, `${where}.tool_calls[${j}]`) } };
+    const signature = (c.id && signatures?.get(c.id)) || (j === 0 ? SKIP_THOUGHT_SIGNATURE : undefined);
+    if (signature) part.thoughtSignature = signature;
+    parts.push(part);
+  });
+  return parts;
+}
 
-  const declarations: GeminiFunctionDeclaration[] = [
-    ...(body.tools ?? []).filter((t) => t.type === 'function').map((t) => t.function),
-    ...(body.functions ?? []),
-  ].map((f) => {
+/** Function declarations and the tool config, from tools or the deprecated functions. */
+function tools(body: ChatRequest): Pick<GenerateContentRequest, 'tools' | 'toolConfig'> {
+  const declarations: GeminiFunctionDeclaration[] = [...(body.tools ?? []).filter((t) => t.type === 'function').map((t) => t.function), ...(body.functions ?? [])].map((f) => {
     const parameters = cleanSchema(f.parameters);
     return { name: f.name, ...(f.description ? { description: f.description } : {}), ...(parameters ? { parametersJsonSchema: parameters } : {}) };
   });
-  if (declarations.length) {
-    req.tools = [{ functionDeclarations: declarations }];
-    const choice = body.tool_choice ?? legacyChoice(body.function_call);
-    if (choice === 'auto') req.toolConfig = { functionCallingConfig: { mode: 'AUTO' } };
-    else if (choice === 'required') req.toolConfig = { functionCallingConfig: { mode: 'ANY' } };
-    else if (choice === 'none') req.toolConfig = { functionCallingConfig: { mode: 'NONE' } };
-    else if (choice && typeof choice === 'object') {
-      req.toolConfig = { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [choice.function.name] } };
-    }
-  }
+  if (!declarations.length) return {};
+  const out: Pick<GenerateContentRequest, 'tools' | 'toolConfig'> = { tools: [{ functionDeclarations: declarations }] };
+  const choice = body.tool_choice ?? legacyChoice(body.function_call);
+  if (choice === 'auto') out.toolConfig = { functionCallingConfig: { mode: 'AUTO' } };
+  else if (choice === 'required') out.toolConfig = { functionCallingConfig: { mode: 'ANY' } };
+  else if (choice === 'none') out.toolConfig = { functionCallingConfig: { mode: 'NONE' } };
+  else if (choice && typeof choice === 'object') out.toolConfig = { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [choice.function.name] } };
+  return out;
+}
 
+function generationConfig(body: ChatRequest): GenerationConfig {
   const g: GenerationConfig = {};
   const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
   const set = <K extends keyof GenerationConfig>(k: K, v: GenerationConfig[K] | undefined) => {
@@ -248,8 +246,7 @@ export function toGeminiRequest(body: ChatRequest, signatures?: Pick<SignatureSt
     const schema = cleanSchema((format as { json_schema?: { schema?: unknown } }).json_schema?.schema);
     if (schema) g.responseJsonSchema = schema;
   }
-  if (Object.keys(g).length) req.generationConfig = g;
-  return req;
+  return g;
 }
 
 function legacyChoice(fc: ChatRequest['function_call']): ChatRequest['tool_choice'] {
@@ -280,14 +277,17 @@ export function finishReason(reason: string, hasToolCalls: boolean): FinishReaso
   return hasToolCalls ? 'tool_calls' : 'stop';
 }
 
-/** Gemini's usageMetadata as OpenAI's usage: thinking tokens are output tokens, as OpenAI counts reasoning. */
-export function toUsage(m: UsageMetadata): Usage {
-  const prompt = (m.promptTokenCount ?? 0) + (m.toolUsePromptTokenCount ?? 0);
-  const completion = (m.candidatesTokenCount ?? 0) + (m.thoughtsTokenCount ?? 0);
-  const usage: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-  if (m.cachedContentTokenCount !== undefined) usage.prompt_tokens_details = { cached_tokens: m.cachedContentTokenCount };
-  if (m.thoughtsTokenCount !== undefined) usage.completion_tokens_details = { reasoning_tokens: m.thoughtsTokenCount };
-  return usage;
+/**
+ * Gemini's usageMetadata as OpenAI's usage: thinking tokens are output tokens, as OpenAI counts reasoning; cached
+ * content is part of promptTokenCount, as cached tokens are part of OpenAI's prompt_tokens.
+ */
+export function toUsage(m: UsageMetadata): OpenAIUsage {
+  return openaiUsage({
+    prompt: (m.promptTokenCount ?? 0) + (m.toolUsePromptTokenCount ?? 0),
+    completion: (m.candidatesTokenCount ?? 0) + (m.thoughtsTokenCount ?? 0),
+    ...(m.cachedContentTokenCount !== undefined ? { cached: m.cachedContentTokenCount } : {}),
+    ...(m.thoughtsTokenCount !== undefined ? { reasoning: m.thoughtsTokenCount } : {}),
+  });
 }
 
 const visible = (p: GeminiPart) => !p.thought;
@@ -342,7 +342,7 @@ export class ChatStreamTranslator {
   private readonly finished = new Set<number>();
   /** Tool calls sent so far, per candidate: the index of the next one. */
   private readonly toolCalls = new Map<number, number>();
-  private usage: Usage | null = null;
+  private usage: OpenAIUsage | null = null;
 
   constructor(
     private readonly model: string,
@@ -389,7 +389,7 @@ export class ChatStreamTranslator {
       throw new UpstreamError('protocol', 'the upstream stream ended without a finish reason');
     }
     if (!this.usage) return [];
-    return [{ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: this.usage }];
+    return [usageChunk(this.base(), this.usage)];
   }
 
   private start(index: number, out: ChatChunk[]): void {
@@ -399,18 +399,13 @@ export class ChatStreamTranslator {
   }
 
   private chunk(index: number, delta: ChatChunk['choices'][number]['delta'], finish: FinishReason | null): ChatChunk {
-    return {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: this.created,
-      model: this.model,
-      choices: [{ index, delta, logprobs: null, finish_reason: finish }],
-    };
+    return chatChunk(this.base(), index, delta, finish);
   }
-}
 
-function str(v: unknown): string | undefined {
-  return typeof v === 'string' && v ? v : undefined;
+  private base() {
+    return { id: this.id, created: this.created, model: this.model };
+  }
+
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -426,7 +421,7 @@ export interface EmbedCall {
 export function toEmbedCall(body: EmbeddingRequest, model: string): EmbedCall {
   const input = body.input as unknown;
   const texts = typeof input === 'string' ? [input] : Array.isArray(input) && input.every((x) => typeof x === 'string') ? (input as string[]) : null;
-  if (!texts) throw new UpstreamError('status', 'token array input sent to gemini', 400, 'token arrays are not supported by this model');
+  if (!texts) throw badRequest('token arrays are not supported by this model');
   const request = (text: string): EmbedContentRequest => ({
     model: resourceName(model),
     content: { parts: [{ text }] },
@@ -436,17 +431,15 @@ export function toEmbedCall(body: EmbeddingRequest, model: string): EmbedCall {
   return { method: 'batchEmbedContents', body: { requests: texts.map(request) }, texts };
 }
 
-/** Gemini reports no token count for embeddings: the input is counted with the o200k_base tokenizer (an estimate). */
+/** Gemini reports no token count for embeddings: the answer has none, and the gateway counts the input itself. */
 export function fromEmbedResponse(call: EmbedCall, res: EmbedContentResponse & BatchEmbedContentsResponse, model: string): EmbeddingResponse {
   const vectors = call.method === 'embedContent' ? [res.embedding] : res.embeddings;
   if (!Array.isArray(vectors) || vectors.length !== call.texts.length || !vectors.every((v) => Array.isArray(v?.values))) {
     throw new UpstreamError('protocol', 'the upstream answered with embeddings we cannot read');
   }
-  const tokens = call.texts.reduce((n, t) => n + (t ? countTokens(t) : 0), 0);
   return {
     object: 'list',
     data: vectors.map((v, index) => ({ object: 'embedding', index, embedding: v!.values! })),
     model,
-    usage: { prompt_tokens: tokens, total_tokens: tokens },
-  };
+  } as EmbeddingResponse;
 }

@@ -1,67 +1,58 @@
 /**
- * Provider `openai`: any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, Groq, Together, DeepSeek...).
- * Requests are forwarded as the client wrote them (unknown fields included) with the upstream's model id;
- * connections are pooled and kept alive per upstream (undici Agent).
+ * Provider `openai`: any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, Groq, Together, DeepSeek...). Requests
+ * are forwarded as the client wrote them (unknown fields included) with the upstream's model id, the output
+ * allowance in the limit field(s) the upstream reads (`output_limit`), and usage always asked for on streams.
  */
 import type { ProviderConfig } from '../../../config';
 import type { SseEvent } from '../../sse';
-import {
-  UpstreamError,
-  type ChatChunk,
-  type ChatRequest,
-  type ChatResponse,
-  type CompletionRequest,
-  type CompletionResponse,
-  type EmbeddingRequest,
-  type EmbeddingResponse,
-  type Provider,
-  type UpstreamCall,
-} from '../../types';
-import { UpstreamHttp, eventObject, str } from '../http';
+import { UpstreamError, type ChatChunk, type ChatRequest, type CompletionRequest, type CompletionResponse, type ResponseEvent, type ResponsesRequest } from '../../types';
+import { eventObject } from '../http';
+import { str } from '../shared';
+import { defineProvider, type CallContext } from '../types';
 
-export class OpenAIProvider implements Provider {
-  private readonly http: UpstreamHttp;
+export const OUTPUT_LIMITS = ['max_completion_tokens', 'max_tokens', 'both'] as const;
+export type OutputLimit = (typeof OUTPUT_LIMITS)[number];
 
-  constructor(config: ProviderConfig) {
-    this.http = new UpstreamHttp(config, {
-      ...(config.api_key ? { authorization: `Bearer ${config.api_key}` } : {}),
-      ...config.headers,
-    });
+/**
+ * Which limit field(s) carry the output allowance. OpenAI itself (and Azure) refuses both at once and its reasoning
+ * models refuse max_tokens; other compatible servers may read either one, so both are set unless configured.
+ */
+export function outputLimit(config: ProviderConfig): OutputLimit {
+  let field = limits.get(config);
+  if (!field) {
+    const host = config.base_url ? new URL(config.base_url).hostname : '';
+    field = (config.settings.output_limit as OutputLimit | undefined) ?? (host === 'api.openai.com' ? 'max_completion_tokens' : 'both');
+    limits.set(config, field);
   }
+  return field;
+}
+const limits = new WeakMap<ProviderConfig, OutputLimit>();
 
-  chat(call: UpstreamCall<ChatRequest>): Promise<ChatResponse> {
-    return this.http.json('/chat/completions', { ...call.body, model: call.model, stream: false }, call.signal);
-  }
-
-  chatStream(call: UpstreamCall<ChatRequest>): AsyncIterable<ChatChunk> {
-    return this.http.stream('/chat/completions', streaming(call), call.signal, untilDone<ChatChunk>);
-  }
-
-  completion(call: UpstreamCall<CompletionRequest>): Promise<CompletionResponse> {
-    return this.http.json('/completions', { ...call.body, model: call.model, stream: false }, call.signal);
-  }
-
-  completionStream(call: UpstreamCall<CompletionRequest>): AsyncIterable<CompletionResponse> {
-    return this.http.stream('/completions', streaming(call), call.signal, untilDone<CompletionResponse>);
-  }
-
-  embeddings(call: UpstreamCall<EmbeddingRequest>): Promise<EmbeddingResponse> {
-    return this.http.json('/embeddings', { ...call.body, model: call.model }, call.signal);
-  }
-
-  async close(): Promise<void> {
-    await this.http.close();
-  }
+/** The chat body for the upstream: its model id, the allowance in the right field(s), usage asked for on streams. */
+export function chatBody(body: ChatRequest, ctx: CallContext): object {
+  const { max_tokens: _a, max_completion_tokens: _b, ...rest } = body;
+  const field = outputLimit(ctx.config);
+  return {
+    ...rest,
+    model: ctx.model,
+    ...(field !== 'max_tokens' ? { max_completion_tokens: ctx.maxOutputTokens } : {}),
+    ...(field !== 'max_completion_tokens' ? { max_tokens: ctx.maxOutputTokens } : {}),
+    ...streaming(body, ctx),
+  };
 }
 
-/** A streaming request. Always asks for usage; the gateway hides the usage chunk from clients that did not ask for it. */
-function streaming(call: UpstreamCall<ChatRequest | CompletionRequest>): object {
-  const { body } = call;
-  return { ...body, model: call.model, stream: true, stream_options: { ...(body.stream_options ?? {}), include_usage: true } };
+export function completionBody(body: CompletionRequest, ctx: CallContext): object {
+  return { ...body, model: ctx.model, max_tokens: ctx.maxOutputTokens, ...streaming(body, ctx) };
+}
+
+/** A streaming request always asks for usage; the gateway hides the usage chunk from clients that did not ask. */
+function streaming(body: { stream_options?: unknown }, ctx: CallContext): object {
+  if (!ctx.stream) return { stream: false };
+  return { stream: true, stream_options: { ...(body.stream_options as object | null), include_usage: true } };
 }
 
 /** The JSON of each event until [DONE]; an error reported inside the stream ends it. */
-async function* untilDone<T>(events: AsyncIterable<SseEvent>): AsyncGenerator<T> {
+export async function* untilDone<T>(events: AsyncIterable<SseEvent>): AsyncGenerator<T> {
   for await (const ev of events) {
     if (ev.data === '[DONE]') return;
     const parsed = eventObject(ev.data) as { error?: { message?: unknown }; choices?: unknown };
@@ -74,3 +65,38 @@ async function* untilDone<T>(events: AsyncIterable<SseEvent>): AsyncGenerator<T>
   }
   throw new UpstreamError('protocol', 'the upstream stream ended without [DONE]');
 }
+
+/** An answer must be a JSON object: anything else is a protocol failure (so the next route is tried). */
+export function object<T>(json: unknown): T {
+  if (!json || typeof json !== 'object' || Array.isArray(json)) throw new UpstreamError('protocol', 'the upstream answer is not a JSON object');
+  return json as T;
+}
+
+/** The events of a Responses stream, as OpenAI sent them, until the one that ends it; an error event ends it too. */
+async function* responseEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<ResponseEvent> {
+  for await (const ev of source) {
+    const parsed = eventObject(ev.data) as ResponseEvent & { message?: unknown };
+    if (parsed.type === 'error') throw new UpstreamError('protocol', 'the upstream reported an error inside the stream', undefined, str(parsed.message));
+    yield parsed;
+    if (parsed.type === 'response.completed' || parsed.type === 'response.incomplete' || parsed.type === 'response.failed') return;
+  }
+  throw new UpstreamError('protocol', 'the upstream stream ended without response.completed');
+}
+
+/** A Responses request for the upstream: its model id, the allowance, and nothing stored there (the gateway stores). */
+const responsesBody = (body: ResponsesRequest, ctx: CallContext) => {
+  const { previous_response_id: _expanded, ...rest } = body;
+  return { ...rest, model: ctx.model, max_output_tokens: ctx.maxOutputTokens, stream: ctx.stream, store: false };
+};
+
+export const openai = defineProvider({
+  type: 'openai',
+  settings: { output_limit: { enum: [...OUTPUT_LIMITS] } },
+  headers: (c): Record<string, string> => (c.api_key ? { authorization: `Bearer ${c.api_key}` } : {}),
+  operations: {
+    chat: { path: () => '/chat/completions', request: chatBody, response: object, stream: (events) => untilDone<ChatChunk>(events) },
+    completions: { path: () => '/completions', request: completionBody, response: object, stream: (events) => untilDone<CompletionResponse>(events) },
+    embeddings: { path: () => '/embeddings', request: (body, ctx) => ({ ...body, model: ctx.model }), response: object },
+    responses: { path: () => '/responses', request: responsesBody, response: object, stream: (events) => responseEvents(events) },
+  },
+});

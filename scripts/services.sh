@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# What the tests need besides node_modules, started or installed when missing (`make services`; `make test` runs it
+# first). Arguments pick the parts; none means all of them:
+#   mariadb   MariaDB on 127.0.0.1:3306 (root, empty password) with the database `test` (integration-mysql)
+#   redis     Redis on 127.0.0.1:6379 (integration: processes sharing rate limits)
+#   chromium  /usr/bin/chromium, Debian's `chromium` package, or CHROMIUM_PATH (e2e)
+# Something that is missing and cannot be installed here ends the script with one line saying what to install.
+set -euo pipefail
+
+fail() { echo "services: $*" >&2; exit 1; }
+
+mariadb_up() { mariadb-admin -uroot -h127.0.0.1 ping >/dev/null 2>&1; }
+
+ensure_mariadb() {
+  command -v mariadb-admin >/dev/null || fail "MariaDB is not installed: install Debian's mariadb-server (or run a MariaDB on 127.0.0.1:3306, root with an empty password)"
+  if ! mariadb_up; then
+    [ -x /usr/sbin/mariadbd ] || fail "MariaDB is down and /usr/sbin/mariadbd is missing: install Debian's mariadb-server (or start MariaDB on 127.0.0.1:3306)"
+    echo "services: starting MariaDB"
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+    for _ in $(seq 1 60); do mariadb_up && break; sleep 1; done
+    mariadb_up || fail "MariaDB did not answer on 127.0.0.1:3306 within 60 s after starting /usr/sbin/mariadbd"
+  fi
+  mariadb -uroot -h127.0.0.1 -e 'CREATE DATABASE IF NOT EXISTS test' ||
+    fail "could not create the database test as root@127.0.0.1 (the tests expect root with an empty password)"
+}
+
+# PING over bash's /dev/tcp, so that redis-cli is not needed.
+redis_up() {
+  local reply
+  { exec 3<>/dev/tcp/127.0.0.1/6379; } 2>/dev/null || return 1
+  printf 'PING\r\n' >&3
+  IFS= read -r -t 2 reply <&3 || true
+  exec 3<&-
+  [[ $reply == +PONG* ]]
+}
+
+ensure_redis() {
+  redis_up && return
+  command -v redis-server >/dev/null || fail "Redis is down and redis-server is missing: install Debian's redis-server (or start Redis on 127.0.0.1:6379)"
+  echo "services: starting Redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
+  for _ in $(seq 1 30); do redis_up && break; sleep 1; done
+  redis_up || fail "Redis did not answer on 127.0.0.1:6379 within 30 s after starting redis-server"
+}
+
+# The browser tests drive Debian's Chromium: playwright-core cannot download a browser of its own here.
+ensure_chromium() {
+  if [ -n "${CHROMIUM_PATH:-}" ]; then
+    [ -x "$CHROMIUM_PATH" ] || fail "CHROMIUM_PATH=$CHROMIUM_PATH is not an executable: point it at a Chromium, or unset it to use Debian's chromium package"
+    return
+  fi
+  [ -x /usr/bin/chromium ] && return
+  local how="install Debian's chromium package (apt-get install chromium) or set CHROMIUM_PATH to a Chromium"
+  command -v apt-get >/dev/null || fail "Chromium is missing (/usr/bin/chromium): $how"
+  [ "$(id -u)" = 0 ] || fail "Chromium is missing (/usr/bin/chromium) and installing it needs root: $how"
+  echo "services: installing Chromium (Debian's chromium package)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null ||
+    fail "apt-get could not install chromium: $how"
+  [ -x /usr/bin/chromium ] || fail "apt-get installed chromium but /usr/bin/chromium is missing: $how"
+}
+
+[ $# -gt 0 ] || set -- mariadb redis chromium
+for part in "$@"; do
+  case $part in
+    mariadb | redis | chromium) "ensure_$part" ;;
+    *) fail "unknown part '$part' (mariadb, redis, chromium)" ;;
+  esac
+done

@@ -1,0 +1,32 @@
+/**
+ * The tokens of links mailed to an account's address — `verify` (confirm the address, 48 h) and `reset` (set a new
+ * password, 1 h): random, single use, expiring; only their SHA-256 is stored, so a leaked table opens nothing.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+
+export type TokenPurpose = 'verify' | 'reset';
+
+export const TOKEN_TTL_MS: Record<TokenPurpose, number> = { verify: 48 * 3_600_000, reset: 3_600_000 };
+
+const hash = (token: string) => crypto.createHash('sha256').update(token).digest('hex');
+
+/** A new token for the account (earlier unused ones of the same purpose stop working). */
+export async function issueToken(db: Knex, accountId: number, purpose: TokenPurpose, now = Date.now()): Promise<string> {
+  const token = crypto.randomBytes(32).toString('base64url');
+  await db.transaction(async (trx) => {
+    await trx('email_tokens').where({ account_id: accountId, purpose }).whereNull('used_at').update({ used_at: now });
+    await trx('email_tokens').insert({ account_id: accountId, purpose, token_hash: hash(token), expires_at: now + TOKEN_TTL_MS[purpose], created_at: now });
+  });
+  return token;
+}
+
+/** Uses a token up: the account it was issued to, or null when it is unknown, used, expired or for another purpose. */
+export async function consumeToken(db: Knex, token: string, purpose: TokenPurpose, now = Date.now()): Promise<number | null> {
+  if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
+  const h = hash(token);
+  const used = await db('email_tokens').where({ token_hash: h, purpose }).whereNull('used_at').andWhere('expires_at', '>', now).update({ used_at: now });
+  if (!used) return null;
+  const row = await db('email_tokens').where('token_hash', h).first('account_id');
+  return row ? Number(row.account_id) : null;
+}

@@ -1,0 +1,354 @@
+/**
+ * The SQL of money in flight: per-request holds, credit leases, the batched write of settlements, and the
+ * sweeping of what dead processes left. Every function is one transaction (or one statement) and keeps the books
+ * balanced: an account's held_micros is the sum of its holds and leases, its balance the sum of its ledger rows.
+ */
+import type { BudgetPeriod } from '../accounts/keys';
+import { BUDGET_ROOM_SQL, periodEnd, roomBindings, spendKey, spentThisPeriod } from './budgets';
+import type { Knex } from 'knex';
+import { transact } from '../db';
+import { withSettlementTx } from './settlementTx';
+
+export class NotCovered extends Error {}
+
+/** One settled request, as it is written: its charge, its ledger rows and its usage record. */
+export interface Settlement {
+  requestId: string;
+  accountId: number;
+  keyId: number;
+  model: string;
+  endpoint: string;
+  /** Charged (≤ what the account and key can pay); `uncovered`: what the upstream billed beyond it. */
+  charge: number;
+  uncovered: number;
+  status: number;
+  provider: string | null;
+  counted: string;
+  prompt: number;
+  completion: number;
+  cached: number;
+  cacheWrite: number;
+  reasoning: number;
+  latencyMs: number | null;
+  ttfbMs: number | null;
+  at: number;
+  /** Under a lease: its id (the charge comes out of it); null for a per-request hold. */
+  leaseId: string | null;
+  /** A checkpoint row of it may exist (holds.request_id): it is deleted, and if it is gone the sweeper charged it. */
+  checkpointed: boolean;
+}
+
+/** Money a key can still reserve: the least of the account's and the key's available amounts. */
+export async function available(db: Knex, accountId: number, keyId: number, now = Date.now()): Promise<number> {
+  const account = await db('accounts').where({ id: accountId, status: 'active' }).first('balance_micros', 'held_micros');
+  const key = await db('api_keys').where('id', keyId).first('quota_micros', 'used_micros', 'held_micros', 'budget_micros', 'budget_period', 'budget_start', 'budget_used_micros');
+  if (!account || !key) return 0;
+  let left = Number(account.balance_micros) - Number(account.held_micros);
+  if (key.quota_micros !== null) left = Math.min(left, Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros));
+  if (key.budget_micros !== null) left = Math.min(left, budgetLeft(key, now));
+  return Math.max(0, left);
+}
+
+/** What a key's budget has left this period (what it spent and what is held count), or null without a budget. */
+function budgetLeft(key: Record<string, unknown>, now: number): number {
+  const spent = spentThisPeriod({ budget_period: key.budget_period as BudgetPeriod, budget_start: Number(key.budget_start), budget_used_micros: Number(key.budget_used_micros) }, now);
+  return Number(key.budget_micros) - spent - Number(key.held_micros);
+}
+
+/**
+ * Why a key cannot reserve more, when its budget is the reason — what it has left is less than what the account
+ * and the quota have (requests in flight count: they hold their part) —: the budget, its period and when it starts
+ * afresh; null when it is something else (the balance, the quota).
+ */
+export async function budgetBlock(db: Knex, accountId: number, keyId: number, now = Date.now()): Promise<{ micros: number; period: BudgetPeriod; resetsAt: number } | null> {
+  const key = await db('api_keys').where('id', keyId).first('quota_micros', 'used_micros', 'held_micros', 'budget_micros', 'budget_period', 'budget_start', 'budget_used_micros');
+  if (!key || key.budget_micros === null) return null;
+  const account = await db('accounts').where('id', accountId).first('balance_micros', 'held_micros');
+  const money = account ? Number(account.balance_micros) - Number(account.held_micros) : 0;
+  const quota = key.quota_micros === null ? Infinity : Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros);
+  if (budgetLeft(key, now) > Math.min(money, quota)) return null;
+  const period = key.budget_period as BudgetPeriod;
+  return { micros: Number(key.budget_micros), period, resetsAt: periodEnd(period, now) };
+}
+
+/** Adds `amount` to the account's and the key's held money, if both can cover it; else throws NotCovered. */
+async function reserve(trx: Knex.Transaction, accountId: number, keyId: number, amount: number): Promise<void> {
+  const account = await trx('accounts')
+    .where('id', accountId)
+    .andWhere('status', 'active')
+    .andWhereRaw('balance_micros - held_micros >= ?', [amount])
+    .increment('held_micros', amount);
+  if (account !== 1) throw new NotCovered();
+  const key = await trx('api_keys')
+    .where('id', keyId)
+    .andWhere((q) => q.whereNull('quota_micros').orWhereRaw('quota_micros - used_micros - held_micros >= ?', [amount]))
+    .andWhereRaw(BUDGET_ROOM_SQL, roomBindings(Date.now(), amount))
+    .increment('held_micros', amount);
+  if (key !== 1) throw new NotCovered();
+}
+
+const covered = async (work: () => Promise<void>): Promise<boolean> => {
+  try {
+    await work();
+    return true;
+  } catch (e) {
+    if (e instanceof NotCovered) return false;
+    throw e;
+  }
+};
+
+export interface HoldRow {
+  request_id: string;
+  endpoint: string;
+  account_id: number;
+  key_id: number;
+  model: string;
+  amount_micros: number;
+  progress_micros: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+/** A per-request hold: the money reserved and the hold row, in one transaction; false when not covered. */
+export function hold(db: Knex, h: HoldRow, expiresAt: number, now: number): Promise<boolean> {
+  return covered(() =>
+    transact(db, async (trx) => {
+      await reserve(trx, h.account_id, h.key_id, h.amount_micros);
+      await trx('holds').insert({ ...h, expires_at: expiresAt, created_at: now });
+    }),
+  );
+}
+
+/** A new lease of `amount`; false when not covered. */
+export function openLease(db: Knex, l: { id: string; accountId: number; keyId: number; owner: string; amount: number; expiresAt: number; now: number }): Promise<boolean> {
+  return covered(() =>
+    transact(db, async (trx) => {
+      await reserve(trx, l.accountId, l.keyId, l.amount);
+      await trx('leases').insert({ id: l.id, account_id: l.accountId, key_id: l.keyId, owner: l.owner, amount_micros: l.amount, expires_at: l.expiresAt, created_at: l.now });
+    }),
+  );
+}
+
+/** Adds `amount` to a lease; false when not covered, or when the lease is gone (swept). */
+export function growLease(db: Knex, l: { id: string; accountId: number; keyId: number; amount: number; expiresAt: number }): Promise<boolean> {
+  return covered(() =>
+    transact(db, async (trx) => {
+      const n = await trx('leases').where('id', l.id).update({ amount_micros: trx.raw('amount_micros + ?', [l.amount]), expires_at: l.expiresAt });
+      if (n !== 1) throw new NotCovered();
+      await reserve(trx, l.accountId, l.keyId, l.amount);
+    }),
+  );
+}
+
+/** Gives a lease's money back and deletes it; false when it was gone already. */
+export function closeLease(db: Knex, id: string): Promise<boolean> {
+  return transact(db, async (trx) => {
+    const lease = await trx('leases').where('id', id).forUpdate().first('account_id', 'key_id', 'amount_micros');
+    if (!lease) return false;
+    await trx('leases').where('id', id).del();
+    const amount = Number(lease.amount_micros);
+    await trx('accounts').where('id', lease.account_id).decrement('held_micros', amount);
+    await trx('api_keys').where('id', lease.key_id).decrement('held_micros', amount);
+    return true;
+  });
+}
+
+/** Extends the leases' expiry; returns the ids of those that are gone. */
+export async function renewLeases(db: Knex, ids: string[], expiresAt: number): Promise<string[]> {
+  if (!ids.length) return [];
+  const n = await db('leases').whereIn('id', ids).update({ expires_at: expiresAt });
+  if (n === ids.length) return [];
+  const alive = new Set((await db('leases').whereIn('id', ids).select('id')).map((r) => String(r.id)));
+  return ids.filter((id) => !alive.has(id));
+}
+
+/** Records what requests in flight have certainly cost so far (per-request holds and lease checkpoints). */
+export async function checkpoint(db: Knex, rows: (HoldRow & { lease_id: string | null; fresh: boolean })[], expiresAt: number, now: number): Promise<void> {
+  if (!rows.length) return;
+  await transact(db, async (trx) => {
+    for (const { fresh, ...r } of rows) {
+      const progress = { progress_micros: r.progress_micros, prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens, expires_at: expiresAt };
+      if (fresh) await trx('holds').insert({ ...r, ...progress, created_at: now });
+      else await trx('holds').where('request_id', r.request_id).update(progress);
+    }
+  });
+}
+
+/**
+ * Writes settled requests in one transaction (the batch's `charge` and `uncovered` are set to what was written):
+ * each charge comes out of its lease (or its per-request hold),
+ * the account's balance and the key's spend change once each, and the ledger rows and usage records go in as
+ * batches. Returns the lease ids that turned out to be gone (their requests were charged directly, capped at what
+ * the account could pay, or skipped if the sweeper had charged their checkpoint).
+ */
+export function writeSettlements(db: Knex, batch: Settlement[]): Promise<{ goneLeases: string[]; written: Settlement[] }> {
+  return withSettlementTx(db, async (tx) => {
+    const leaseIds = [...new Set(batch.map((s) => s.leaseId).filter((x): x is string => !!x))];
+    const alive = await tx.aliveLeases(leaseIds);
+    const present = await tx.takeCheckpoints(batch.filter((s) => s.checkpointed).map((s) => s.requestId));
+    const accounts = new Map([...(await tx.accounts([...new Set(batch.map((s) => s.accountId))]))].map(([id, a]) => [id, { ...a, charged: 0, released: 0 }]));
+    const keys = new Map([...(await tx.keys([...new Set(batch.map((s) => s.keyId))]))].map(([id, k]) => [id, { ...k, charged: 0, released: 0 }]));
+    const leases = new Map<string, number>();
+    const ledger: Record<string, unknown>[] = [];
+    const records: Record<string, unknown>[] = [];
+    const written: Settlement[] = [];
+    for (const s of batch) {
+      const account = accounts.get(s.accountId);
+      if (!account) continue; // the account was deleted
+      const key = keys.get(s.keyId);
+      let charge = s.charge;
+      let uncovered = s.uncovered;
+      if (s.leaseId && !alive.has(s.leaseId)) {
+        if (s.checkpointed && !present.has(s.requestId)) continue; // the sweeper charged its checkpoint
+        // The lease was swept while this process still used it: charge what the account can pay now.
+        let can = account.balance - account.charged - account.held + account.released;
+        if (key && key.quota !== null) can = Math.min(can, key.quota - key.used - key.charged - key.held + key.released);
+        const capped = Math.max(0, Math.min(charge, can));
+        uncovered += charge - capped;
+        charge = capped;
+      } else if (s.leaseId) {
+        leases.set(s.leaseId, (leases.get(s.leaseId) ?? 0) + charge);
+        account.released += charge;
+        if (key) key.released += charge;
+      }
+      account.charged += charge;
+      if (key) key.charged += charge;
+      s.charge = charge;
+      s.uncovered = uncovered;
+      const balanceAfter = account.balance - account.charged;
+      if (charge > 0) ledger.push(ledgerRow(s, 'usage', -charge, balanceAfter));
+      if (uncovered > 0) ledger.push(ledgerRow(s, 'shortfall', 0, balanceAfter));
+      records.push(usageRecord(s));
+      written.push(s);
+    }
+    for (const [id, a] of accounts) if (a.charged || a.released) await tx.charge(id, a.charged, a.released);
+    for (const [id, k] of keys) if (k.charged || k.released) await tx.spend(id, k.charged, k.released);
+    for (const [id, amount] of leases) if (amount) await tx.shrinkLease(id, amount);
+    if (ledger.length) await tx.insert('ledger', ledger);
+    await tx.insert('usage_records', records);
+    return { goneLeases: leaseIds.filter((id) => !alive.has(id)), written };
+  });
+}
+
+const SHORTFALL_NOTE = 'the upstream billed more than the account could pay';
+
+function ledgerRow(s: Settlement, kind: 'usage' | 'shortfall', amount: number, balanceAfter: number): Record<string, unknown> {
+  return {
+    account_id: s.accountId,
+    kind,
+    amount_micros: amount,
+    balance_after: balanceAfter,
+    ref: s.requestId,
+    key_id: s.keyId,
+    model: s.model,
+    prompt_tokens: s.prompt,
+    completion_tokens: s.completion,
+    note: kind === 'shortfall' ? SHORTFALL_NOTE : null,
+    uncovered_micros: kind === 'shortfall' ? s.uncovered : null,
+    created_at: s.at,
+  };
+}
+
+function usageRecord(s: Settlement): Record<string, unknown> {
+  return {
+    request_id: s.requestId,
+    account_id: s.accountId,
+    key_id: s.keyId,
+    model: s.model,
+    provider: s.provider,
+    endpoint: s.endpoint,
+    status: s.status,
+    prompt_tokens: s.prompt,
+    completion_tokens: s.completion,
+    cached_tokens: s.cached,
+    cache_write_tokens: s.cacheWrite,
+    reasoning_tokens: s.reasoning,
+    counted: s.counted,
+    cost_micros: s.charge,
+    latency_ms: s.latencyMs,
+    ttfb_ms: s.ttfbMs,
+    created_at: s.at,
+  };
+}
+
+/**
+ * Settles a per-request hold: deletes it (whoever deletes it settles it, so nothing is charged twice), charges
+ * `cost` — never more than the account and the key can pay; the rest is a shortfall — and writes the ledger rows
+ * and the usage record. Returns the charge, or null when somebody else settled the hold first.
+ */
+export function settleHold(db: Knex, h: HoldRow, s: Omit<Settlement, 'charge' | 'uncovered' | 'leaseId' | 'checkpointed'> & { cost: number }): Promise<number | null> {
+  return transact(db, async (trx) => {
+    const gone = await trx('holds').where('request_id', h.request_id).del();
+    if (gone !== 1) return null;
+    const amount = Number(h.amount_micros);
+    if (await trx('usage_records').where('request_id', h.request_id).first('id')) {
+      // Already settled (its usage record is written): a hold row left behind only gives its money back.
+      await trx('accounts').where('id', h.account_id).decrement('held_micros', amount);
+      await trx('api_keys').where('id', h.key_id).decrement('held_micros', amount);
+      return null;
+    }
+    const account = await trx('accounts').where('id', h.account_id).forUpdate().first('balance_micros', 'held_micros');
+    // The key may have been deleted while the request ran (console): the account still pays, no quota applies.
+    const key = await trx('api_keys').where('id', h.key_id).forUpdate().first('quota_micros', 'used_micros', 'held_micros');
+    const balance = Number(account.balance_micros);
+    let charge = Math.min(s.cost, Math.max(0, balance - (Number(account.held_micros) - amount)));
+    if (key && key.quota_micros !== null) {
+      charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - (Number(key.held_micros) - amount)));
+    }
+    await trx('accounts').where('id', h.account_id).update({ held_micros: trx.raw('held_micros - ?', [amount]), balance_micros: trx.raw('balance_micros - ?', [charge]) });
+    if (key) await spendKey(trx, h.key_id, charge, amount, s.at);
+    const row = { account_id: h.account_id, ref: h.request_id, key_id: h.key_id, model: h.model, prompt_tokens: s.prompt, completion_tokens: s.completion, created_at: s.at };
+    if (charge > 0) await trx('ledger').insert({ ...row, kind: 'usage', amount_micros: -charge, balance_after: balance - charge });
+    if (s.cost > charge) {
+      await trx('ledger').insert({ ...row, kind: 'shortfall', amount_micros: 0, balance_after: balance - charge, note: SHORTFALL_NOTE, uncovered_micros: s.cost - charge });
+    }
+    await trx('usage_records').insert(usageRecord({ ...s, charge, uncovered: 0, leaseId: null, checkpointed: false }));
+    return charge;
+  });
+}
+
+/** Per-request holds whose lease expired (their process died), oldest first. */
+export async function expiredHolds(db: Knex, now: number): Promise<(HoldRow & { created_at: number })[]> {
+  return db('holds').whereNull('lease_id').andWhere('expires_at', '<', now).orderBy('id').limit(500);
+}
+
+/** Leases that expired (their process died). */
+export async function expiredLeases(db: Knex, now: number): Promise<string[]> {
+  return (await db('leases').where('expires_at', '<', now).orderBy('created_at').limit(100).select('id')).map((r) => String(r.id));
+}
+
+/**
+ * Settles an expired lease: each checkpoint of a request in flight under it is charged at its recorded progress
+ * (never more than the lease holds), and the rest of the lease goes back. Returns the requests charged; none
+ * when another process swept it first.
+ */
+export function sweepLease(db: Knex, id: string, now: number): Promise<number> {
+  return transact(db, async (trx) => {
+    const lease = await trx('leases').where('id', id).andWhere('expires_at', '<', now).forUpdate().first('account_id', 'key_id', 'amount_micros');
+    if (!lease) return 0;
+    await trx('leases').where('id', id).del();
+    const rows = (await trx('holds').where('lease_id', id).forUpdate().select()) as (HoldRow & { created_at: number })[];
+    if (rows.length) await trx('holds').where('lease_id', id).del();
+    const account = await trx('accounts').where('id', lease.account_id).forUpdate().first('balance_micros');
+    let left = Number(lease.amount_micros);
+    let balance = Number(account.balance_micros);
+    let total = 0;
+    for (const r of rows) {
+      const charge = Math.min(Number(r.progress_micros), left);
+      left -= charge;
+      total += charge;
+      balance -= charge;
+      const prompt = charge > 0 ? Number(r.prompt_tokens) : 0;
+      if (charge > 0) {
+        await trx('ledger').insert({ account_id: lease.account_id, kind: 'usage', amount_micros: -charge, balance_after: balance, ref: r.request_id, key_id: lease.key_id, model: r.model, prompt_tokens: prompt, completion_tokens: Number(r.completion_tokens), created_at: now });
+      }
+      await trx('usage_records').insert(
+        usageRecord({ requestId: r.request_id, accountId: Number(lease.account_id), keyId: Number(lease.key_id), model: r.model, endpoint: r.endpoint, charge, uncovered: 0, status: 500, provider: null, counted: 'checkpoint', prompt, completion: Number(r.completion_tokens), cached: 0, cacheWrite: 0, reasoning: 0, latencyMs: null, ttfbMs: null, at: now, leaseId: id, checkpointed: true }),
+      );
+    }
+    const amount = Number(lease.amount_micros);
+    await trx('accounts').where('id', lease.account_id).update({ balance_micros: trx.raw('balance_micros - ?', [total]), held_micros: trx.raw('held_micros - ?', [amount]) });
+    await spendKey(trx, Number(lease.key_id), total, amount, now);
+    return rows.length;
+  });
+}

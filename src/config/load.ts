@@ -1,0 +1,299 @@
+/**
+ * Reads the gateway's YAML configuration (SWITCHYARD_CONFIG, default ./switchyard.yaml). `${VAR}` and
+ * `${VAR:-default}` in string values are replaced from the environment. A broken file throws a ConfigError whose
+ * message names the file, the line and column, the setting and the problem. What each provider type can do and
+ * which settings of its own it takes comes from the provider registry (the catalog), never from a list here.
+ */
+import proxyaddr from 'proxy-addr';
+import fs from 'node:fs';
+import Ajv from 'ajv';
+import { LineCounter, isMap, isNode, isScalar, parseDocument } from 'yaml';
+import { parseUsd } from '../money';
+import { COMMON_PROVIDER_SETTINGS, DEFAULT_TIMEOUTS, configSchema } from './schema';
+import {
+  ConfigError,
+  type BillingConfig,
+  type Config,
+  type ConsoleConfig,
+  type Feature,
+  type LimitsConfig,
+  type ModelConfig,
+  type ModelKind,
+  type ProviderCatalog,
+  type ProviderConfig,
+  type RoutingConfig,
+  type Timeouts,
+} from './types';
+
+const DEFAULT_CREATED = 1_735_689_600; // 2025-01-01T00:00:00Z
+/** The most an image costs at the providers we know (Claude's high-resolution images: 4,784 tokens). */
+export const DEFAULT_IMAGE_TOKENS = 4_800;
+/** The most an inline file (a PDF) costs: 100 pages at 3,000 tokens a page (Anthropic's and OpenAI's page limit). */
+export const DEFAULT_FILE_TOKENS = 300_000;
+
+type Fail = (path: (string | number)[], problem: string, key?: string) => never;
+
+const validators = new WeakMap<ProviderCatalog, ReturnType<Ajv['compile']>>();
+function validatorFor(catalog: ProviderCatalog) {
+  let v = validators.get(catalog);
+  if (!v) validators.set(catalog, (v = new Ajv({ allErrors: false, strict: false }).compile(configSchema(catalog))));
+  return v;
+}
+
+/** Reads and checks a configuration file. */
+export function loadConfig(catalog: ProviderCatalog, file = process.env.SWITCHYARD_CONFIG ?? './switchyard.yaml', env = process.env): Config {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`${file}: cannot read the configuration file (${(e as NodeJS.ErrnoException).code ?? e})`);
+  }
+  return parseConfig(catalog, text, file, env);
+}
+
+/** Parses configuration text; `file` is only used in messages. */
+export function parseConfig(catalog: ProviderCatalog, text: string, file: string | null = null, env: NodeJS.ProcessEnv = process.env): Config {
+  const name = file ?? '<config>';
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  const where = (path: (string | number)[], key?: string) => {
+    let node = path.length ? doc.getIn(path, true) : doc.contents;
+    // An unknown setting is reported at its own key, not at the start of the mapping that holds it.
+    if (key !== undefined && isMap(node)) node = node.items.find((p) => isScalar(p.key) && String(p.key.value) === key)?.key ?? node;
+    const offset = isNode(node) && node.range ? node.range[0] : undefined;
+    if (offset === undefined) return name;
+    const { line, col } = lines.linePos(offset);
+    return `${name}:${line}:${col}`;
+  };
+  const fail: Fail = (path, problem, key) => {
+    const setting = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
+    throw new ConfigError(`${where(path, key)}: ${setting ? `${setting}: ` : ''}${problem}`);
+  };
+  if (doc.errors.length) {
+    const e = doc.errors[0];
+    const { line, col } = lines.linePos(e.pos[0]);
+    throw new ConfigError(`${name}:${line}:${col}: invalid YAML: ${e.message.split('\n')[0]}`);
+  }
+  const raw = expandEnv(doc.toJS(), [], env, fail);
+  const validate = validatorFor(catalog);
+  if (!validate(raw)) {
+    const e = validate.errors![0];
+    const path = e.instancePath.split('/').slice(1).map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
+    let problem = e.message ?? 'invalid';
+    let extra = e.keyword === 'additionalProperties' ? (e.params as { additionalProperty: string }).additionalProperty : undefined;
+    if (e.keyword === 'false schema') {
+      // a setting of another provider type
+      extra = String(path.pop());
+      const type = (raw as RawConfig).providers?.[String(path[1])]?.type;
+      problem = `unknown setting '${extra}' for a provider of type ${type}`;
+    }
+    if (extra !== undefined && e.keyword === 'additionalProperties') problem = `unknown setting '${extra}'`;
+    if (e.keyword === 'required') problem = `missing required setting '${(e.params as { missingProperty: string }).missingProperty}'`;
+    if (e.keyword === 'enum') problem = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+    fail(path, problem, extra);
+  }
+  return normalise(raw as RawConfig, file, catalog, fail);
+}
+
+interface RawConfig {
+  server?: { max_body_bytes?: number; trust_proxy?: boolean | number | string[]; shutdown_grace_ms?: number };
+  routing?: Partial<RoutingConfig>;
+  billing?: Partial<Omit<BillingConfig, 'lease_micros'>> & { lease_usd?: number };
+  limits?: Partial<LimitsConfig>;
+  responses?: { keep_days?: number };
+  console?: {
+    starter_credits_usd?: number;
+    referral_credits_usd?: number;
+    session_ttl_days?: number;
+    public_url?: string;
+    topup_min_usd?: number;
+    topup_max_usd?: number;
+    login_attempts_per_email?: number;
+    login_attempts_per_email_daily?: number;
+    login_attempts_per_address?: number;
+    login_window_s?: number;
+    registrations_per_address?: number;
+    registration_window_s?: number;
+    referrals_per_month?: number;
+    disposable_domains?: string[];
+    captcha?: { provider: 'turnstile' | 'hcaptcha'; site_key: string; secret: string; verify_url?: string };
+  };
+  mail?: { smtp_url?: string; from?: string };
+  providers: Record<string, Record<string, unknown> & { type: string; timeouts?: Partial<Timeouts> }>;
+  models: RawModel[];
+}
+
+type RawModel = Omit<Partial<ModelConfig>, 'price' | 'routes'> & {
+  id: string;
+  kind: ModelKind;
+  price?: { input?: number; output?: number; cached_input?: number; cache_write?: number };
+  allow?: Feature[];
+  routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[];
+};
+
+function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog, fail: Fail): Config {
+  const providers: Record<string, ProviderConfig> = {};
+  for (const [name, p] of Object.entries(raw.providers)) {
+    const settings = Object.fromEntries(Object.entries(p).filter(([k]) => !COMMON_PROVIDER_SETTINGS.includes(k)));
+    providers[name] = {
+      name,
+      type: p.type,
+      base_url: ((p.base_url as string | undefined) ?? catalog[p.type].baseUrl)?.replace(/\/+$/, ''),
+      api_key: p.api_key as string | undefined,
+      headers: (p.headers as Record<string, string> | undefined) ?? {},
+      max_connections: (p.max_connections as number | undefined) ?? 64,
+      timeouts: { ...DEFAULT_TIMEOUTS, ...p.timeouts },
+      latency_ms: (p.latency_ms as number | undefined) ?? 0,
+      settings,
+    };
+  }
+  const seen = new Set<string>();
+  const models = raw.models.map((m, i) => {
+    if (seen.has(m.id)) fail(['models', i, 'id'], `duplicate model id '${m.id}'`);
+    seen.add(m.id);
+    return model(m, i, providers, catalog, fail);
+  });
+  const b = raw.billing ?? {};
+  return {
+    file,
+    server: { max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024, trust_proxy: trustProxy(raw.server?.trust_proxy, fail), shutdown_grace_ms: raw.server?.shutdown_grace_ms ?? 30_000 },
+    routing: { breaker_failures: raw.routing?.breaker_failures ?? 3, breaker_cooldown_ms: raw.routing?.breaker_cooldown_ms ?? 30_000 },
+    billing: {
+      min_output_tokens: b.min_output_tokens ?? 16,
+      hold_ttl_ms: b.hold_ttl_ms ?? 60_000,
+      sweep_interval_ms: b.sweep_interval_ms ?? 30_000,
+      lease_micros: usdMicros(b.lease_usd, '1', ['billing', 'lease_usd'], fail),
+      lease_idle_ms: b.lease_idle_ms ?? 30_000,
+      flush_ms: b.flush_ms ?? 50,
+      flush_rows: b.flush_rows ?? 500,
+    },
+    limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
+    responses: { keep_ms: Math.round((raw.responses?.keep_days ?? 30) * 86_400_000) },
+    console: consoleConfig(raw.console ?? {}, fail),
+    mail: { smtp_url: raw.mail?.smtp_url || null, from: raw.mail?.from ?? 'Switchyard <no-reply@localhost>' },
+    providers,
+    models,
+  };
+}
+
+/**
+ * Which proxies' X-Forwarded-For entries to believe: none (false), the nearest N hops, or the proxies at these
+ * addresses / CIDRs (proxy-addr's names `loopback`, `linklocal`, `uniquelocal` too). `true` would believe whatever
+ * the client wrote, so it is refused.
+ */
+function trustProxy(v: boolean | number | string[] | undefined, fail: Fail): false | number | string[] {
+  if (v === undefined || v === false || v === 0) return false;
+  if (v === true) fail(['server', 'trust_proxy'], 'true would trust any X-Forwarded-For a client writes; give the proxies instead: their addresses or CIDRs (e.g. [127.0.0.1, 10.0.0.0/8]) or how many there are in front of the gateway (e.g. 1)');
+  if (Array.isArray(v)) {
+    try {
+      proxyaddr.compile(v);
+    } catch (e) {
+      fail(['server', 'trust_proxy'], (e as Error).message);
+    }
+  }
+  return v as number | string[];
+}
+
+function model(m: RawModel, i: number, providers: Record<string, ProviderConfig>, catalog: ProviderCatalog, fail: Fail): ModelConfig {
+  m.routes.forEach((r, j) => {
+    const p = providers[r.provider];
+    if (!p) fail(['models', i, 'routes', j, 'provider'], `unknown provider '${r.provider}'`);
+    if (!catalog[p.type].serves.includes(m.kind)) {
+      fail(['models', i, 'routes', j, 'provider'], `provider '${r.provider}' (type ${p.type}) cannot serve ${m.kind} models`);
+    }
+  });
+  const at = (k: string) => ['models', i, 'price', k];
+  const input = usdMicros(m.price?.input, '0', at('input'), fail);
+  return {
+    id: m.id,
+    kind: m.kind,
+    owned_by: m.owned_by ?? m.routes[0].provider,
+    created: m.created ?? DEFAULT_CREATED,
+    price: {
+      input,
+      output: usdMicros(m.price?.output, '0', at('output'), fail),
+      cached_input: m.price?.cached_input === undefined ? input : usdMicros(m.price.cached_input, '0', at('cached_input'), fail),
+      cache_write: m.price?.cache_write === undefined ? input : usdMicros(m.price.cache_write, '0', at('cache_write'), fail),
+    },
+    max_output_tokens: m.max_output_tokens ?? 4096,
+    image_tokens: m.image_tokens ?? DEFAULT_IMAGE_TOKENS,
+    file_tokens: m.file_tokens ?? DEFAULT_FILE_TOKENS,
+    allow: m.allow ?? [],
+    routes: m.routes.map((r, j) => ({
+      provider: r.provider,
+      model: r.model ?? m.id,
+      priority: r.priority ?? j, // in the order written, unless routes share a priority (then weighted)
+      weight: r.weight ?? 1,
+      timeouts: { ...providers[r.provider].timeouts, ...r.timeouts },
+    })),
+  };
+}
+
+/** A USD amount as written (at most 6 decimals) → micro-USD, exactly. */
+function usdMicros(value: number | undefined, fallback: string, path: (string | number)[], fail: Fail): number {
+  try {
+    return parseUsd(value === undefined ? fallback : String(value));
+  } catch {
+    return fail(path, 'must be a USD amount with at most 6 decimals');
+  }
+}
+
+function consoleConfig(c: NonNullable<RawConfig['console']>, fail: Fail): ConsoleConfig {
+  const usd = (name: keyof typeof c, fallback: string): number => usdMicros(c[name] as number | undefined, fallback, ['console', name], fail);
+  const min = usd('topup_min_usd', '5');
+  const max = usd('topup_max_usd', '1000');
+  if (min % 10_000 || max % 10_000) fail(['console', min % 10_000 ? 'topup_min_usd' : 'topup_max_usd'], 'must be whole cents');
+  if (max < min) fail(['console', 'topup_max_usd'], 'must not be below topup_min_usd');
+  return {
+    starter_credits_micros: usd('starter_credits_usd', '1'),
+    referral_credits_micros: usd('referral_credits_usd', '20'),
+    session_ttl_ms: Math.round((c.session_ttl_days ?? 30) * 86_400_000),
+    public_url: c.public_url ?? null,
+    topup_min_micros: min,
+    topup_max_micros: max,
+    login_attempts_per_email: c.login_attempts_per_email ?? 10,
+    login_attempts_per_email_daily: c.login_attempts_per_email_daily ?? 100,
+    login_attempts_per_address: c.login_attempts_per_address ?? 50,
+    login_window_s: c.login_window_s ?? 900,
+    registrations_per_address: c.registrations_per_address ?? 20,
+    registration_window_s: c.registration_window_s ?? 3600,
+    referrals_per_month: c.referrals_per_month ?? 10,
+    disposable_domains: (c.disposable_domains ?? DISPOSABLE_DOMAINS).map((d) => d.trim().toLowerCase()),
+    captcha: c.captcha ? { ...c.captcha, verify_url: c.captcha.verify_url ?? SITEVERIFY[c.captcha.provider] } : null,
+  };
+}
+
+/** The providers' documented server-side token checks. */
+const SITEVERIFY = { turnstile: 'https://challenges.cloudflare.com/turnstile/v0/siteverify', hcaptcha: 'https://api.hcaptcha.com/siteverify' };
+
+/** Well-known disposable-mail domains, refused at registration unless `console.disposable_domains` replaces the list. */
+const DISPOSABLE_DOMAINS = [
+  '10minutemail.com', 'dispostable.com', 'emailondeck.com', 'fakeinbox.com', 'getnada.com', 'guerrillamail.com',
+  'guerrillamail.net', 'mailcatch.com', 'maildrop.cc', 'mailinator.com', 'mailnesia.com', 'mintemail.com', 'moakt.com',
+  'sharklasers.com', 'spamgourmet.com', 'temp-mail.org', 'tempmail.com', 'tempmailo.com', 'throwawaymail.com',
+  'trashmail.com', 'yopmail.com', 'yopmail.net',
+];
+
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+function expandEnv(
+  value: unknown,
+  path: (string | number)[],
+  env: NodeJS.ProcessEnv,
+  fail: Fail,
+): unknown {
+  if (typeof value === 'string') {
+    return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
+      const v = env[name];
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      return fail(path, `environment variable ${name} is not set`);
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, [...path, i], env, fail));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expandEnv(v, [...path, k], env, fail)]));
+  }
+  return value;
+}
+

@@ -1,0 +1,127 @@
+/**
+ * The JSON Schema of the configuration file. Provider types come from the provider registry (the catalog): each
+ * type's own settings are allowed on its providers only.
+ */
+import { FEATURES, type ProviderCatalog, type Timeouts } from './types';
+
+export const DEFAULT_TIMEOUTS: Timeouts = { connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 };
+
+/** Settings every provider takes, whatever its type. */
+export const COMMON_PROVIDER_SETTINGS = ['type', 'base_url', 'api_key', 'headers', 'max_connections', 'timeouts', 'latency_ms'];
+
+const timeouts = {
+  type: 'object',
+  additionalProperties: false,
+  properties: Object.fromEntries(Object.keys(DEFAULT_TIMEOUTS).map((k) => [k, { type: 'integer', minimum: 1 }])),
+};
+
+const object = (properties: Record<string, object>, required: string[] = []) => ({ type: 'object', additionalProperties: false, required, properties });
+const usd = { type: 'number', minimum: 0 };
+const int = (minimum: number) => ({ type: 'integer', minimum });
+
+function providerSchema(catalog: ProviderCatalog): object {
+  const types = Object.keys(catalog);
+  const own = new Map<string, object>();
+  for (const t of types) for (const [k, s] of Object.entries(catalog[t].settings ?? {})) own.set(k, s);
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type'],
+    properties: {
+      type: { enum: types },
+      base_url: { type: 'string', pattern: '^https?://' },
+      api_key: { type: 'string' },
+      headers: { type: 'object', additionalProperties: { type: 'string' } },
+      max_connections: int(1),
+      timeouts,
+      latency_ms: int(0),
+      ...Object.fromEntries(own),
+    },
+    allOf: types.map((t) => ({
+      if: { properties: { type: { const: t } } },
+      then: {
+        ...(catalog[t].needsBaseUrl ? { required: ['base_url'] } : {}),
+        // Another type's settings are unknown here.
+        properties: Object.fromEntries([...own.keys()].filter((k) => !(k in (catalog[t].settings ?? {}))).map((k) => [k, false])),
+      },
+    })),
+  };
+}
+
+const SERVER = object({
+  max_body_bytes: int(1024),
+  // false, a hop count, or the proxies' addresses / CIDRs (load.ts refuses `true` with what to write instead)
+  trust_proxy: { oneOf: [{ type: 'boolean' }, { type: 'integer', minimum: 0 }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
+  shutdown_grace_ms: int(0),
+});
+
+const CONSOLE = object({
+  starter_credits_usd: usd,
+  referral_credits_usd: usd,
+  session_ttl_days: { type: 'number', exclusiveMinimum: 0 },
+  public_url: { type: 'string', pattern: '^https?://[^/]+$' },
+  topup_min_usd: { type: 'number', minimum: 0.5 },
+  topup_max_usd: { type: 'number', minimum: 0.5 },
+  login_attempts_per_email: int(1),
+  login_attempts_per_email_daily: int(1),
+  login_attempts_per_address: int(1),
+  login_window_s: int(1),
+  registrations_per_address: int(0),
+  registration_window_s: int(1),
+  referrals_per_month: int(0),
+  disposable_domains: { type: 'array', items: { type: 'string', minLength: 1 } },
+  captcha: object(
+    { provider: { enum: ['turnstile', 'hcaptcha'] }, site_key: { type: 'string', minLength: 1 }, secret: { type: 'string', minLength: 1 }, verify_url: { type: 'string', pattern: '^https?://' } },
+    ['provider', 'site_key', 'secret'],
+  ),
+});
+
+export function configSchema(catalog: ProviderCatalog): object {
+  return object(
+    {
+      server: SERVER,
+      billing: object({
+        min_output_tokens: int(1),
+        hold_ttl_ms: int(100),
+        sweep_interval_ms: int(100),
+        lease_usd: usd,
+        lease_idle_ms: int(100),
+        flush_ms: int(1),
+        flush_rows: int(1),
+      }),
+      limits: object({ rpm: int(0), tpm: int(0) }),
+      responses: object({ keep_days: { type: 'number', exclusiveMinimum: 0 } }),
+      console: CONSOLE,
+      mail: object({ smtp_url: { type: 'string' }, from: { type: 'string', minLength: 3 } }),
+      routing: object({ breaker_failures: int(1), breaker_cooldown_ms: int(1) }),
+      providers: { type: 'object', minProperties: 1, additionalProperties: providerSchema(catalog) },
+      models: {
+        type: 'array',
+        minItems: 1,
+        items: object(
+          {
+            id: { type: 'string', minLength: 1, pattern: '^[^\\s]+$' },
+            kind: { enum: ['chat', 'completion', 'embedding'] },
+            owned_by: { type: 'string' },
+            created: int(0),
+            price: object({ input: usd, output: usd, cached_input: usd, cache_write: usd }),
+            max_output_tokens: int(1),
+            image_tokens: int(0),
+            file_tokens: int(0),
+            allow: { type: 'array', items: { enum: [...FEATURES] }, uniqueItems: true },
+            routes: {
+              type: 'array',
+              minItems: 1,
+              items: object(
+                { provider: { type: 'string' }, model: { type: 'string' }, priority: { type: 'integer' }, weight: { type: 'number', exclusiveMinimum: 0 }, timeouts },
+                ['provider'],
+              ),
+            },
+          },
+          ['id', 'kind', 'routes'],
+        ),
+      },
+    },
+    ['providers', 'models'],
+  );
+}

@@ -1,0 +1,189 @@
+/** The configuration as the rest of the gateway sees it: read, checked and with every default filled in. */
+
+export type ModelKind = 'chat' | 'completion' | 'embedding';
+
+/** Features that make an upstream charge more than a model's token prices; a model serves them only when allowed. */
+export const FEATURES = ['priority', 'audio', 'web_search'] as const;
+export type Feature = (typeof FEATURES)[number];
+
+export interface Timeouts {
+  /** TCP/TLS connect. */
+  connect_ms: number;
+  /** From sending the request to the response headers (for streams: the first byte). */
+  first_byte_ms: number;
+  /** Longest silence between two body chunks. */
+  idle_ms: number;
+  /** Whole request, headers to last byte. */
+  total_ms: number;
+}
+
+export interface ProviderConfig {
+  name: string;
+  /** The provider type: a folder of src/gateway/providers. */
+  type: string;
+  base_url?: string;
+  api_key?: string;
+  headers: Record<string, string>;
+  /** Most connections kept open to this upstream. */
+  max_connections: number;
+  timeouts: Timeouts;
+  /** mock only: delay before the answer and between stream chunks. */
+  latency_ms: number;
+  /** Settings of the provider type's own (e.g. azure's api_version), checked against its descriptor. */
+  settings: Record<string, unknown>;
+}
+
+export interface RouteConfig {
+  provider: string;
+  /** The model id the upstream knows. */
+  model: string;
+  /** Lower goes first (default: the route's position in the list). */
+  priority: number;
+  /** Share of traffic among routes of the same priority (default 1). */
+  weight: number;
+  /** The provider's timeouts with this route's overrides. */
+  timeouts: Timeouts;
+}
+
+/** Micro-USD per million tokens (the configuration says USD per million tokens, read exactly). */
+export interface PriceConfig {
+  input: number;
+  output: number;
+  /** Cache reads; the input price when not set. */
+  cached_input: number;
+  /** Cache writes; the input price when not set. */
+  cache_write: number;
+}
+
+export interface ModelConfig {
+  id: string;
+  kind: ModelKind;
+  owned_by: string;
+  /** Unix seconds, shown in /v1/models. */
+  created: number;
+  price: PriceConfig;
+  /** Output tokens allowed when the request sets no limit. */
+  max_output_tokens: number;
+  /** What an image may cost at most, in prompt tokens (held per image). */
+  image_tokens: number;
+  /** What an inline file (a PDF...) may cost at most, in prompt tokens (held per file). */
+  file_tokens: number;
+  /** Price-raising features the configured prices already cover (otherwise refused or stripped). */
+  allow: Feature[];
+  routes: RouteConfig[];
+}
+
+export interface Config {
+  file: string | null;
+  /**
+   * trust_proxy: behind reverse proxies, the client is the rightmost X-Forwarded-For entry that is not one of them
+   * (false: the connection's own address; a number: that many hops; a list: their addresses / CIDRs).
+   * shutdown_grace_ms: on SIGTERM, how long requests and streams in flight may take to finish.
+   */
+  server: { max_body_bytes: number; trust_proxy: false | number | string[]; shutdown_grace_ms: number };
+  routing: RoutingConfig;
+  billing: BillingConfig;
+  limits: LimitsConfig;
+  /** Stored responses of the Responses API: how long one is kept (`responses.keep_days`, 30 by default). */
+  responses: { keep_ms: number };
+  console: ConsoleConfig;
+  mail: MailConfig;
+  providers: Record<string, ProviderConfig>;
+  models: ModelConfig[];
+}
+
+/** The web console: sign-up credits, sessions, card top-ups, brute-force limits. Amounts in micro-USD. */
+export interface ConsoleConfig {
+  /** Credited to every account registered through the console (ledger kind `signup`). */
+  starter_credits_micros: number;
+  /** Credited to both the new account and the referrer when a valid referral code is used (kind `referral`). */
+  referral_credits_micros: number;
+  /** How long a login lasts. */
+  session_ttl_ms: number;
+  /** Base of absolute links (referral link, Stripe return URLs); default: the request's own scheme and host. */
+  public_url: string | null;
+  /** Card top-up bounds. */
+  topup_min_micros: number;
+  topup_max_micros: number;
+  /**
+   * Failed log-ins allowed within the window per (email, client address) pair — so a stranger's guesses lock out
+   * only the stranger — and per client address; and per email over 24 h from every address together (slower).
+   */
+  login_attempts_per_email: number;
+  login_attempts_per_email_daily: number;
+  login_attempts_per_address: number;
+  login_window_s: number;
+  /** Registrations allowed per client address within the window (0: no limit). */
+  registrations_per_address: number;
+  registration_window_s: number;
+  /** Referral credits a referrer may earn per calendar month (UTC). */
+  referrals_per_month: number;
+  /** Mail domains refused at registration (disposable mailboxes), lower case. */
+  disposable_domains: string[];
+  /** A CAPTCHA on registration (Cloudflare Turnstile or hCaptcha), or null: none (the default). */
+  captcha: CaptchaConfig | null;
+}
+
+export interface CaptchaConfig {
+  provider: 'turnstile' | 'hcaptcha';
+  /** Public: the console's widget shows it. */
+  site_key: string;
+  /** The provider's secret, for the server-side check (e.g. `${TURNSTILE_SECRET}`). */
+  secret: string;
+  /** Where tokens are checked (the provider's siteverify; another URL for tests). */
+  verify_url: string;
+}
+
+/** Outgoing mail (verification and password-reset links). Without `smtp_url` the links are written to the log. */
+export interface MailConfig {
+  smtp_url: string | null;
+  from: string;
+}
+
+export interface BillingConfig {
+  /** A request whose balance covers fewer output tokens than this is refused instead of shortened. */
+  min_output_tokens: number;
+  /** How long a hold or a lease lives unless its process renews it (it renews every third of this). */
+  hold_ttl_ms: number;
+  /** How often expired holds and leases (of processes that died) are settled. */
+  sweep_interval_ms: number;
+  /** The most a process reserves at once for one key (a credit lease), micro-USD. */
+  lease_micros: number;
+  /** A lease nobody used for this long goes back to the account. */
+  lease_idle_ms: number;
+  /** Settlements are written in batches: at most this long after a request ended... */
+  flush_ms: number;
+  /** ...or as soon as this many are waiting. */
+  flush_rows: number;
+}
+
+/** Default per-key limits; a key's own setting wins. 0 means no limit. */
+export interface LimitsConfig {
+  rpm: number;
+  tpm: number;
+}
+
+export interface RoutingConfig {
+  /** Consecutive failures after which a route is skipped for a cool-down. */
+  breaker_failures: number;
+  /** How long a failing route is skipped before one request probes it again. */
+  breaker_cooldown_ms: number;
+}
+
+/** What the configuration needs to know of each provider type (the gateway's provider registry provides it). */
+export interface ProviderCatalog {
+  [type: string]: {
+    /** Where the upstream is unless the configuration says. */
+    baseUrl?: string;
+    /** `base_url` must be configured (an upstream over HTTP without a default address). */
+    needsBaseUrl: boolean;
+    /** The kinds of model it can serve. */
+    serves: readonly ModelKind[];
+    /** JSON Schemas of the settings of its own. */
+    settings?: Record<string, object>;
+  };
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}

@@ -1,0 +1,170 @@
+/**
+ * What a request may cost before it is sent, in linear time and without a tokenizer.
+ *
+ * `inspect` walks a parsed JSON body once. It refuses what the gateway cannot forward safely — nesting deeper than
+ * MAX_DEPTH (serialising it again would throw) and numbers that are not finite (`1e309` parses to Infinity) — and
+ * measures the body: the UTF-8 bytes of every key, string and number outside attachments, and the attachments
+ * themselves (images, audio, files, file references) by their `type`, whatever message or field holds them.
+ *
+ * `promptBound` turns that into prompt tokens no tokenizer can exceed: a byte-level BPE tokenizer (OpenAI's, and
+ * SentencePiece with byte fallback) never makes more tokens than the text has UTF-8 bytes, and JSON text has at
+ * least as many bytes as the strings it encodes. Keys and punctuation count too, which pays for the per-message
+ * framing tokens; a fixed allowance pays for what providers add (Anthropic's tool-use system prompt is ~350
+ * tokens); images and files count at the model's stated worst case. It over-holds: English prose is about four
+ * bytes a token. Settlement makes the charge exact.
+ */
+import type { ModelConfig } from '../config';
+
+/** Deepest nesting of arrays and objects a request body may have. */
+export const MAX_DEPTH = 64;
+/** Tokens providers add to every request (reply priming, chat template). */
+export const REQUEST_OVERHEAD = 64;
+/** Tokens providers add when tools are declared (Anthropic's tool-use system prompt, per-tool formatting). */
+export const TOOLS_OVERHEAD = 1_000;
+
+export interface BodyProfile {
+  /** UTF-8 bytes of keys, strings and numbers, outside the data of attachments. */
+  textBytes: number;
+  images: number;
+  /** Inline audio parts and the bytes of their (base64) data. */
+  audio: number;
+  audioBytes: number;
+  /** Inline files (PDFs...) and files by URL. */
+  files: number;
+  /** References to files stored at the upstream (`file_id`): they would read the operator's own upstream account. */
+  fileRefs: number;
+  /** Tools or legacy functions are declared. */
+  tools: boolean;
+}
+
+export class BodyError extends Error {
+  override name = 'BodyError';
+  constructor(
+    message: string,
+    readonly param: string | null,
+  ) {
+    super(message);
+  }
+}
+
+const empty = (): BodyProfile => ({ textBytes: 0, images: 0, audio: 0, audioBytes: 0, files: 0, fileRefs: 0, tools: false });
+
+/** Measures and checks a parsed JSON body (see the module comment). Throws a BodyError for what must be refused. */
+export function inspect(body: unknown): BodyProfile {
+  const p = empty();
+  walk(body, 0, p, '');
+  return p;
+}
+
+function walk(v: unknown, depth: number, p: BodyProfile, at: string): void {
+  switch (typeof v) {
+    case 'string':
+      p.textBytes += utf8Bytes(v);
+      return;
+    case 'number':
+      if (!Number.isFinite(v)) throw new BodyError(`Invalid value for '${at || 'body'}': numbers must be finite`, at || null);
+      p.textBytes += 24; // the longest a number prints
+      return;
+    case 'boolean':
+      p.textBytes += 5;
+      return;
+    case 'object':
+      if (v === null) {
+        p.textBytes += 4;
+        return;
+      }
+      if (depth >= MAX_DEPTH) throw new BodyError(`The request body is nested deeper than ${MAX_DEPTH} levels`, at || null);
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) walk(v[i], depth + 1, p, at);
+        return;
+      }
+      object(v as Record<string, unknown>, depth, p, at);
+  }
+}
+
+function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: string): void {
+  const skip = attachment(o, p);
+  for (const k in o) {
+    if (!Object.prototype.hasOwnProperty.call(o, k)) continue;
+    p.textBytes += utf8Bytes(k);
+    if (k === skip) continue;
+    if ((k === 'tools' || k === 'functions') && Array.isArray(o[k]) && (o[k] as unknown[]).length) p.tools = true;
+    walk(o[k], depth + 1, p, depth === 0 ? k : at);
+  }
+}
+
+/**
+ * An attachment part, recognised by its `type` (OpenAI chat and Responses, Anthropic Messages): counts it and
+ * returns the key whose value holds its data (not counted as text), or undefined.
+ */
+function attachment(o: Record<string, unknown>, p: BodyProfile): string | undefined {
+  const type = o.type;
+  if (typeof type !== 'string') return undefined;
+  const inner = (k: string) => (o[k] && typeof o[k] === 'object' ? (o[k] as Record<string, unknown>) : {});
+  switch (type) {
+    case 'image_url': // chat: {image_url: {url, detail}}
+      p.images++;
+      return 'image_url';
+    case 'input_image': // responses: {image_url} or {file_id}
+      if (typeof o.file_id === 'string') p.fileRefs++;
+      else p.images++;
+      return 'image_url';
+    case 'input_audio': // chat: {input_audio: {data, format}}
+      p.audio++;
+      p.audioBytes += dataBytes(inner('input_audio').data);
+      return 'input_audio';
+    case 'file': {
+      // chat: {file: {file_data | file_id, filename}}
+      const f = inner('file');
+      if (typeof f.file_id === 'string') p.fileRefs++;
+      else p.files++;
+      return 'file';
+    }
+    case 'input_file': // responses: {file_data | file_id | file_url}
+      if (typeof o.file_id === 'string') p.fileRefs++;
+      else p.files++;
+      return 'file_data';
+    case 'image': // anthropic: {source: {type: base64 | url | file}}
+    case 'document': {
+      const source = inner('source');
+      if (source.type === 'file') p.fileRefs++;
+      else if (type === 'image') p.images++;
+      else if (source.type === 'text' || source.type === 'content') return undefined; // text: counted as text
+      else p.files++;
+      return 'source';
+    }
+    default:
+      return undefined;
+  }
+}
+
+const dataBytes = (v: unknown) => (typeof v === 'string' ? v.length : 0);
+
+const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+
+/**
+ * Attachments a model does not take: references to files stored at the upstream (they would read the operator's
+ * own upstream account) always, audio unless the model allows it (audio tokens cost more than text tokens).
+ */
+export function checkAttachments(p: BodyProfile, model: Pick<ModelConfig, 'id' | 'allow'>): void {
+  if (p.fileRefs) throw new BodyError('Files stored at the provider (file_id) cannot be used through this gateway: send the file inline (file_data)', null);
+  if (p.audio && !model.allow.includes('audio')) throw new BodyError(`Model ${model.id} does not take audio input through this gateway`, null);
+}
+
+/** Tokens the prompt of a request with this profile cannot exceed on this model (see the module comment). */
+export function promptBound(p: BodyProfile, model: Pick<ModelConfig, 'image_tokens' | 'file_tokens'>): number {
+  return (
+    REQUEST_OVERHEAD +
+    p.textBytes +
+    (p.tools ? TOOLS_OVERHEAD : 0) +
+    p.images * model.image_tokens +
+    p.files * model.file_tokens +
+    // audio: a token per three bytes of base64 data is far above any provider's rate (Gemini: 32 tokens a second)
+    Math.ceil(p.audioBytes / 3)
+  );
+}
+
+/** About how many tokens the request holds, for tokens-per-minute limits (a token per four bytes, as OpenAI estimates). */
+export function tokenEstimate(p: BodyProfile, model: Pick<ModelConfig, 'image_tokens' | 'file_tokens'>): number {
+  return Math.ceil(p.textBytes / 4) + p.images * model.image_tokens + p.files * model.file_tokens + Math.ceil(p.audioBytes / 3);
+}

@@ -1,0 +1,95 @@
+/**
+ * POST /v1/responses: OpenAI's Responses API. An `openai` route serves it natively (sent as written, with the
+ * upstream's model id, the output allowance in max_output_tokens and `store: false`: the gateway keeps responses
+ * itself, see services/responses.ts); any other chat route serves it through chat (responsesChat.ts). Events are
+ * framed as OpenAI frames them (`event: <type>`, `data: <event>`).
+ */
+import type { ModelConfig } from '../../config';
+import { isCount, type Usage } from '../../usage';
+import { streamErrorOf } from '../router';
+import type { ResponseEvent, ResponseObject, ResponsesRequest } from '../types';
+import { collect } from './openai';
+import { chatBridge, responseUsage } from './responsesChat';
+import type { Framing, Operation, Reader } from './types';
+
+type ResponseUsageShape = NonNullable<ResponseObject['usage']>;
+
+export function fromResponseUsage(u: ResponseUsageShape | null | undefined): Usage | null {
+  if (!u || !isCount(u.input_tokens) || !isCount(u.output_tokens)) return null;
+  const part = (n: unknown, of: number) => (isCount(n) ? Math.min(n, of) : 0);
+  return {
+    prompt: u.input_tokens,
+    cached: part(u.input_tokens_details?.cached_tokens, u.input_tokens),
+    cacheWrite: 0,
+    completion: u.output_tokens,
+    reasoning: part(u.output_tokens_details?.reasoning_tokens, u.output_tokens),
+  };
+}
+
+/** The events that end a stream carry the whole response. */
+const ENDS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+const NOT_TEXT = new Set(['type', 'id', 'role', 'status', 'call_id', 'name', 'detail', 'annotations', 'encrypted_content']);
+
+const reader: Reader<ResponsesRequest, ResponseObject, ResponseEvent> = {
+  usage: (res) => fromResponseUsage(res.usage),
+  chunkUsage(ev, previous) {
+    if (!ENDS.has(ev.type)) return previous;
+    const u = fromResponseUsage(ev.response?.usage);
+    return u ? { usage: u, final: true } : previous;
+  },
+  prompt(body) {
+    const out: string[] = [];
+    collect([body.instructions, body.input, body.tools], NOT_TEXT, out);
+    return { kind: 'text', text: out.join('\n') };
+  },
+  answerText(res) {
+    const out: string[] = [];
+    collect(res.output, NOT_TEXT, out);
+    return out.join('');
+  },
+  chunkText: (ev) => (typeof ev.delta === 'string' ? ev.delta : ''),
+};
+
+export const RESPONSES_SSE: Framing = {
+  frame: (ev) => `event: ${(ev as { type: string }).type}\ndata: ${JSON.stringify(ev)}\n\n`,
+  done: '',
+  error: (e) => {
+    const err = streamErrorOf(e);
+    return `event: error\ndata: ${JSON.stringify({ type: 'error', code: err.code, message: err.message, param: err.param, sequence_number: 0 })}\n\n`;
+  },
+};
+
+/** A response's id: the gateway's request id (`req_<32 hex>` → `resp_<32 hex>`). */
+export const responseId = (requestId: string) => `resp_${requestId.replace(/^req_/, '')}`;
+
+/** Tools that bill beyond tokens (per search, per container, per image) or reach into the operator's own account. */
+const COSTLY = /^(web_search|file_search|code_interpreter|image_generation|computer_use|mcp)/;
+
+export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEvent> = {
+  name: 'responses',
+  path: '/v1/responses',
+  serves: ['chat'],
+  upstream: 'responses',
+  reader,
+  bridge: chatBridge,
+  streams: (body) => body.stream === true,
+  includeUsage: () => false,
+  output: (body, model) => ({ perChoice: body.max_output_tokens ?? model.max_output_tokens, choices: 1 }),
+  features(body, model: ModelConfig) {
+    let out = body;
+    if (typeof body.service_tier === 'string' && ['priority', 'scale'].includes(body.service_tier) && !model.allow.includes('priority')) {
+      const { service_tier: _stripped, ...rest } = body;
+      out = rest;
+    }
+    const allowed = (t: { type: string }) => !COSTLY.test(t.type) || (model.allow.includes('web_search') && t.type.startsWith('web_search'));
+    if (out.tools?.some((t) => !allowed(t))) out = { ...out, tools: out.tools.filter(allowed) };
+    return out;
+  },
+  // The gateway keeps responses (services/responses.ts): each gets an id of the gateway's, from its request's.
+  present: (res, p) => ({ ...res, id: responseId(p.requestId), model: p.model, usage: p.reported && res.usage ? res.usage : responseUsage(p.usage) }),
+  presentChunk: (ev, { model, requestId }) => (ev.response ? { ...ev, response: { ...ev.response, id: responseId(requestId), model } } : ev),
+  finalAnswer: (ev) => (ENDS.has(ev.type) && ev.response ? ev.response : null),
+  tail: () => [],
+  framing: RESPONSES_SSE,
+};

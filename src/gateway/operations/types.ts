@@ -1,0 +1,117 @@
+/**
+ * An operation is one client-facing endpoint, as a descriptor: which models it serves, what it may cost (its output
+ * allowance; the prompt is bounded by the body's profile, see bound.ts), what it forbids or strips per model, how
+ * to read usage and text from an answer and a chunk, how to shape what the client gets, and how a stream is framed.
+ * The gateway runs every operation on one generic path (gateway.ts); the request layer meters it (metered.ts).
+ */
+import type { ModelConfig, ModelKind } from '../../config';
+import type { Usage } from '../../usage';
+import type { BodyProfile } from '../bound';
+import type { UpstreamOp, Wire } from '../providers/types';
+import type { CountJob } from '../tokenizer';
+
+export type OperationName = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
+
+/** What a request asks to generate: an allowance per choice and the number of choices (best_of, n, prompts). */
+export interface Output {
+  /** Tokens per choice: the request's own limit, or the model's default; 0 for operations that generate nothing. */
+  perChoice: number;
+  choices: number;
+}
+
+/** How the operation's answer reaches the client as a stream. */
+export interface Framing {
+  frame(chunk: unknown): string;
+  /** Written after the last frame (OpenAI's `data: [DONE]`). */
+  done: string;
+  /** The frame that ends a stream which failed after it started. */
+  error(e: unknown): string;
+}
+
+/** What presenting an answer needs: the model id the client asked for, and the usage billed. */
+export interface Presented {
+  model: string;
+  /** The gateway's id of the request (for ids the gateway gives an answer, as a stored response's). */
+  requestId: string;
+  usage: Usage;
+  /** The upstream reported the usage (the answer's own usage object is shown); else ours is. */
+  reported: boolean;
+  /** For streams: the upstream's usage object as it came (in the upstream operation's shape), when reported. */
+  raw?: unknown;
+}
+
+export interface ChunkContext {
+  model: string;
+  requestId: string;
+  includeUsage: boolean;
+}
+
+export interface StreamUsage {
+  usage: Usage;
+  final: boolean;
+}
+
+/** Reading an upstream operation's shapes: its usage, and the text to count when it reports none. */
+export interface Reader<Req, Res, Chunk> {
+  usage(res: Res): Usage | null;
+  /**
+   * The usage a stream has reported once this chunk is read (`previous`: what it had reported before), or null;
+   * `final` when it is the whole request's (Anthropic reports the prompt first and the output at the end).
+   */
+  chunkUsage(chunk: Chunk, previous: StreamUsage | null): StreamUsage | null;
+  /** The prompt to count with the tokenizer. */
+  prompt(body: Req): CountJob;
+  /** Everything generated, to count: every string of every choice (content, reasoning, refusal, tool calls, audio). */
+  answerText(res: Res): string;
+  chunkText(chunk: Chunk): string;
+  /** The chunk ends generation (a finish reason): it is held back until the usage that may follow it arrives. */
+  final?(chunk: Chunk): boolean;
+}
+
+/** Turns the chunks of the operation a stream went through into this operation's (possibly several per chunk). */
+export interface StreamMapper<From, To> {
+  push(chunk: From): To[];
+  /** What to send after the last chunk, once the usage is known. */
+  end(p: Presented): To[];
+}
+
+/** Serving an operation through another upstream operation (legacy completions on a chat model go through chat). */
+export interface Bridge<Req, Res, Chunk, Via extends UpstreamOp> {
+  via: Via;
+  /** Whether to take the bridge for this model (on this provider, which may lack the operation). */
+  when(model: ModelConfig, nativelyServed: boolean): boolean;
+  request(body: Req, model: ModelConfig): Wire[Via]['req'];
+  answer(res: Wire[Via]['res'], body: Req): Res;
+  /** A mapper for one stream (`model`: the id the client asked for). */
+  stream(body: Req, model: string): StreamMapper<Wire[Via]['chunk'], Chunk>;
+}
+
+export interface Operation<Req extends { model: string } = any, Res = any, Chunk = any> {
+  name: OperationName;
+  path: string;
+  serves: readonly ModelKind[];
+  /** The upstream operation that serves it natively, and how to read that operation's shapes. */
+  upstream: UpstreamOp;
+  /** Client headers passed on when a provider serves the operation natively (e.g. anthropic-beta). */
+  forwardHeaders?: readonly string[];
+  reader: Reader<any, any, any>;
+  bridge?: Bridge<Req, Res, Chunk, UpstreamOp>;
+  streams(body: Req): boolean;
+  /** The client asked for usage at the end of a stream. */
+  includeUsage(body: Req): boolean;
+  /** The output allowance the request asks for. */
+  output(body: Req, model: ModelConfig): Output;
+  /**
+   * Price-raising features, per the model's `allow` list: refused (throws a 400 ApiError) or stripped (returns the
+   * body without them). Attachments were checked from the profile already.
+   */
+  features(body: Req, model: ModelConfig, profile: BodyProfile): Req;
+  present(res: Res, p: Presented, body: Req): Res;
+  /** A chunk as the client gets it, or null to hold it back; `includeUsage`: the client asked for the usage chunk. */
+  presentChunk(chunk: Chunk, c: ChunkContext): Chunk | null;
+  /** The whole answer a chunk carries when it ends a stream (Responses' response.completed), for those who keep it. */
+  finalAnswer?(chunk: Chunk): Res | null;
+  /** Chunks sent after the last one (the usage chunk). */
+  tail(last: Chunk | undefined, p: Presented, includeUsage: boolean): Chunk[];
+  framing: Framing;
+}

@@ -1,0 +1,113 @@
+/**
+ * Runs a provider descriptor for one configured provider: builds each upstream request (URL, headers — signed per
+ * request if the descriptor says so —, the body serialised once), sends it over the provider's pooled HTTP client
+ * (or to a local adapter), and hands the answer or the stream to the descriptor's adapter.
+ */
+import type { ProviderConfig } from '../../config';
+import { UpstreamError } from '../types';
+import { UpstreamHttp } from './http';
+import type { Adapter, CallContext, HttpAdapter, OutgoingRequest, ProviderDescriptor, UpstreamOp, Wire } from './types';
+
+export interface Call {
+  /** The model id the upstream knows. */
+  model: string;
+  maxOutputTokens: number;
+  signal: AbortSignal;
+  /** Client headers the operation passes on to a provider that serves it natively. */
+  headers?: Record<string, string>;
+}
+
+export class Provider {
+  private readonly http: UpstreamHttp | null;
+  private readonly fixedHeaders: Record<string, string>;
+  private readonly state: unknown;
+
+  constructor(
+    readonly descriptor: ProviderDescriptor<any>,
+    readonly config: ProviderConfig,
+  ) {
+    const local = Object.values(descriptor.operations).every((a) => a && 'local' in a);
+    this.http = local ? null : new UpstreamHttp(config, descriptor.errors);
+    // Header names are case-insensitive: configured ones replace the descriptor's (e.g. another anthropic-version).
+    this.fixedHeaders = lower({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...descriptor.headers?.(config), ...config.headers });
+    this.state = descriptor.state?.(config);
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  /** Whether it serves an upstream operation natively. */
+  serves(op: UpstreamOp): boolean {
+    return !!this.descriptor.operations[op];
+  }
+
+  async send<Op extends UpstreamOp>(op: Op, body: Wire[Op]['req'], call: Call): Promise<Wire[Op]['res']> {
+    const adapter = this.adapter(op);
+    const ctx = this.context(call, false);
+    if ('local' in adapter) return adapter.local.send(body, ctx, call.signal);
+    const req = await this.request(adapter, body, ctx);
+    return adapter.response(await this.http!.json(req, call.signal), ctx, body);
+  }
+
+  async *stream<Op extends UpstreamOp>(op: Op, body: Wire[Op]['req'], call: Call): AsyncGenerator<Wire[Op]['chunk']> {
+    const adapter = this.adapter(op);
+    const ctx = this.context(call, true);
+    if ('local' in adapter) {
+      if (!adapter.local.stream) throw unsupported(this.descriptor.type, op, 'streams');
+      yield* adapter.local.stream(body, ctx, call.signal);
+      return;
+    }
+    if (!adapter.stream) throw unsupported(this.descriptor.type, op, 'streams');
+    const req = await this.request(adapter, body, ctx);
+    yield* this.http!.stream(req, call.signal, (events) => adapter.stream!(events, ctx), adapter.framing);
+  }
+
+  async close(): Promise<void> {
+    await this.http?.close();
+  }
+
+  private adapter<Op extends UpstreamOp>(op: Op): Adapter<Wire[Op]['req'], Wire[Op]['res'], Wire[Op]['chunk']> {
+    const adapter = this.descriptor.operations[op];
+    if (!adapter) throw unsupported(this.descriptor.type, op);
+    return adapter as Adapter<Wire[Op]['req'], Wire[Op]['res'], Wire[Op]['chunk']>;
+  }
+
+  private context(call: Call, stream: boolean): CallContext {
+    return { config: this.config, model: call.model, stream, maxOutputTokens: call.maxOutputTokens, headers: call.headers ?? {}, state: this.state };
+  }
+
+  private async request<Req>(adapter: HttpAdapter<Req, unknown, unknown>, body: Req, ctx: CallContext): Promise<OutgoingRequest> {
+    const upstream = adapter.request(body, ctx);
+    let text: string;
+    try {
+      text = JSON.stringify(upstream);
+    } catch {
+      // Only a request we cannot write as JSON gets here (the server refuses deep nesting and non-finite numbers first).
+      throw new UpstreamError('invalid', 'the request cannot be serialised', 400, 'The request body cannot be serialised as JSON');
+    }
+    const req: OutgoingRequest = { method: 'POST', url: `${this.config.base_url}${adapter.path(ctx, body)}`, headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers) }, body: text };
+    if (this.descriptor.sign) Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config)));
+    return req;
+  }
+}
+
+/** A client's headers over the provider's: a list header (anthropic-beta) joins both lists; the provider's others win. */
+function merge(fixed: Record<string, string>, client: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(client)) {
+    if (!(k in fixed)) out[k] = v;
+    else if (k === 'anthropic-beta') out[k] = [...new Set(`${fixed[k]},${v}`.split(',').map((x) => x.trim()).filter(Boolean))].join(',');
+  }
+  return out;
+}
+
+function lower(h: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) out[k.toLowerCase()] = v;
+  return out;
+}
+
+function unsupported(type: string, op: string, what = 'requests'): UpstreamError {
+  return new UpstreamError('invalid', `the ${type} provider does not serve ${op} ${what}`, 400, `This model does not support ${op} ${what}`);
+}

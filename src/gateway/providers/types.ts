@@ -1,0 +1,125 @@
+/**
+ * A provider is a folder with one descriptor: data about an upstream wire format plus small pure adapters, in the
+ * spirit of Portkey's `src/providers/<name>/` and One API's narrow adaptor. It knows nothing of keys, billing or
+ * our HTTP status codes: it turns an operation's request into the upstream's, the upstream's answer (or stream)
+ * back into the operation's shapes, and reports failures as UpstreamErrors. `provider.ts` runs descriptors.
+ */
+import type { ModelKind, ProviderConfig } from '../../config';
+import type { SseEvent } from '../sse';
+import type {
+  AnthropicEvent,
+  AnthropicMessage,
+  ChatChunk,
+  ChatRequest,
+  ChatResponse,
+  CompletionRequest,
+  CompletionResponse,
+  EmbeddingRequest,
+  EmbeddingResponse,
+  MessagesRequest,
+  ResponseEvent,
+  ResponseObject,
+  ResponsesRequest,
+} from '../types';
+
+/** The upstream operations a provider may serve, with their request, answer and chunk shapes (OpenAI's wire types). */
+export interface Wire {
+  chat: { req: ChatRequest; res: ChatResponse; chunk: ChatChunk };
+  completions: { req: CompletionRequest; res: CompletionResponse; chunk: CompletionResponse };
+  embeddings: { req: EmbeddingRequest; res: EmbeddingResponse; chunk: never };
+  messages: { req: MessagesRequest; res: AnthropicMessage; chunk: AnthropicEvent };
+  count_tokens: { req: MessagesRequest; res: { input_tokens: number }; chunk: never };
+  responses: { req: ResponsesRequest; res: ResponseObject; chunk: ResponseEvent };
+}
+export type UpstreamOp = keyof Wire;
+
+/** Which model kind each upstream operation serves natively. */
+export const OP_KIND: Record<UpstreamOp, ModelKind> = {
+  chat: 'chat',
+  completions: 'completion',
+  embeddings: 'embedding',
+  messages: 'chat',
+  count_tokens: 'chat',
+  responses: 'chat',
+};
+
+/** What an adapter knows about the call it shapes. */
+export interface CallContext<State = unknown> {
+  config: ProviderConfig;
+  /** The model id the upstream knows (the route's `model`). */
+  model: string;
+  stream: boolean;
+  /** The output allowance per choice; the request body carries it too, as the operation's own limit field. */
+  maxOutputTokens: number;
+  /** Client headers the operation passes on (e.g. anthropic-beta), when the provider serves it natively. */
+  headers: Record<string, string>;
+  /** The provider's own state (see ProviderDescriptor.state), shared by its calls. */
+  state: State;
+}
+
+/** An adapter for an upstream reached over HTTP: where to POST, what to send, how to read what comes back. */
+export interface HttpAdapter<Req, Res, Chunk, State = unknown> {
+  /** Path (and query) under the provider's base_url. */
+  path(ctx: CallContext<State>, body: Req): string;
+  /** The upstream's request body. */
+  request(body: Req, ctx: CallContext<State>): unknown;
+  /** The upstream's JSON answer → the operation's answer (`body`: the request it answers). */
+  response(json: unknown, ctx: CallContext<State>, body: Req): Res;
+  /** The upstream's stream, already split into SSE events → the operation's chunks (it ends the stream when done). */
+  stream?(events: AsyncIterable<SseEvent>, ctx: CallContext<State>): AsyncIterable<Chunk>;
+  /** How the streamed body is framed; server-sent events unless the upstream uses something else. */
+  framing?: (body: AsyncIterable<Buffer>) => AsyncIterable<SseEvent>;
+}
+
+/** An adapter that answers in the process (the mock provider). */
+export interface LocalAdapter<Req, Res, Chunk, State = unknown> {
+  local: {
+    send(body: Req, ctx: CallContext<State>, signal: AbortSignal): Promise<Res>;
+    stream?(body: Req, ctx: CallContext<State>, signal: AbortSignal): AsyncIterable<Chunk>;
+  };
+}
+
+export type Adapter<Req, Res, Chunk, State = unknown> = HttpAdapter<Req, Res, Chunk, State> | LocalAdapter<Req, Res, Chunk, State>;
+
+export type Adapters<State> = { [Op in UpstreamOp]?: Adapter<Wire[Op]['req'], Wire[Op]['res'], Wire[Op]['chunk'], State> };
+
+/** The request about to be sent, for providers that sign each one. */
+export interface OutgoingRequest {
+  method: 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** What a provider reads in the JSON body of an error answer. */
+export interface UpstreamErrorInfo {
+  /** The upstream's own message for the caller. */
+  message?: string;
+  /** The status to report instead of the one the upstream answered. */
+  status?: number;
+  /** Added to our description of the failure (e.g. Gemini's `INVALID_ARGUMENT`). */
+  code?: string;
+}
+
+export type ErrorReader = (body: unknown, status: number) => UpstreamErrorInfo;
+
+export interface ProviderDescriptor<State = unknown> {
+  /** The configuration's `type`. */
+  type: string;
+  /** Where the upstream is unless the configuration says; without one, `base_url` is required. */
+  baseUrl?: string;
+  /** JSON Schemas of the settings of its own the configuration may give (read from ProviderConfig.settings). */
+  settings?: Record<string, object>;
+  /** Headers of every request: credentials and fixed ones (the configured `headers` are added after, and win). */
+  headers?(config: ProviderConfig): Record<string, string>;
+  /** Headers computed from each request just before it is sent (e.g. a signature over the body). */
+  sign?(request: OutgoingRequest, config: ProviderConfig): Record<string, string> | Promise<Record<string, string>>;
+  /** How to read an error answer (default: OpenAI's `{"error":{"message"}}`). */
+  errors?: ErrorReader;
+  /** State a configured provider keeps across calls (e.g. Gemini's thought signatures). */
+  state?(config: ProviderConfig): State;
+  operations: Adapters<State>;
+}
+
+/** Declares a descriptor (typing its adapters against its state). */
+export const defineProvider = <State = undefined>(d: ProviderDescriptor<State>): ProviderDescriptor<State> => d;

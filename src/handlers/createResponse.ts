@@ -1,0 +1,19 @@
+import { inspect } from '../gateway/bound';
+import { responses } from '../gateway/operations';
+import type { ResponseObject } from '../gateway/types';
+import type { Handler } from './types';
+
+/**
+ * POST /v1/responses (OpenAI's Responses API). A continued conversation is sent whole, so it is measured whole
+ * (the hold covers the earlier turns too); the answer is kept for the account unless `store` is false.
+ */
+export const createResponse: Handler<'createResponse'> = async ({ app, body, ...call }) => {
+  const accountId = call.principal.accountId;
+  const { body: whole, input } = await app.responses.withHistory(accountId, body);
+  return app.metered.serve(responses, {
+    ...call,
+    body: whole,
+    profile: whole === body ? call.profile : inspect(whole),
+    onAnswer: (res) => app.responses.keep(accountId, body, input, res as ResponseObject),
+  });
+};

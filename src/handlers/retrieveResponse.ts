@@ -1,0 +1,4 @@
+import type { Handler } from './types';
+
+/** GET /v1/responses/{response_id}: a response this account stored; another account's is a 404. */
+export const retrieveResponse: Handler<'retrieveResponse'> = async ({ app, params, principal }) => ({ body: await app.responses.find(principal.accountId, params.response_id) });

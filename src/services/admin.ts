@@ -1,0 +1,70 @@
+/**
+ * What the admin API and the CLI both do to accounts, keys and credits: one implementation, two front ends. A
+ * change to a key or an account reaches the key cache of every process (see accounts/keyCache.ts).
+ */
+import type { Knex } from 'knex';
+import { AccountError, getAccount, setAccountStatus, type Account } from '../accounts/accounts';
+import type { KeyChange } from '../accounts/keyCache';
+import { KeyError, setKeyEnabled, type ApiKey } from '../accounts/keys';
+import { createCodes, type NewCode } from '../billing/redemption';
+import { post, type LedgerRow } from '../db/ledger';
+import { idempotent } from './idempotency';
+import { errors } from '../errors';
+import { formatUsd } from '../money';
+import type { App } from './app';
+import { adminAccountView } from './views';
+
+/** Who is told about a change to a key or an account (the key caches). */
+export type Announce = (change: KeyChange) => void;
+
+/** Enables or disables an account: a disabled one's keys are refused everywhere within 2 s (at once here). */
+export async function setStatus(db: Knex, announce: Announce, accountId: number, status: Account['status']): Promise<Account> {
+  const account = await setAccountStatus(db, accountId, status);
+  announce({ accountId });
+  return account;
+}
+
+/** The same for the admin API: an unknown account is a 404. */
+export async function accountStatusView(app: Pick<App, 'db' | 'keys'>, accountId: number, status: Account['status']) {
+  try {
+    return adminAccountView(await setStatus(app.db, (c) => app.keys.changed(c), accountId, status));
+  } catch (e) {
+    if (e instanceof AccountError) throw errors.accountNotFound(accountId);
+    throw e;
+  }
+}
+
+export async function setKeyState(db: Knex, announce: Announce, keyId: number, enabled: boolean): Promise<ApiKey> {
+  const key = await setKeyEnabled(db, keyId, enabled);
+  announce({ keyId });
+  return key;
+}
+
+/** A removal of credits larger than the balance. */
+export class NotEnoughCredits extends AccountError {}
+
+/**
+ * Credits an account (a negative amount removes credits: an adjustment, never below zero). Throws an
+ * AccountError for an unknown account, NotEnoughCredits for a removal larger than the balance.
+ */
+export async function grantCredits(db: Knex, accountId: number, amountMicros: number, note: string | null): Promise<LedgerRow> {
+  if (!(await getAccount(db, accountId))) throw new AccountError(`no account ${accountId}`);
+  const row = await post(db, { accountId, kind: amountMicros > 0 ? 'grant' : 'adjustment', amountMicros, note }, amountMicros < 0 ? { floor: 0 } : {});
+  if (!row) throw new NotEnoughCredits(`account ${accountId} has less than ${formatUsd(-amountMicros)} USD`);
+  return row;
+}
+
+/** grantCredits with an Idempotency-Key (admin API and CLI alike, so a key is one grant whichever front end retries). */
+export function grantOnce(db: Knex, key: string | undefined, accountId: number, amountMicros: number, note: string | null): Promise<{ ledger_id: number; balance_after: number }> {
+  return idempotent(db, 'grant', key, { accountId, amountMicros, note }, async (trx) => {
+    const row = await grantCredits(trx, accountId, amountMicros, note);
+    return { ledger_id: row.id, balance_after: row.balance_after };
+  });
+}
+
+/** createCodes with an Idempotency-Key: a retry gets the same codes (kept with the key for 24 h). */
+export function createCodesOnce(db: Knex, key: string | undefined, count: number, amountMicros: number, note: string | null): Promise<NewCode[]> {
+  return idempotent(db, 'codes', key, { count, amountMicros, note }, (trx) => createCodes(trx, count, amountMicros, note));
+}
+
+export { AccountError, KeyError };

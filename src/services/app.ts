@@ -1,0 +1,183 @@
+/**
+ * The composition root: every service of a running gateway, made once from the configuration and handed to the
+ * handlers as `app`. Domain modules take what they need explicitly; nothing below reaches back into this bag.
+ */
+import type { Redis } from 'ioredis';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { KeyCache } from '../accounts/keyCache';
+import { Billing } from '../billing/billing';
+import { RateLimits } from '../billing/limits';
+import { CardPayments, stripeSettingsFromEnv } from '../billing/stripe';
+import { loadConfig as load, parseConfig as parse, type Config } from '../config';
+import { Gateway } from '../gateway/gateway';
+import { PROVIDER_CATALOG } from '../gateway/providers';
+import { databaseAnswers } from '../db';
+import { Metrics } from '../metrics';
+import { ConsoleLimits, sha256 } from './consoleLimits';
+import { checkLowBalances } from './alerts';
+import { purgeIdempotencyKeys } from './idempotency';
+import { Mailer } from './mailer';
+import { Metered } from './metered';
+import { StoredResponses } from './responses';
+
+export interface App {
+  config: Config;
+  db: Knex;
+  log: Logger;
+  redis: Redis | null;
+  gateway: Gateway;
+  billing: Billing;
+  /** The request layer of paid /v1 calls. */
+  metered: Metered;
+  /** API keys in memory (and how a change to one reaches every process). */
+  keys: KeyCache;
+  /** Card payments, when Stripe is configured (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET). */
+  cards: CardPayments | null;
+  /** SHA-256 of ADMIN_TOKEN, or null: the admin API is off. */
+  adminTokenHash: Buffer | null;
+  consoleLimits: ConsoleLimits;
+  /** Stored responses of the Responses API. */
+  responses: StoredResponses;
+  metrics: Metrics;
+  /** Verification and password-reset mail (or the log, without an SMTP server). */
+  mailer: Mailer;
+  /** SHA-256 of METRICS_TOKEN, or null: /metrics needs no token. */
+  metricsTokenHash: Buffer | null;
+}
+
+/** Reads the configuration file, with the provider types of the registry. */
+export const loadConfig = (file?: string, env: NodeJS.ProcessEnv = process.env): Config => load(PROVIDER_CATALOG, file, env);
+
+/** Parses configuration text, with the provider types of the registry. */
+export const parseConfig = (text: string, file: string | null = null, env: NodeJS.ProcessEnv = process.env): Config => parse(PROVIDER_CATALOG, text, file, env);
+
+export function createApp(o: { config: Config; db: Knex; log: Logger; redis?: Redis | null; env?: NodeJS.ProcessEnv }): App {
+  const env = o.env ?? process.env;
+  const redis = o.redis ?? null;
+  const gateway = new Gateway(o.config);
+  const billing = new Billing(o.db, o.config.billing, o.log);
+  const stripe = stripeSettingsFromEnv(env);
+  const token = env.ADMIN_TOKEN?.trim();
+  if (token && token.length < 16) o.log.warn('ADMIN_TOKEN is shorter than 16 characters; use a long random value');
+  const keys = new KeyCache(o.db, redis, o.log);
+  keys.onChange((change) => billing.retire(change));
+  const metricsToken = env.METRICS_TOKEN?.trim();
+  const app: App = {
+    config: o.config,
+    db: o.db,
+    log: o.log,
+    redis,
+    gateway,
+    billing,
+    metered: new Metered(gateway, billing, new RateLimits(o.config.limits, redis), o.log),
+    keys,
+    cards: stripe ? new CardPayments(stripe, o.db, o.log) : null,
+    adminTokenHash: token ? sha256(token) : null,
+    consoleLimits: new ConsoleLimits(o.config.console, redis),
+    responses: new StoredResponses(o.db, o.config.responses.keep_ms),
+    metrics: new Metrics(),
+    mailer: new Mailer(o.config.mail, o.log),
+    metricsTokenHash: metricsToken ? sha256(metricsToken) : null,
+  };
+  observe(app);
+  observeGateway(app);
+  return app;
+}
+
+/** How long a gateway replaced by a reload keeps serving the requests that started on it before it is closed. */
+const RETIRED_GATEWAY_MS = 15 * 60_000;
+const retired = new WeakMap<App, Gateway[]>();
+
+/**
+ * Applies a new configuration's models, routes, prices and providers (SIGHUP) without dropping a request: new
+ * requests go to a new gateway, those in flight finish on the old one, which is closed later (or at stop). Limits,
+ * billing, the console and the server's settings need a restart.
+ */
+export function reload(app: App, config: Config): void {
+  const old = app.gateway;
+  app.gateway = new Gateway(config);
+  if (old.router.draining) app.gateway.drain();
+  app.metered.gateway = app.gateway;
+  app.config = { ...app.config, routing: config.routing, providers: config.providers, models: config.models };
+  observeGateway(app);
+  retired.set(app, [...(retired.get(app) ?? []), old]);
+  setTimeout(() => {
+    retired.set(app, (retired.get(app) ?? []).filter((g) => g !== old));
+    void old.close();
+  }, RETIRED_GATEWAY_MS).unref();
+}
+
+/** Whether this process should get traffic: its database answers (within 1 s) and it is not shutting down. */
+export async function readiness(app: App): Promise<{ ready: boolean; database: 'ok' | 'unreachable'; draining: boolean }> {
+  const draining = app.gateway.router.draining;
+  const database = (await databaseAnswers(app.db, 1_000)) ? 'ok' : 'unreachable';
+  return { ready: !draining && database === 'ok', database, draining };
+}
+
+/** What the metrics read from the services: settled requests, and when scraped, their state. */
+function observe(app: App): void {
+  const m = app.metrics;
+  app.billing.onSettled = (s, cost) => {
+    const route = s.provider ?? 'none';
+    m.upstream.inc({ operation: s.endpoint, model: s.model, route, status: String(s.status) });
+    if (s.latencyMs !== null) m.latency.observe({ model: s.model, route }, s.latencyMs / 1000);
+    if (s.ttfbMs !== null) m.ttfb.observe({ model: s.model, route }, s.ttfbMs / 1000);
+    const classes = { prompt: s.prompt, completion: s.completion, cached: s.cached, cache_write: s.cacheWrite, reasoning: s.reasoning };
+    for (const [k, n] of Object.entries(classes)) if (n > 0) m.tokens.inc({ model: s.model, class: k }, n);
+    if (cost > 0) m.spend.inc({ model: s.model }, cost);
+  };
+  m.gauge('switchyard_breaker_open', 'Whether a route is skipped, cooling down after failures (1) or not (0)', ['route'], () =>
+    app.gateway.router.breakerStates().map((b) => ({ labels: { route: b.route }, value: b.open ? 1 : 0 })),
+  );
+  m.gauge('switchyard_requests_in_flight', 'Admitted requests not yet settled (streams included)', [], () => [{ value: app.billing.depth.inFlight }]);
+  m.gauge('switchyard_settlements_queued', 'Settled requests waiting to be written (write-behind)', [], () => [{ value: app.billing.depth.queued }]);
+  m.gauge('switchyard_db_pool_connections', 'Database pool connections, by state (used, free, pending acquires)', ['state'], () => {
+    const pool = (app.db.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool;
+    return pool ? [{ labels: { state: 'used' }, value: pool.numUsed() }, { labels: { state: 'free' }, value: pool.numFree() }, { labels: { state: 'pending' }, value: pool.numPendingAcquires() }] : [];
+  });
+}
+
+function observeGateway(app: App): void {
+  app.gateway.router.onFailure = (route, cause) => app.metrics.upstreamErrors.inc({ route, cause });
+}
+
+const housekeeping = new WeakMap<App, { timers: NodeJS.Timeout[]; running: Set<Promise<unknown>> }>();
+
+/**
+ * Hourly (and at start): deletes stored responses past `responses.keep_days` and idempotency keys past 24 h. Every
+ * minute: mails the low-balance alerts that are due.
+ */
+function startHousekeeping(app: App): { timers: NodeJS.Timeout[]; running: Set<Promise<unknown>> } {
+  const running = new Set<Promise<unknown>>();
+  const run = (what: string, work: () => Promise<unknown>) => {
+    const p = work().catch((e) => app.log.warn({ err: (e as Error).message }, `could not ${what}`));
+    running.add(p);
+    void p.finally(() => running.delete(p));
+  };
+  const hourly = () => {
+    run('delete expired stored responses', () => app.responses.purge());
+    run('delete expired idempotency keys', () => purgeIdempotencyKeys(app.db));
+  };
+  const minutely = () => run('check low balances', () => checkLowBalances(app.db, app.mailer, app.config.console.public_url));
+  hourly();
+  return { timers: [setInterval(hourly, 3_600_000).unref(), setInterval(minutely, 60_000).unref()], running };
+}
+
+/** Starts what runs in the background (the billing sweeper and renewals, the purge of old stored responses, the key-change channel). */
+export async function startApp(app: App): Promise<void> {
+  app.billing.start();
+  app.mailer.announce();
+  housekeeping.set(app, startHousekeeping(app));
+  await app.keys.listen();
+}
+
+/** Stops it, once the server no longer takes requests: writes what billing queued, returns its leases. */
+export async function stopApp(app: App): Promise<void> {
+  await app.billing.stop();
+  const chores = housekeeping.get(app);
+  chores?.timers.forEach(clearInterval);
+  await Promise.all(chores?.running ?? []); // nothing touches the database after stop
+  app.keys.close();
+  await Promise.all([app.gateway, ...(retired.get(app) ?? [])].map((g) => g.close()));
+}

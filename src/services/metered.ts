@@ -1,0 +1,203 @@
+/**
+ * The request layer of a paid /v1 call, from start to end: resolve the model once (for the key), refuse or strip
+ * what the model does not allow, bound what the request may cost, count it against the key's tokens per minute,
+ * admit it (a lease or a hold: billing), send it with the output allowance the money covers (gateway), and settle
+ * what it used — however it ends: an answer, an upstream error, a stream that completes, breaks off, or whose
+ * client goes away. It is handed the gateway, billing and the rate limits; it knows nothing of HTTP.
+ */
+import type { Logger } from 'pino';
+import { keyAllowsModel, type ApiKey, type KeyPrincipal } from '../accounts/keys';
+import type { Billing, Admission } from '../billing/billing';
+import type { LimitGrant, RateLimits } from '../billing/limits';
+import type { ModelConfig } from '../config';
+import { ApiError, errors } from '../errors';
+import { BodyError, checkAttachments, promptBound, tokenEstimate, type BodyProfile } from '../gateway/bound';
+import type { Gateway, Streamed } from '../gateway/gateway';
+import { toModel } from '../gateway/models';
+import type { Operation } from '../gateway/operations';
+import { UpstreamError, type Meter, type Model } from '../gateway/types';
+import { usage } from '../usage';
+
+/** What the HTTP layer writes out: a JSON answer or SSE frames, the rate-limit headers, and the usage for the log. */
+export type Served = ({ status?: number; body: unknown } | { sse: AsyncIterable<string> }) & {
+  headers: Record<string, string>;
+  meter?: () => Meter | null;
+};
+
+export interface PaidCall<Req = unknown> {
+  principal: KeyPrincipal;
+  /** The rate-limit grant taken when the key was checked (before the body was read). */
+  grant: LimitGrant;
+  requestId: string;
+  body: Req;
+  /** The body's measure (gateway/bound.ts), taken when it was parsed. */
+  profile: BodyProfile;
+  /** Aborted when the client goes away: cancels the upstream request. */
+  signal: AbortSignal;
+  /** The request's headers (those the operation passes on go upstream to a provider that serves it natively). */
+  headers?: Record<string, string | string[] | undefined>;
+  /** Called with the whole answer once it is complete (JSON or streamed), before the client gets the end of it. */
+  onAnswer?: (answer: unknown) => Promise<void>;
+}
+
+/** A per-choice allowance above this is no limit at all; it also keeps money arithmetic far from overflow. */
+const MAX_ALLOWANCE = 2 ** 31 - 1;
+
+export class Metered {
+  constructor(
+    /** Replaced when the configuration is reloaded (SIGHUP); requests in flight keep the one they started with. */
+    public gateway: Gateway,
+    private readonly billing: Billing,
+    private readonly limits: RateLimits,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Before the body is read: the key's requests per minute, and whether it has any money at all. A key that has
+   * none is refused here, before the gateway parses, measures or validates a byte of what it sent.
+   */
+  async precheck(principal: KeyPrincipal): Promise<LimitGrant> {
+    const grant = await this.limits.request(principal.key);
+    try {
+      await this.billing.canSpend(principal);
+    } catch (e) {
+      if (e instanceof ApiError) Object.assign(e.headers, grant.headers);
+      throw e;
+    }
+    return grant;
+  }
+
+  /** The models a key may use, in configuration order. */
+  models(key: ApiKey): Model[] {
+    return this.gateway.models.all().filter((m) => keyAllowsModel(key, m.id)).map(toModel);
+  }
+
+  /**
+   * Anthropic's count_tokens for a model the key may use: free (no hold, no charge), after the same checks of the
+   * key as a paid request.
+   */
+  async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'body' | 'signal' | 'headers'>): Promise<{ input_tokens: number }> {
+    if (!keyAllowsModel(call.principal.key, call.body.model)) throw errors.modelNotFound(call.body.model);
+    const model = this.gateway.models.resolve(call.body.model, op);
+    return this.gateway.countTokens(op, model, call.body, call.signal, forwarded(call.headers, op.forwardHeaders));
+  }
+
+  /** One model for GET /v1/models/{model}: unknown or not allowed → 404. */
+  model(id: string, key: ApiKey): Model {
+    const m = this.gateway.models.get(id);
+    if (!m || !keyAllowsModel(key, id)) throw errors.modelNotFound(id, 404);
+    return toModel(m);
+  }
+
+  async serve<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>): Promise<Served> {
+    const { principal, grant } = call;
+    if (!keyAllowsModel(principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), grant);
+    const model = this.gateway.models.resolve(call.body.model, op);
+    let body: Req;
+    try {
+      checkAttachments(call.profile, model);
+      body = op.features(call.body, model, call.profile);
+    } catch (e) {
+      throw withHeaders(e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e, grant);
+    }
+    const { perChoice, choices } = op.output(body, model);
+    const asked = Math.min(perChoice, MAX_ALLOWANCE) * choices;
+    const reserved = tokenEstimate(call.profile, model) + asked;
+    await grant.tokens(reserved);
+    let admission: Admission;
+    try {
+      admission = await this.billing.admit({
+        requestId: call.requestId,
+        principal,
+        model,
+        endpoint: op.name,
+        promptTokens: promptBound(call.profile, model),
+        outputTokens: asked,
+        promptBytes: call.profile.textBytes,
+      });
+    } catch (e) {
+      grant.refund(reserved);
+      throw withHeaders(e, grant);
+    }
+    const allowance = choices ? Math.floor(admission.outputTokens / choices) : 0;
+    const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
+    const headers = forwarded(call.headers, op.forwardHeaders);
+    const started = Date.now();
+    try {
+      if (op.streams(body)) {
+        const streamed = await this.gateway.stream(op, model, body, { requestId: call.requestId, allowance, signal: call.signal, headers });
+        admission.track(streamed.progress);
+        let meter: Meter | null = null;
+        void streamed.meter.then((m) => (meter = m));
+        const frames = this.frames(op, streamed, { admission, ttfbMs: Date.now() - started, ended, onAnswer: call.onAnswer });
+        return { sse: frames, headers: grant.headers, meter: () => meter };
+      }
+      const answer = await this.gateway.call(op, model, body, { requestId: call.requestId, allowance, signal: call.signal, headers });
+      await admission.settle({ status: 200, used: answer.meter, ttfbMs: Date.now() - started });
+      ended(answer.meter);
+      await call.onAnswer?.(answer.body);
+      return { body: answer.body, headers: grant.headers, meter: () => answer.meter };
+    } catch (e) {
+      const status = e instanceof ApiError ? e.status : 500;
+      // A client that leaves before the answer pays for its prompt, which the upstream has been sent; an upstream
+      // that failed to answer costs nothing.
+      const used = status === 499 ? await this.promptOnly(op, model, body) : null;
+      await admission.settle({ status, used });
+      ended(used);
+      throw withHeaders(e, grant);
+    }
+  }
+
+  /** The stream as SSE frames; when it ends, however it ends, what it used is settled. */
+  private async *frames<Req extends { model: string }>(op: Operation<Req>, streamed: Streamed<unknown>, o: StreamEnd): AsyncGenerator<string> {
+    const { admission, ttfbMs, ended } = o;
+    let status = 499; // unless the stream completes or fails, its client went away
+    try {
+      for await (const chunk of streamed.chunks) {
+        const whole = o.onAnswer && op.finalAnswer?.(chunk);
+        if (whole) await o.onAnswer!(whole);
+        yield op.framing.frame(chunk);
+      }
+      status = 200;
+      if (op.framing.done) yield op.framing.done;
+    } catch (e) {
+      status = e instanceof UpstreamError && e.reason === 'aborted' ? 499 : 502;
+      yield op.framing.error(e);
+    } finally {
+      const m = await streamed.meter;
+      await admission.settle({ status, used: m, ttfbMs });
+      ended(m);
+    }
+  }
+
+  private async promptOnly<Req extends { model: string }>(op: Operation<Req>, model: ModelConfig, body: Req): Promise<Meter | null> {
+    try {
+      return { provider: '', usage: usage(await this.gateway.countPrompt(op, model, body), 0), counted: 'tokenizer' };
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'could not count the prompt of a request whose client left');
+      return null;
+    }
+  }
+}
+
+interface StreamEnd {
+  admission: Admission;
+  ttfbMs: number;
+  ended: (m: Meter) => void;
+  onAnswer?: (answer: unknown) => Promise<void>;
+}
+
+/** The request headers an operation passes on, by their (lower-case) names. */
+function forwarded(headers: PaidCall<unknown>['headers'], names: readonly string[] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names ?? []) {
+    const v = headers?.[n];
+    if (typeof v === 'string' && v) out[n] = v;
+  }
+  return out;
+}
+
+function withHeaders(e: unknown, grant: LimitGrant): unknown {
+  if (e instanceof ApiError) Object.assign(e.headers, grant.headers);
+  return e;
+}

@@ -1,0 +1,87 @@
+/**
+ * The Responses API's stored responses, per account: `previous_response_id` continues a conversation the gateway
+ * kept (the earlier turns are sent again as input: no upstream stores anything), and GET / DELETE read and forget
+ * one. Another account's id is not found. `store: false` keeps nothing. Like OpenAI's, a stored response lives
+ * `responses.keep_days` (30 by default): older ones are not found, and `purge()` deletes them (hourly, services/app.ts).
+ */
+import type { Knex } from 'knex';
+import { errors } from '../errors';
+import type { ResponseInputItem, ResponseObject, ResponseOutputItem, ResponsesRequest } from '../gateway/types';
+
+interface Stored {
+  input: ResponseInputItem[];
+  response: ResponseObject;
+}
+
+const notFound = (id: string) => errors.notFoundResource(`No response found with id '${id}'.`, 'response_id');
+
+/** An answer's output items as input items for the next turn (ids dropped: the upstream stored none of them). */
+function replayed(output: ResponseOutputItem[]): ResponseInputItem[] {
+  return output.flatMap((item): ResponseInputItem[] => {
+    const { id: _id, status: _status, ...rest } = item;
+    if (item.type === 'reasoning' && !('encrypted_content' in item && item.encrypted_content)) return []; // nothing to replay
+    return [rest as ResponseInputItem];
+  });
+}
+
+export class StoredResponses {
+  constructor(
+    private readonly db: Knex,
+    private readonly keepMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The request as it goes upstream: the conversation so far (if it continues one), then its own input. */
+  async withHistory(accountId: number, body: ResponsesRequest): Promise<{ body: ResponsesRequest; input: ResponseInputItem[] }> {
+    const own: ResponseInputItem[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []);
+    if (!body.previous_response_id) return { body: { ...body, input: own }, input: own };
+    const previous = await this.load(accountId, body.previous_response_id);
+    if (!previous) throw errors.invalidRequest(`Previous response with id '${body.previous_response_id}' not found.`, 'previous_response_id', 'previous_response_not_found');
+    const input = [...previous.input, ...replayed(previous.response.output), ...own];
+    return { body: { ...body, input }, input };
+  }
+
+  /** Keeps a response (unless the request said `store: false`). */
+  async keep(accountId: number, body: ResponsesRequest, input: ResponseInputItem[], response: ResponseObject): Promise<void> {
+    if (body.store === false || !response?.id) return;
+    await this.db('responses').insert({
+      id: response.id,
+      account_id: accountId,
+      model: response.model,
+      previous_response_id: body.previous_response_id ?? null,
+      input: JSON.stringify(input),
+      response: JSON.stringify(response),
+      created_at: this.now(),
+    });
+  }
+
+  async find(accountId: number, id: string): Promise<ResponseObject> {
+    const stored = await this.load(accountId, id);
+    if (!stored) throw notFound(id);
+    return stored.response;
+  }
+
+  async forget(accountId: number, id: string): Promise<{ id: string; object: 'response'; deleted: true }> {
+    if (!(await this.db('responses').where({ id, account_id: accountId }).andWhere('created_at', '>=', this.cutoff()).del())) throw notFound(id);
+    return { id, object: 'response', deleted: true };
+  }
+
+  /** Deletes the responses past their time, a thousand at a time (short transactions); returns how many. */
+  async purge(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const ids = (await this.db('responses').where('created_at', '<', this.cutoff()).limit(1000).select('id')).map((r) => String(r.id));
+      if (!ids.length) return total;
+      total += await this.db('responses').whereIn('id', ids).del();
+    }
+  }
+
+  private cutoff(): number {
+    return this.now() - this.keepMs;
+  }
+
+  private async load(accountId: number, id: string): Promise<Stored | null> {
+    const row = await this.db('responses').where({ id, account_id: accountId }).andWhere('created_at', '>=', this.cutoff()).first('input', 'response');
+    return row ? { input: JSON.parse(String(row.input)), response: JSON.parse(String(row.response)) } : null;
+  }
+}

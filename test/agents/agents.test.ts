@@ -1,0 +1,166 @@
+/**
+ * The real coding-agent CLIs, offline, through Switchyard (`make agents`, which installs them into test/agents):
+ * Claude Code (`@anthropic-ai/claude-code`) completes a turn with one tool round trip through /v1/messages, to a
+ * fake Anthropic upstream (natively) and to a fake OpenAI upstream (translated); Codex (`@openai/codex`) completes
+ * a turn through /v1/responses. Each CLI runs with a fresh HOME / CODEX_HOME in a temporary folder.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
+import { FakeOpenAI } from '../fakes/openaiUpstream';
+import { startGateway, type TestGateway } from '../helpers/app';
+
+jest.setTimeout(120_000);
+
+const BIN = path.join(__dirname, 'node_modules', '.bin');
+
+let claude: FakeAnthropic;
+let openai: FakeOpenAI;
+let gw: TestGateway;
+let secret: string;
+let accountId: number;
+
+beforeAll(async () => {
+  for (const cli of ['claude', 'codex']) {
+    if (!fs.existsSync(path.join(BIN, cli))) throw new Error(`${cli} is not installed: run \`make agents\` (it installs test/agents/package.json)`);
+  }
+  claude = await new FakeAnthropic().start();
+  openai = await new FakeOpenAI().start();
+  gw = await startGateway(
+    `
+limits: { rpm: 0, tpm: 0 }
+providers:
+  claude: { type: anthropic, base_url: "${claude.url}", api_key: "\${FAKE_ANTHROPIC_KEY}" }
+  up: { type: openai, base_url: "${openai.url}" }
+models:
+  - { id: claude-sonnet-4-5, kind: chat, price: { input: 3, output: 15, cached_input: 0.3, cache_write: 3.75 }, max_output_tokens: 32000, routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
+  - { id: claude-haiku-4-5, kind: chat, price: { input: 1.25, output: 10 }, max_output_tokens: 32000, routes: [ { provider: up, model: gpt-5 } ] }
+  - { id: gpt-5, kind: chat, price: { input: 1.25, output: 10, cached_input: 0.125 }, max_output_tokens: 32000, routes: [ { provider: up, model: gpt-5-2025-08-07 } ] }
+`,
+    { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
+  );
+  const k = await gw.newKey({}, 50_000_000);
+  secret = k.secret;
+  accountId = k.accountId;
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await claude?.close();
+  await openai?.close();
+});
+
+/** Runs a CLI with no stdin (they wait for piped input otherwise), its output collected. */
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(path.join(BIN, cmd), args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, stdout, stderr });
+    });
+  });
+}
+
+const temp = (prefix: string) => fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+
+/** Claude Code in print mode, offline, against the gateway, allowed to read files without asking. */
+function claudeCode(model: string, prompt: string, dir: string) {
+  const env = {
+    PATH: process.env.PATH,
+    HOME: temp('switchyard-claude-home-'),
+    ANTHROPIC_BASE_URL: gw.url,
+    ANTHROPIC_AUTH_TOKEN: secret,
+    ANTHROPIC_MODEL: model,
+    ANTHROPIC_SMALL_FAST_MODEL: model,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_AUTOUPDATER: '1',
+  };
+  return run('claude', ['-p', prompt, '--allowedTools', 'Read'], env, dir);
+}
+
+describe('Claude Code', () => {
+  test('a turn with one tool round trip, natively to Anthropic', async () => {
+    const dir = temp('switchyard-claude-work-');
+    fs.writeFileSync(path.join(dir, 'note.txt'), 'The password is swordfish.\n');
+    const before = claude.requests.length;
+    claude.plan(
+      { kind: 'sse', events: streamEvents(message([{ type: 'tool_use', id: 'toolu_read1', name: 'Read', input: { file_path: path.join(dir, 'note.txt') } }])) },
+      { kind: 'sse', events: streamEvents(message([{ type: 'text', text: 'The note says the password is swordfish.' }])) },
+    );
+    const r = await claudeCode('claude-sonnet-4-5', 'What does note.txt say?', dir);
+    if (r.code !== 0) console.log(r.stdout, r.stderr);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('The note says the password is swordfish.');
+    const sent = claude.requests.slice(before).filter((q) => q.path === '/v1/messages');
+    // the first request is Claude Code's own, as it wrote it: its tools, system blocks and thinking
+    expect(sent[0].body.tools.length).toBeGreaterThan(3);
+    expect(sent[0].body.model).toBe('claude-sonnet-4-5');
+    // the tool ran on this machine and its result went back upstream
+    const results = sent.flatMap((q) => q.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []))).filter((b: any) => b.type === 'tool_result');
+    expect(JSON.stringify(results)).toContain('swordfish');
+    await gw.settled();
+    const records = await gw.app.db('usage_records').where({ account_id: accountId, endpoint: 'messages', model: 'claude-sonnet-4-5' });
+    expect(records.length).toBeGreaterThanOrEqual(2);
+  });
+
+  test('a turn with one tool round trip, translated to an OpenAI upstream', async () => {
+    const dir = temp('switchyard-claude-work-');
+    fs.writeFileSync(path.join(dir, 'todo.txt'), 'Buy milk.\n');
+    const base = { id: 'chatcmpl-cc', object: 'chat.completion.chunk', created: 1, model: 'gpt-5' };
+    const args = JSON.stringify({ file_path: path.join(dir, 'todo.txt') });
+    openai.plan(
+      {
+        kind: 'sse',
+        events: [
+          { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: null }, finish_reason: null }] },
+          { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_read', type: 'function', function: { name: 'Read', arguments: args } }] }, finish_reason: null }] },
+          { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+          { ...base, choices: [], usage: { prompt_tokens: 900, completion_tokens: 20, total_tokens: 920 } },
+        ],
+      },
+      {
+        kind: 'sse',
+        events: [
+          { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'The list says: buy milk.' }, finish_reason: null }] },
+          { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+          { ...base, choices: [], usage: { prompt_tokens: 950, completion_tokens: 8, total_tokens: 958 } },
+        ],
+      },
+    );
+    const before = openai.requests.length;
+    const r = await claudeCode('claude-haiku-4-5', 'What does todo.txt say?', dir);
+    if (r.code !== 0) console.log(r.stdout, r.stderr);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('The list says: buy milk.');
+    const sent = openai.requests.slice(before).filter((q) => q.path === '/v1/chat/completions');
+    const toolMessages = sent.flatMap((q) => q.body.messages).filter((m: any) => m.role === 'tool');
+    expect(toolMessages[0]).toMatchObject({ tool_call_id: 'call_read' });
+    expect(toolMessages[0].content).toContain('Buy milk.');
+  });
+});
+
+describe('Codex', () => {
+  test('a turn through the Responses API', async () => {
+    const home = temp('switchyard-codex-home-');
+    fs.writeFileSync(
+      path.join(home, 'config.toml'),
+      `model = "gpt-5"\nmodel_provider = "switchyard"\n\n[model_providers.switchyard]\nname = "switchyard"\nbase_url = "${gw.url}/v1"\nenv_key = "SWITCHYARD_KEY"\nwire_api = "responses"\n`,
+    );
+    const before = openai.requests.length;
+    const r = await run('codex', ['exec', '--skip-git-repo-check', 'say hi'], { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: secret }, temp('switchyard-codex-work-'));
+    if (r.code !== 0) console.log(r.stdout, r.stderr, JSON.stringify(openai.requests.slice(before).map((q) => q.path)));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Echo: say hi');
+    const sent = openai.requests.slice(before).filter((q) => q.path === '/v1/responses');
+    expect(sent[0].body).toMatchObject({ model: 'gpt-5-2025-08-07', stream: true, store: false });
+    expect(sent[0].body.tools.some((t: { type: string }) => t.type === 'web_search')).toBe(false); // dropped: it bills per search
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * Key budgets per UTC day / week / month: enforced by the same conditional updates as the quota (holds, leases), so
+ * concurrent requests never overshoot; a refusal is a 429 insufficient_quota naming the budget and when it resets;
+ * the spend starts afresh in a new period. Set from the console API and the CLI. Runs on DATABASE_URL.
+ */
+import OpenAI from 'openai';
+import { startGateway, type TestGateway } from '../helpers/app';
+import { registered } from '../helpers/console';
+import { periodEnd, periodStart } from '../../src/billing/budgets';
+import { verifyLedger } from '../../src/billing/verify';
+
+let gw: TestGateway;
+
+beforeAll(async () => {
+  gw = await startGateway(`
+limits: { rpm: 0, tpm: 0 }
+console: { registrations_per_address: 0 }
+billing: { lease_idle_ms: 200 }
+providers: { local: { type: mock } }
+models: [ { id: m, kind: chat, price: { input: 300, output: 300 }, max_output_tokens: 50, routes: [ { provider: local } ] } ]
+`);
+});
+
+afterAll(() => gw?.close());
+
+test('periods are UTC calendar days, weeks from Monday, months', () => {
+  const t = Date.UTC(2026, 10, 25, 13, 30); // Wednesday 25 November 2026
+  expect(new Date(periodStart('day', t)).toISOString()).toBe('2026-11-25T00:00:00.000Z');
+  expect(new Date(periodStart('week', t)).toISOString()).toBe('2026-11-23T00:00:00.000Z');
+  expect(new Date(periodEnd('week', t)).toISOString()).toBe('2026-11-30T00:00:00.000Z');
+  expect(new Date(periodEnd('month', t)).toISOString()).toBe('2026-12-01T00:00:00.000Z');
+  expect(new Date(periodStart('week', Date.UTC(2026, 10, 29, 23))).toISOString()).toBe('2026-11-23T00:00:00.000Z'); // Sunday
+});
+
+test('a daily budget is never overshot by concurrent requests; the refusal names it and when it resets; a new day starts afresh', async () => {
+  const c = await registered(gw.url);
+  await gw.app.db('accounts').where('id', c.account.id).update({ balance_micros: 1_000_000_000 }); // plenty of money: the budget is what stops
+  await gw.app.db('ledger').insert({ account_id: c.account.id, kind: 'grant', amount_micros: 999_000_000, balance_after: 1_000_000_000, created_at: Date.now() });
+  const created = await c.post('/console/api/keys', { name: 'budgeted', budget: { usd: '0.10', period: 'day' } });
+  expect(created.status).toBe(201);
+  expect(created.body.key.budget).toEqual({ usd: '0.100000', period: 'day', spent_usd: '0.000000', resets_at: new Date(periodEnd('day', Date.now())).toISOString() });
+  const sdk = new OpenAI({ apiKey: created.body.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  // each request holds up to ~(prompt + 50 output) × 1,000 µUSD and costs far less: the 0.10 USD budget covers a few
+  const results = await Promise.all(Array.from({ length: 40 }, () => sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).then(() => 200, (e) => e)));
+  await gw.settled();
+  const refused = results.filter((r) => r !== 200);
+  expect(refused.length).toBeGreaterThan(0);
+  expect(results.length - refused.length).toBeGreaterThan(0);
+  const reset = new Date(periodEnd('day', Date.now())).toISOString();
+  for (const e of refused) {
+    expect(e.status).toBe(429);
+    expect(e.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_quota', message: `Insufficient quota: this key's budget of 0.100000 USD per day is used up; it resets at ${reset}` });
+  }
+  const key = await gw.app.db('api_keys').where('id', created.body.key.id).first();
+  expect(Number(key.budget_used_micros)).toBeLessThanOrEqual(100_000);
+  expect(Number(key.budget_used_micros)).toBe(Number(key.used_micros));
+  const view = (await c.get('/console/api/keys')).body.data.find((k: any) => k.id === created.body.key.id);
+  expect(view.budget.spent_usd).toBe((Number(key.budget_used_micros) / 1e6).toFixed(6));
+  // yesterday's spend does not count today
+  await gw.app.db('api_keys').where('id', key.id).update({ budget_start: periodStart('day', Date.now()) - 86_400_000 });
+  await new Promise((r) => setTimeout(r, 400)); // the idle lease goes back
+  expect((await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).choices).toHaveLength(1);
+  await gw.settled();
+  const after = await gw.app.db('api_keys').where('id', key.id).first();
+  expect(Number(after.budget_start)).toBe(periodStart('day', Date.now()));
+  expect(Number(after.budget_used_micros)).toBeLessThan(Number(key.budget_used_micros) + 1); // a fresh day: only today's request
+  expect(Number(after.budget_used_micros)).toBeGreaterThan(0);
+  // removed: no budget
+  expect((await c.patch(`/console/api/keys/${key.id}`, { budget: null })).body.budget).toBeNull();
+  expect((await verifyLedger(gw.app.db)).problems.filter((p) => p.account_id === c.account.id)).toEqual([]);
+});

@@ -1,0 +1,213 @@
+/**
+ * Operations: /healthz, /readyz, /metrics (Prometheus text; METRICS_TOKEN), SIGTERM drain (503 for new work while
+ * streams in flight finish, exit 0, everything settled), SIGHUP reload (a new price applies to the next request
+ * without a restart; an invalid file is refused and the old configuration kept), `serve --workers N`.
+ * Runs on DATABASE_URL (SQLite, MariaDB).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import type { Knex } from 'knex';
+import { createAccount } from '../../src/accounts/accounts';
+import { createKey } from '../../src/accounts/keys';
+import { verifyLedger } from '../../src/billing/verify';
+import { connect } from '../../src/db';
+import { FakeOpenAI } from '../fakes/openaiUpstream';
+import { startGateway, type TestGateway } from '../helpers/app';
+import { startProcess, writeConfig, type GatewayProcess } from '../helpers/process';
+
+jest.setTimeout(60_000);
+
+let db: Knex;
+let up: FakeOpenAI;
+const running: GatewayProcess[] = [];
+
+beforeAll(async () => {
+  db = connect(process.env.DATABASE_URL);
+  up = await new FakeOpenAI().start();
+});
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
+});
+
+afterAll(async () => {
+  await db.destroy();
+  await up.close();
+});
+
+async function account(credits = 1_000_000) {
+  const a = await createAccount(db, `ops-${crypto.randomUUID()}@example.com`, credits);
+  const { secret } = await createKey(db, { accountId: a.id });
+  return { accountId: a.id, secret };
+}
+
+const chat = (url: string, secret: string, body: object = {}) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50, ...body }),
+  });
+
+describe('health, readiness and metrics', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway(
+      `
+routing: { breaker_failures: 2, breaker_cooldown_ms: 60000 }
+limits: { rpm: 0, tpm: 0 }
+providers:
+  up: { type: openai, base_url: "${up.url}" }
+  dead: { type: openai, base_url: "http://127.0.0.1:9/v1", timeouts: { connect_ms: 1000 } }
+models:
+  - { id: priced, kind: chat, price: { input: 0.15, output: 0.60 }, routes: [ { provider: up, model: up-model } ] }
+  - { id: gone, kind: chat, price: { input: 0.15, output: 0.60 }, routes: [ { provider: dead, model: dead-model } ] }
+`,
+      { ...process.env, METRICS_TOKEN: 'metrics-token-for-the-test-0123' },
+    );
+  });
+  afterAll(() => gw.close());
+
+  test('/healthz and /readyz answer without a key', async () => {
+    const h = await fetch(`${gw.url}/healthz`);
+    expect(h.status).toBe(200);
+    expect(await h.json()).toEqual({ status: 'ok' });
+    const r = await fetch(`${gw.url}/readyz`);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ ready: true, database: 'ok', draining: false });
+  });
+
+  test('/metrics needs METRICS_TOKEN when set, and reports requests, upstream calls, tokens, spend, errors and breakers', async () => {
+    expect((await fetch(`${gw.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${gw.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    const a = await account();
+    expect((await chat(gw.url, a.secret)).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await chat(gw.url, a.secret, { model: 'gone' })).status).toBe(502);
+    expect((await chat(gw.url, 'sk-not-a-key-000000000000000000000000')).status).toBe(401);
+    await gw.settled();
+    const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-for-the-test-0123' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    const value = (line: string) => {
+      const m = text.split('\n').find((l) => l.startsWith(line));
+      return m === undefined ? undefined : Number(m.slice(line.length).trim());
+    };
+    expect(value('switchyard_http_requests_total{operation="createChatCompletion",status="200"}')).toBe(1);
+    expect(value('switchyard_http_requests_total{operation="createChatCompletion",status="401"}')).toBe(1);
+    expect(value('switchyard_http_requests_total{operation="createChatCompletion",status="502"}')).toBe(2);
+    expect(value('switchyard_upstream_requests_total{operation="chat",model="priced",route="up",status="200"}')).toBe(1);
+    // the fake upstream reports 9 prompt and 12 completion tokens (test/fakes/openaiUpstream.ts)
+    const usage = (await db('usage_records').where('account_id', a.accountId).andWhere('status', 200).first())!;
+    expect(value('switchyard_tokens_total{model="priced",class="prompt"}')).toBe(Number(usage.prompt_tokens));
+    expect(value('switchyard_tokens_total{model="priced",class="completion"}')).toBe(Number(usage.completion_tokens));
+    expect(value('switchyard_spend_micro_usd_total{model="priced"}')).toBe(Number(usage.cost_micros));
+    expect(value('switchyard_upstream_errors_total{route="dead/dead-model",cause="connect"}')).toBe(2);
+    expect(value('switchyard_breaker_open{route="dead/dead-model"}')).toBe(1);
+    expect(value('switchyard_breaker_open{route="up/up-model"}')).toBe(0);
+    expect(value('switchyard_requests_in_flight')).toBe(0);
+    expect(value('switchyard_settlements_queued')).toBe(0);
+    expect(text).toMatch(/^switchyard_db_pool_connections\{state="used"\} \d+$/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
+    expect(text).toMatch(/^switchyard_time_to_first_byte_seconds_count\{model="priced",route="up"\} 1$/m);
+  });
+});
+
+describe('signals', () => {
+  const INFO = { LOG_LEVEL: 'info' }; // the lines that say what happened
+  const SLOW = `
+limits: { rpm: 0, tpm: 0 }
+server: { shutdown_grace_ms: 20000 }
+providers: { local: { type: mock, latency_ms: 150 } }
+models:
+  - { id: priced, kind: chat, price: { input: 0.15, output: 0.60 }, routes: [ { provider: local } ] }
+`;
+
+  test('SIGTERM: new requests get 503 and /readyz fails while a stream in flight finishes; then exit 0, everything settled', async () => {
+    const gw = await startProcess(writeConfig(SLOW), INFO);
+    running.push(gw);
+    const a = await account();
+    const stream = await chat(gw.url, a.secret, { stream: true });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    gw.proc.kill('SIGTERM');
+    // wait for the drain to show, then: new work is refused, the stream goes on
+    let ready: Response | undefined;
+    for (let i = 0; i < 100 && (ready = await fetch(`${gw.url}/readyz`)).status === 200; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(ready!.status).toBe(503);
+    expect(await ready!.json()).toMatchObject({ ready: false, draining: true });
+    const refused = await chat(gw.url, a.secret);
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as any).error.code).toBe('service_unavailable');
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text.trim().endsWith('data: [DONE]')).toBe(true);
+    await gw.stop(); // another SIGTERM during the drain changes nothing: the process exits 0 once it is done
+    expect(gw.proc.exitCode).toBe(0);
+    expect(gw.output()).toContain('stopped: settlements written, leases returned');
+    // one JSON line per request; a refused one says why; the key never appears (its prefix does)
+    expect(gw.output()).toMatch(/"path":"\/v1\/chat\/completions","status":503,[^\n]*"error":"service_unavailable","cause":"The service is temporarily unavailable"/);
+    expect(gw.output()).not.toContain(a.secret);
+    const records = await db('usage_records').where('account_id', a.accountId);
+    expect(records.map((r) => Number(r.status)).sort()).toEqual([200]);
+    expect(await db('holds').where('account_id', a.accountId)).toEqual([]);
+    expect(await db('leases').where('account_id', a.accountId)).toEqual([]);
+    expect((await verifyLedger(db)).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
+  });
+
+  test('SIGHUP: a new price applies to the next request without a restart; an invalid file is refused and the old configuration kept', async () => {
+    const file = writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0'));
+    const gw = await startProcess(file, INFO);
+    running.push(gw);
+    const a = await account();
+    const last = async () => (await db('usage_records').where('account_id', a.accountId).orderBy('id', 'desc').first())!;
+    /** µUSD per token: 0.15 / 0.60 USD per million tokens, then 15 / 60 after the reload; rounded up once. */
+    const costAt = (r: any, input: number, output: number) => Math.ceil((Number(r.prompt_tokens) * input + Number(r.completion_tokens) * output) / 1_000_000);
+    const settledCount = async (n: number) => {
+      for (let i = 0; i < 100 && (await db('usage_records').where('account_id', a.accountId)).length < n; i++) await new Promise((r) => setTimeout(r, 50));
+    };
+    // no SMTP server here: start-up said once where mail goes
+    expect(gw.output().match(/mail: no mail\.smtp_url configured; verification and password-reset links are written to this log/g)).toHaveLength(1);
+    expect((await chat(gw.url, a.secret)).status).toBe(200);
+    await settledCount(1);
+    const first = await last();
+    expect(Number(first.cost_micros)).toBe(costAt(first, 150_000, 600_000));
+    fs.writeFileSync(file, SLOW.replace('latency_ms: 150', 'latency_ms: 0').replace('input: 0.15, output: 0.60', 'input: 15, output: 60'));
+    gw.proc.kill('SIGHUP');
+    for (let i = 0; i < 100 && !gw.output().includes('configuration reloaded'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect((await chat(gw.url, a.secret)).status).toBe(200);
+    await settledCount(2);
+    const second = await last();
+    expect(Number(second.cost_micros)).toBe(costAt(second, 15_000_000, 60_000_000)); // the new price
+    fs.writeFileSync(file, 'models: [ { id: broken } ]\n');
+    gw.proc.kill('SIGHUP');
+    for (let i = 0; i < 100 && !gw.output().includes('configuration not reloaded'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(gw.output()).toMatch(/configuration not reloaded[^\n]*/);
+    expect(gw.output()).toMatch(/switchyard\.yaml/); // says which file is wrong
+    expect((await chat(gw.url, a.secret)).status).toBe(200); // still served, at the last good configuration
+    await settledCount(3);
+    const third = await last();
+    expect(Number(third.cost_micros)).toBe(costAt(third, 15_000_000, 60_000_000));
+  });
+
+  test('serve --workers 2: two processes share the port and the books; SIGTERM stops them all', async () => {
+    const gw = await startProcess(writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')), INFO, ['--workers', '2']);
+    running.push(gw);
+    const listening = () => (gw.output().match(/switchyard listening/g) ?? []).length;
+    for (let i = 0; i < 200 && listening() < 2; i++) await new Promise((r) => setTimeout(r, 50)); // the second starts a little later
+    expect(listening()).toBe(2);
+    const a = await account();
+    const statuses = await Promise.all(Array.from({ length: 40 }, () => chat(gw.url, a.secret).then((r) => r.status)));
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    await gw.stop();
+    expect(gw.proc.exitCode).toBe(0);
+    expect((gw.output().match(/stopped: settlements written/g) ?? []).length).toBe(2);
+    expect(await db('usage_records').where('account_id', a.accountId)).toHaveLength(40);
+    expect(await db('leases').where('account_id', a.accountId)).toEqual([]);
+    expect((await verifyLedger(db)).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * The shape of the house, checked on every run: the import graph of src/ has no cycle, no module imports a layer
+ * above its own, the gateway knows nothing of accounts, billing or HTTP, and no function is longer than 60 lines.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const SRC = path.join(__dirname, '..', '..', 'src');
+
+/** Lower layers first; a module may import its own layer and the ones below. */
+const LAYERS: [number, RegExp][] = [
+  [0, /^(errors|money|usage|log|limiter|redis|metrics)\.ts$/],
+  [1, /^config\//],
+  [2, /^db\//],
+  [3, /^(accounts|gateway)\//],
+  [4, /^billing\//],
+  [5, /^services\//],
+  [6, /^handlers\//],
+  [7, /^http\//],
+  [8, /^(main|cli)\.ts$/],
+];
+
+/** Modules of one layer that must not know each other. */
+const APART: [RegExp, RegExp][] = [
+  [/^gateway\//, /^accounts\//],
+  [/^accounts\//, /^gateway\//],
+];
+
+function files(dir: string, out: string[] = []): string[] {
+  for (const f of fs.readdirSync(dir)) {
+    const p = path.join(dir, f);
+    if (fs.statSync(p).isDirectory()) files(p, out);
+    else if (p.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+const rel = (p: string) => path.relative(SRC, p).split(path.sep).join('/');
+const all = files(SRC).map(rel);
+
+function resolve(from: string, spec: string): string | null {
+  if (!spec.startsWith('.')) return null;
+  const base = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec));
+  for (const c of [`${base}.ts`, `${base}/index.ts`]) if (all.includes(c)) return c;
+  return null; // outside src/ (generated/)
+}
+
+const graph = new Map(
+  all.map((f) => {
+    const text = fs.readFileSync(path.join(SRC, f), 'utf8');
+    const specs = [...text.matchAll(/(?:from|import|require)\s*\(?\s*'([^']+)'/g)].map((m) => m[1]);
+    return [f, [...new Set(specs.map((s) => resolve(f, s)).filter((x): x is string => !!x))]];
+  }),
+);
+
+const layer = (f: string) => {
+  const found = LAYERS.find(([, re]) => re.test(f));
+  if (!found) throw new Error(`${f} is in no layer: add it to LAYERS`);
+  return found[0];
+};
+
+test('every module of src/ belongs to a layer (and the imports are read)', () => {
+  expect(all.filter((f) => !LAYERS.some(([, re]) => re.test(f)))).toEqual([]);
+  expect(graph.get('http/api.ts')).toEqual(expect.arrayContaining(['handlers/index.ts', 'gateway/bound.ts', 'errors.ts']));
+});
+
+test('no module imports a layer above its own, and the gateway and accounts do not know each other', () => {
+  const climbing: string[] = [];
+  for (const [f, deps] of graph) {
+    for (const d of deps) {
+      if (layer(d) > layer(f)) climbing.push(`${f} → ${d}`);
+      if (APART.some(([a, b]) => a.test(f) && b.test(d))) climbing.push(`${f} → ${d}`);
+    }
+  }
+  expect(climbing).toEqual([]);
+});
+
+test('the import graph has no cycle', () => {
+  const cycles: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (f: string) => {
+    state.set(f, 'open');
+    stack.push(f);
+    for (const d of graph.get(f) ?? []) {
+      if (state.get(d) === 'open') cycles.push([...stack.slice(stack.indexOf(d)), d]);
+      else if (!state.has(d)) visit(d);
+    }
+    stack.pop();
+    state.set(f, 'done');
+  };
+  for (const f of all) if (!state.has(f)) visit(f);
+  expect(cycles.map((c) => c.join(' → '))).toEqual([]);
+});
+
+test('no function is longer than 60 lines', () => {
+  const long: string[] = [];
+  for (const f of all) {
+    const sf = ts.createSourceFile(f, fs.readFileSync(path.join(SRC, f), 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (n: ts.Node) => {
+      if (ts.isFunctionLike(n) && 'body' in n && n.body) {
+        const lines = sf.getLineAndCharacterOfPosition(n.end).line - sf.getLineAndCharacterOfPosition(n.getStart()).line + 1;
+        if (lines > 60) long.push(`${f}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1} (${lines} lines)`);
+      }
+      ts.forEachChild(n, visit);
+    };
+    visit(sf);
+  }
+  expect(long).toEqual([]);
+});
