@@ -4,6 +4,7 @@
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import { transact } from '../db';
 
 export type TokenPurpose = 'verify' | 'reset';
 
@@ -11,10 +12,13 @@ export const TOKEN_TTL_MS: Record<TokenPurpose, number> = { verify: 48 * 3_600_0
 
 const hash = (token: string) => crypto.createHash('sha256').update(token).digest('hex');
 
-/** A new token for the account (earlier unused ones of the same purpose stop working). */
+/**
+ * A new token for the account (earlier unused ones of the same purpose stop working). On MariaDB the UPDATE takes a
+ * gap lock even when it matches nothing, so two sign-ups at once can deadlock on their INSERTs: `transact` retries.
+ */
 export async function issueToken(db: Knex, accountId: number, purpose: TokenPurpose, now = Date.now()): Promise<string> {
   const token = crypto.randomBytes(32).toString('base64url');
-  await db.transaction(async (trx) => {
+  await transact(db, async (trx) => {
     await trx('email_tokens').where({ account_id: accountId, purpose }).whereNull('used_at').update({ used_at: now });
     await trx('email_tokens').insert({ account_id: accountId, purpose, token_hash: hash(token), expires_at: now + TOKEN_TTL_MS[purpose], created_at: now });
   });

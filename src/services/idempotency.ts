@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { isUniqueViolation } from '../db';
+import { isUniqueViolation, transact } from '../db';
 import { DuplicateLedgerEntry } from '../db/ledger';
 
 /** How long an Idempotency-Key is remembered (as Stripe does). */
@@ -31,7 +31,7 @@ export async function idempotent<T>(db: Knex, scope: string, key: string | undef
   const first = await remembered();
   if (first !== undefined) return first;
   try {
-    return await db.transaction(async (trx) => {
+    return await transact(db, async (trx) => {
       await trx('idempotency_keys').where({ scope, key }).andWhere('created_at', '<', Date.now() - IDEMPOTENCY_MS).del(); // an expired use
       const result = await run(trx);
       await trx('idempotency_keys').insert({ scope, key, fingerprint, response: JSON.stringify(result), created_at: Date.now() });

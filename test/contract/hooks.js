@@ -234,14 +234,18 @@ async function must(status, promise) {
 /**
  * The token of the newest link to `path` mailed to `to`. This gateway has no SMTP server, so its mail goes to its log
  * (run.sh passes the log's path), one JSON line per message, as an operator without a mail server would read it.
+ * pino writes the log asynchronously: the answer can arrive before the line, so look again for up to 5 s.
  */
-function mailedToken(to, path) {
-  const lines = fs.readFileSync(process.env.CONTRACT_SERVER_LOG, 'utf8').split('\n').reverse();
-  for (const line of lines) {
-    if (!line.includes('"to":')) continue;
-    const m = JSON.parse(line);
-    const found = m.to === to && new RegExp(`${path}\\?token=([A-Za-z0-9_-]+)`).exec(m.text);
-    if (found) return found[1];
+async function mailedToken(to, path) {
+  for (let tries = 0; tries < 50; tries++) {
+    const lines = fs.readFileSync(process.env.CONTRACT_SERVER_LOG, 'utf8').split('\n').reverse();
+    for (const line of lines) {
+      if (!line.includes('"to":')) continue;
+      const m = JSON.parse(line);
+      const found = m.to === to && new RegExp(`${path}\\?token=([A-Za-z0-9_-]+)`).exec(m.text);
+      if (found) return found[1];
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`contract set-up: no ${path} link mailed to ${to}`);
 }
@@ -250,7 +254,7 @@ function mailedToken(to, path) {
 async function registerUser(tag, confirm = true) {
   const email = uniqueEmail(tag);
   const r = await must(201, call('POST', '/console/api/register', { body: { email, password: PASSWORD } }));
-  if (confirm) await must(200, call('POST', '/console/api/verify-email', { body: { token: mailedToken(email, '/console/verify') } }));
+  if (confirm) await must(200, call('POST', '/console/api/verify-email', { body: { token: await mailedToken(email, '/console/verify') } }));
   return { email, id: r.body.account.id, cookie: r.cookie, csrf: r.body.csrf_token };
 }
 
@@ -326,7 +330,7 @@ async function consoleTransaction(t, op, status) {
   }
   switch (op) {
     case 'verifyEmail':
-      if (status === '200') setBody(t, { token: mailedToken(S.toVerify.email, '/console/verify') });
+      if (status === '200') setBody(t, { token: await mailedToken(S.toVerify.email, '/console/verify') });
       if (status === '400') setBody(t, { token: 'not-a-token-that-was-ever-mailed' });
       break;
     case 'resendVerification': {
@@ -345,7 +349,7 @@ async function consoleTransaction(t, op, status) {
     case 'confirmPasswordReset':
       if (status === '200') {
         await must(202, call('POST', '/console/api/password-reset', { body: { email: S.toReset.email } }));
-        setBody(t, { token: mailedToken(S.toReset.email, '/console/reset'), password: 'contract password 2' });
+        setBody(t, { token: await mailedToken(S.toReset.email, '/console/reset'), password: 'contract password 2' });
       }
       if (status === '400') setBody(t, { token: 'not-a-token-that-was-ever-mailed', password: 'contract password 2' });
       break;
