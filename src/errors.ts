@@ -49,6 +49,9 @@ export const errors = {
     new ApiError(405, 'invalid_request_error', `Method ${method.toUpperCase()} is not allowed for ${path}`, 'method_not_allowed'),
   tooLarge: (limit: number) =>
     new ApiError(413, 'invalid_request_error', `Request body is larger than the limit of ${limit} bytes`, 'request_too_large'),
+  unsupportedMediaType: () => new ApiError(415, 'invalid_request_error', 'Content-Type must be application/json', 'unsupported_media_type'),
+  /** The client went away before its request was read (never sent: there is no one to send it to; for the log). */
+  clientClosed: () => new ApiError(499, 'invalid_request_error', 'The client closed the connection before its request was read', 'client_closed'),
   internal: () => new ApiError(500, 'server_error', 'Internal server error', 'internal_error'),
   invalidToken: () => new ApiError(400, 'invalid_request_error', 'This link is invalid, used or expired; ask for a new one', 'invalid_token', 'token'),
   idempotencyKeyReused: (message: string) => new ApiError(400, 'invalid_request_error', message, 'idempotency_key_reused'),

@@ -223,11 +223,14 @@ export async function authenticate(db: Knex, authorization: string | undefined):
 
 const lastUseWrites = new Map<number, number>();
 
-/** Records that a key was used, writing at most once a minute per key and process. */
-export async function touchKey(db: Knex, keyId: number, now = Date.now()): Promise<void> {
+/**
+ * Records that a key was used, writing at most once a minute per key and process, in the background (on the hot
+ * path this is one map look-up: no promise, no query).
+ */
+export function touchKey(db: Knex, keyId: number, onError: (e: unknown) => void, now = Date.now()): void {
   if ((lastUseWrites.get(keyId) ?? 0) > now - 60_000) return;
   lastUseWrites.set(keyId, now);
-  await db('api_keys').where('id', keyId).update({ last_used_at: now });
+  db('api_keys').where('id', keyId).update({ last_used_at: now }).then(undefined, onError);
 }
 
 export function keyAllowsModel(key: ApiKey, model: string): boolean {

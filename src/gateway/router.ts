@@ -51,6 +51,7 @@ export class Router {
 
   /** The order in which a request tries the model's routes. */
   order(model: ModelConfig): RouteConfig[] {
+    if (model.routes.length === 1) return model.routes;
     const byPriority = new Map<number, RouteConfig[]>();
     for (const r of model.routes) byPriority.set(r.priority, [...(byPriority.get(r.priority) ?? []), r]);
     return [...byPriority.keys()].sort((a, b) => a - b).flatMap((p) => this.weightedShuffle(byPriority.get(p)!));

@@ -1,40 +1,80 @@
 /**
- * Hapi plugin: every request gets an x-request-id; every error leaves in the OpenAI shape
- * `{error: {message, type, param, code}}` — ours (ApiError, thrown anywhere) and Hapi's own refusals (bad JSON,
- * wrong media type, body too large) alike, never a stack trace; one JSON log line is written per request, and it
- * is counted in the metrics (by operation and status).
+ * Every answer gets an x-request-id, every error leaves in the OpenAI shape `{error: {message, type, param, code}}`
+ * — ours (ApiError, thrown anywhere), a database that is away (503) and anything unexpected (500, never a stack
+ * trace) alike —, and every answer is counted in the metrics and written as one JSON log line. The API of the
+ * contract does this itself (exchange.ts); the Hapi plugin here does it for what Hapi serves (the console's files,
+ * the operational endpoints, unknown paths) and for Hapi's own refusals.
  */
 import crypto from 'node:crypto';
 import type { Boom } from '@hapi/boom';
-import type { Plugin, Request, ResponseObject } from '@hapi/hapi';
+import type { Plugin, ResponseObject } from '@hapi/hapi';
 import { isDatabaseDown } from '../db';
-import { anthropicError, ApiError, errors } from '../errors';
+import { ApiError, errors } from '../errors';
 import type { App } from '../services/app';
 
+declare module '@hapi/hapi' {
+  interface RequestApplicationState {
+    requestId: string;
+    error?: { code: string | null; message: string };
+  }
+}
+
+/**
+ * `req_` and 32 hex digits: the time in milliseconds (12) and 74 random bits. Ids that grow with time keep the
+ * unique indexes they go into (usage records, ledger refs) appending at their end: a batch of settlements writes a
+ * few index pages instead of one page per row.
+ */
+export const newRequestId = () => `req_${Date.now().toString(16).padStart(12, '0')}${crypto.randomUUID().replace(/-/g, '').slice(12)}`;
+
+/** Console and admin answers are never cached (sessions, keys, balances). */
 export const isApiConsolePath = (p: string) => p.startsWith('/console/api/') || p.startsWith('/admin/api/');
 
-/** Our error for whatever a request ended with. */
-export function toApiError(res: Boom | ApiError, app: App, request: Request): ApiError {
-  if (res instanceof ApiError) return res;
-  const status = res.output.statusCode;
-  if (isDatabaseDown(res)) {
-    app.log.warn({ reqId: request.app.requestId, err: (res as Error).message }, 'the database is unreachable: 503');
+/** Our error for whatever a request failed with (a thrown value, or one of Hapi's Boom refusals). */
+export function toApiError(e: unknown, app: App, reqId: string, path: string): ApiError {
+  if (e instanceof ApiError) return e;
+  if (isDatabaseDown(e)) {
+    app.log.warn({ reqId, err: (e as Error).message }, 'the database is unreachable: 503');
     return errors.unavailable();
   }
-  if (status >= 500) app.log.error({ reqId: request.app.requestId, err: res }, 'unhandled error');
+  const boom = e as Partial<Boom>;
+  const status = boom.isBoom ? boom.output!.statusCode : 500;
+  if (status >= 500) {
+    app.log.error({ reqId, err: e }, 'unhandled error');
+    return errors.internal();
+  }
   if (status === 413) return errors.tooLarge(app.config.server.max_body_bytes);
-  if (status === 415) return new ApiError(415, 'invalid_request_error', 'Content-Type must be application/json', 'unsupported_media_type');
-  if (status === 404) return errors.notFound(request.path);
-  if (status === 400 && /payload/i.test(res.message)) return errors.invalidJson();
-  if (status < 500) return new ApiError(status, 'invalid_request_error', res.output.payload.message, null);
-  return errors.internal();
+  if (status === 415) return errors.unsupportedMediaType();
+  if (status === 404) return errors.notFound(path);
+  if (status === 400 && /payload/i.test(boom.message ?? '')) return errors.invalidJson();
+  return new ApiError(status, 'invalid_request_error', boom.output!.payload.message, null);
+}
+
+/** What one answered request leaves in the log and the metrics. */
+export interface AnswerLog {
+  operation: string;
+  reqId: string;
+  method: string;
+  path: string;
+  status: number | undefined;
+  /** Date.now() when the request arrived. */
+  received: number;
+  [field: string]: unknown;
+}
+
+export function logAnswer(app: App, a: AnswerLog): void {
+  const ms = Date.now() - a.received;
+  app.metrics.requests.inc({ operation: a.operation, status: String(a.status ?? 0) });
+  app.metrics.duration.observe({ operation: a.operation }, ms / 1000);
+  if (!app.log.isLevelEnabled('info')) return;
+  const { operation: _op, received: _at, ...line } = a;
+  app.log.info({ ...line, method: a.method.toUpperCase(), ms });
 }
 
 export const errorsPlugin: Plugin<{ app: App }> = {
   name: 'switchyard-errors',
   register(server, { app }) {
     server.ext('onRequest', (request, h) => {
-      request.app.requestId = `req_${crypto.randomUUID().replace(/-/g, '')}`;
+      request.app.requestId = newRequestId();
       return h.continue;
     });
 
@@ -44,11 +84,9 @@ export const errorsPlugin: Plugin<{ app: App }> = {
         (res as ResponseObject).header('x-request-id', request.app.requestId);
         return h.continue;
       }
-      const err = toApiError(res as Boom | ApiError, app, request);
+      const err = toApiError(res, app, request.app.requestId, request.path);
       request.app.error = { code: err.code, message: err.message };
-      // Anthropic's endpoints answer in Anthropic's shape and with its statuses.
-      const shaped = request.route.settings.app?.guard?.anthropic ? anthropicError(err) : { status: err.status, body: err.toBody() };
-      const out = h.response(shaped.body).code(shaped.status).header('x-request-id', request.app.requestId);
+      const out = h.response(err.toBody()).code(err.status).header('x-request-id', request.app.requestId);
       for (const [k, v] of Object.entries(err.headers)) out.header(k, v);
       if (isApiConsolePath(request.path)) out.header('cache-control', 'no-store');
       return out;
@@ -56,20 +94,13 @@ export const errorsPlugin: Plugin<{ app: App }> = {
 
     server.events.on('response', (request) => {
       const res = request.response as ResponseObject | null;
-      const operation = request.route.settings.app?.operationId ?? 'other';
-      app.metrics.requests.inc({ operation, status: String(res?.statusCode ?? 0) });
-      app.metrics.duration.observe({ operation }, (Date.now() - request.info.received) / 1000);
-      if (!app.log.isLevelEnabled('info')) return;
-      const meter = request.app.meter?.();
-      app.log.info({
+      logAnswer(app, {
+        operation: 'other',
         reqId: request.app.requestId,
-        method: request.method.toUpperCase(),
+        method: request.method,
         path: request.path,
         status: res?.statusCode,
-        ms: Date.now() - request.info.received,
-        key: request.app.keyPrefix,
-        account: request.app.accountId,
-        ...(meter && { model: request.app.model, provider: meter.provider, usage: meter.usage, counted: meter.counted }),
+        received: request.info.received,
         ...(request.app.error && { error: request.app.error.code, cause: request.app.error.message }),
       });
     });

@@ -1,17 +1,26 @@
 /**
- * The HTTP server: Hapi with five plugins — errors (request ids, the OpenAI error shape, the log line, request
- * metrics), security (the caller, checked before the body is read), the API of the contract, the operational
- * endpoints (/healthz, /readyz, /metrics) and the console's static files.
+ * The HTTP server. Hapi owns the listener, start and stop, and serves what is not the API: the console's static
+ * files, the operational endpoints (/healthz, /readyz, /metrics) and unknown paths (404), with its errors plugin
+ * (request ids, the error shape, the log line). The API of the contract (api.ts) is dispatched first, on Node's
+ * own request and response objects, ahead of Hapi's request lifecycle; a graceful stop waits for its requests.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Hapi from '@hapi/hapi';
+import { errors } from '../errors';
 import type { App } from '../services/app';
-import { apiPlugin } from './api';
+import { Api } from './api';
 import { consoleStatic } from './consoleStatic';
 import { errorsPlugin } from './errors';
 import { opsPlugin } from './ops';
-import { securityPlugin } from './security';
 
 export { CONTRACT } from './api';
+
+declare module '@hapi/hapi' {
+  interface ServerApplicationState {
+    /** The API of the contract, served ahead of Hapi. */
+    api: Api;
+  }
+}
 
 export interface ServerOptions {
   port?: number;
@@ -22,15 +31,28 @@ export async function buildServer(app: App, opts: ServerOptions = {}): Promise<H
   const server = Hapi.server({
     port: opts.port ?? 8080,
     host: opts.host ?? '127.0.0.1',
-    // text/* counts as compressible, and gzip would hold SSE chunks back until the stream ends.
-    mime: { override: { 'text/event-stream': { source: 'iana', compressible: false } } },
     routes: { timeout: { server: false, socket: false } },
     router: { stripTrailingSlash: true },
   });
   await server.register({ plugin: errorsPlugin, options: { app } });
-  await server.register({ plugin: securityPlugin, options: { app } });
   await server.register({ plugin: consoleStatic, options: { captcha: app.config.console.captcha?.provider ?? null } }); // GET /console/... from console/dist (never /console/api/...)
   await server.register({ plugin: opsPlugin, options: { app } }); // /healthz, /readyz, /metrics
-  await server.register({ plugin: apiPlugin, options: { app } });
+  server.route({ method: '*', path: '/{any*}', options: { state: { parse: false, failAction: 'ignore' } }, handler: (request) => { throw errors.notFound(request.path); } });
+  const api = (server.app.api = await Api.load(app));
+  inFront(server, (req, res) => api.dispatch(req, res));
+  // Requests of the API in flight finish before Hapi closes the connections (within the grace period).
+  server.ext('onPreStop', () => api.idle(app.config.server.shutdown_grace_ms));
   return server;
+}
+
+/** Puts `first` in front of Hapi on the listener: what it does not take (returns false) goes on to Hapi. */
+function inFront(server: Hapi.Server, first: (req: IncomingMessage, res: ServerResponse) => boolean): void {
+  for (const event of ['request', 'checkContinue'] as const) {
+    const hapi = server.listener.listeners(event) as ((req: IncomingMessage, res: ServerResponse) => void)[];
+    server.listener.removeAllListeners(event);
+    server.listener.on(event, (req: IncomingMessage, res: ServerResponse) => {
+      if (!first(req, res)) for (const h of hapi) h(req, res);
+      else if (event === 'checkContinue' && !res.headersSent) res.writeContinue(); // Expect: 100-continue
+    });
+  }
 }

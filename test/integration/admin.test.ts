@@ -294,5 +294,5 @@ describe('the CLI', () => {
     expect((await run('codes', 'create', '--count', '2')).code).toBe(2);
     expect((await run('accounts', 'disable', '987654321')).code).toBe(1);
     expect((await verifyLedger(db())).problems).toEqual([]);
-  });
+  }, 90_000); // ten CLI processes, each compiling the sources with tsx as it starts
 });

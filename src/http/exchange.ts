@@ -1,0 +1,148 @@
+/**
+ * One request and its answer, on Node's own request and response objects (the API of the contract is served
+ * without Hapi's request lifecycle: see api.ts): the request id, the caller, how it ended; writing the answer —
+ * JSON in one write of head and body, server-sent events frame by frame with back-pressure, an error in the
+ * OpenAI shape (Anthropic's on its endpoints) —; and, once the answer is over, the metrics and the one log line.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { anthropicError, type ApiError } from '../errors';
+import type { Meter } from '../gateway/types';
+import type { Reply } from '../handlers/types';
+import type { App } from '../services/app';
+import { isApiConsolePath, logAnswer, newRequestId, toApiError } from './errors';
+import type { Caller } from './security';
+
+export interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  /** Date.now() when the request arrived. */
+  received: number;
+  /** The path without its query and trailing slash. */
+  path: string;
+  /** The contract's operationId (metrics, logs); `other` when no operation matched. */
+  operationId: string;
+  /** Errors in Anthropic's shape. */
+  anthropic: boolean;
+  caller: Caller;
+  /** The model a request asked for, for the log line. */
+  model?: string;
+  /** What the request used at an upstream, for the log line (for a stream, read once it has ended). */
+  meter?: () => Meter | null;
+  /** The error the request ended with (code and the message the client got), for the log line. */
+  error?: { code: string | null; message: string };
+}
+
+
+/** Starts an exchange; its metrics and log line are written when the answer is over, however it ends. */
+export function openExchange(app: App, req: IncomingMessage, res: ServerResponse, path: string): Exchange {
+  const ex: Exchange = { req, res, requestId: newRequestId(), received: Date.now(), path, operationId: 'other', anthropic: false, caller: {} };
+  res.once('close', () => closed(app, ex));
+  return ex;
+}
+
+function closed(app: App, ex: Exchange): void {
+  const meter = ex.meter?.();
+  const c = ex.caller;
+  logAnswer(app, {
+    operation: ex.operationId,
+    reqId: ex.requestId,
+    method: ex.req.method ?? 'GET',
+    path: ex.path,
+    status: ex.res.statusCode,
+    received: ex.received,
+    key: c.keyPrefix,
+    account: c.accountId,
+    ...(meter && { model: ex.model, provider: meter.provider, usage: meter.usage, counted: meter.counted }),
+    ...(ex.error && { error: ex.error.code, cause: ex.error.message }),
+  });
+}
+
+/** Writes a JSON answer (or none, for a null body) in one write of head and body. */
+export function sendJson(ex: Exchange, status: number, body: unknown, headers: OutgoingHttpHeaders = {}): void {
+  const res = ex.res;
+  if (res.headersSent || res.destroyed) return;
+  const head: OutgoingHttpHeaders = { 'cache-control': 'no-cache', ...headers, 'x-request-id': ex.requestId };
+  if (isApiConsolePath(ex.path)) head['cache-control'] = 'no-store';
+  if (body === null || body === undefined) {
+    res.writeHead(status === 200 ? 204 : status, head);
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  head['content-type'] = 'application/json; charset=utf-8';
+  head['content-length'] = Buffer.byteLength(text);
+  res.writeHead(status, head);
+  res.end(text);
+}
+
+/** Writes whatever a request failed with: ours as it is, anything else as a 503 (database away) or a 500. */
+export function sendError(app: App, ex: Exchange, e: unknown): void {
+  const err: ApiError = toApiError(e, app, ex.requestId, ex.path);
+  ex.error = { code: err.code, message: err.message };
+  const shaped = ex.anthropic ? anthropicError(err) : { status: err.status, body: err.toBody() };
+  if (ex.res.destroyed) {
+    ex.res.statusCode = err.status; // nobody to answer (the client left): the log line still says how it ended
+    return;
+  }
+  if (ex.res.headersSent) {
+    ex.res.destroy(); // a failure after the head went out: the client sees a broken answer, never a second one
+    return;
+  }
+  sendJson(ex, shaped.status, shaped.body, err.headers);
+}
+
+/** Writes a handler's Reply: JSON, or server-sent events as they come. */
+export function sendReply(ex: Exchange, out: Reply): Promise<void> | void {
+  ex.meter = out.meter;
+  if (!('sse' in out)) return sendJson(ex, out.status ?? 200, out.body, out.headers);
+  ex.res.writeHead(200, { ...out.headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'x-request-id': ex.requestId });
+  return pump(out.sse, ex.res);
+}
+
+/** Whether the client's connection closed before its answer was complete. */
+export const gone = (res: ServerResponse) => !res.writableFinished && (res.destroyed || !!res.socket?.destroyed);
+
+/** A signal that fires when the client disconnects before the response is complete. */
+export function clientGone(res: ServerResponse): AbortSignal {
+  const ctrl = new AbortController();
+  const left = () => {
+    if (!res.writableFinished) ctrl.abort();
+  };
+  res.once('close', left);
+  if (gone(res)) left(); // it closed before we listened: the event will not come again
+  return ctrl.signal;
+}
+
+/**
+ * Writes the frames as they come, waiting for the client when it reads slowly; when the client is gone (even before
+ * the stream started) the frame source is closed, so its clean-up — cancelling the upstream call, settling what was
+ * used — always runs. Node sends the head with the first frame, in one packet.
+ */
+async function pump(frames: AsyncIterable<string>, res: ServerResponse): Promise<void> {
+  const it = frames[Symbol.asyncIterator]();
+  let left = gone(res);
+  let wake = () => {};
+  const onClose = () => {
+    if (!res.writableFinished) left = true;
+    wake();
+  };
+  res.once('close', onClose);
+  try {
+    for (let r = await it.next(); !r.done && !left; r = await it.next()) {
+      if (res.write(r.value)) continue;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        res.once('drain', resolve);
+        if (left) resolve();
+      });
+      res.removeListener('drain', wake);
+    }
+  } catch {
+    // the stream's own error event was already framed; anything else means the client is gone
+  } finally {
+    res.removeListener('close', onClose);
+    await it.return?.()?.catch(() => undefined);
+    res.end();
+  }
+}
