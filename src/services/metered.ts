@@ -40,6 +40,9 @@ export interface PaidCall<Req = unknown> {
   onAnswer?: (answer: unknown) => Promise<void>;
 }
 
+/** A signal that never fires: answers that are not streamed run to their end even when their client has left. */
+const NEVER = new AbortController().signal;
+
 /** A per-choice allowance above this is no limit at all; it also keeps money arithmetic far from overflow. */
 const MAX_ALLOWANCE = 2 ** 31 - 1;
 
@@ -132,15 +135,18 @@ export class Metered {
         const frames = this.frames(op, streamed, { admission, ttfbMs: Date.now() - started, ended, onAnswer: call.onAnswer });
         return { sse: frames, headers: grant.headers, meter: () => meter };
       }
-      const answer = await this.gateway.call(op, model, body, { requestId: call.requestId, allowance, signal: call.signal, headers });
-      await admission.settle({ status: 200, used: answer.meter, ttfbMs: Date.now() - started });
+      // A client that leaves does not stop an answer that is not streamed: the upstream generates it and bills it
+      // anyway (it notices a closed connection only when it writes), so the call runs to its end and its usage is
+      // charged — exactly what the upstream billed, never a guess.
+      const answer = await this.gateway.call(op, model, body, { requestId: call.requestId, allowance, signal: NEVER, headers });
+      await admission.settle({ status: call.signal.aborted ? 499 : 200, used: answer.meter, ttfbMs: Date.now() - started });
       ended(answer.meter);
       await call.onAnswer?.(answer.body);
       return { body: answer.body, headers: grant.headers, meter: () => answer.meter };
     } catch (e) {
       const status = e instanceof ApiError ? e.status : 500;
-      // A client that leaves before the answer pays for its prompt, which the upstream has been sent; an upstream
-      // that failed to answer costs nothing.
+      // A client that leaves before a stream's first chunk pays for its prompt, which the upstream has been sent (the
+      // stream is cancelled); an upstream that failed to answer costs nothing.
       const used = status === 499 ? await this.promptOnly(op, model, body) : null;
       await admission.settle({ status, used });
       ended(used);

@@ -63,6 +63,8 @@ const WARMUP = num('BENCH_WARMUP', 2, { int: true });
 const STREAM_N = num('BENCH_STREAM_N', 200, { min: 1, int: true });
 const STREAM_CONNECTIONS = 4;
 const PROFILE = process.env.BENCH_PROFILE === '1';
+/** Node's flags for the gateway process (as a deployment would start it; see the README's Deployment section). */
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const STRICT = process.env.BENCH_STRICT === '1';
 const OUT = process.env.BENCH_OUT ?? (PROFILE ? '-' : path.join(HERE, 'results.md'));
 const DATABASES = (process.env.BENCH_DATABASES || 'sqlite,mariadb').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
@@ -185,7 +187,7 @@ async function startHelper(name, script, args = []) {
 }
 
 async function startGateway(env, port, profDir) {
-  const args = [...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []), CLI, 'serve', '--port', String(port), '--host', '127.0.0.1'];
+  const args = [...NODE_FLAGS, ...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []), CLI, 'serve', '--port', String(port), '--host', '127.0.0.1'];
   const child = track(spawn(process.execPath, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
   const logs = { lines: 0, head: [] };
   for (const stream of [child.stdout, child.stderr]) {

@@ -20,7 +20,8 @@ export interface Received {
 export type Item<E> = E | string | { delayMs: number };
 
 export type Plan<E = unknown> =
-  | { kind: 'json'; status?: number; body: unknown }
+  /** `wait`: answer only once it resolves (an upstream still generating). */
+  | { kind: 'json'; status?: number; body: unknown; wait?: Promise<unknown> }
   /** `delayMs` before each event; `done: false` leaves out the provider's end marker (OpenAI's `data: [DONE]`). */
   | { kind: 'sse'; events: Item<E>[]; done?: boolean; delayMs?: number }
   /** Answer 200 with a stream, send `events`, then stall forever (until the client closes). */
@@ -110,6 +111,7 @@ export class FakeUpstream<E = unknown> {
     const headers = w.headers?.(this.requests.length);
     switch (plan.kind) {
       case 'json':
+        await plan.wait;
         res.writeHead(plan.status ?? 200, { ...headers, 'content-type': w.jsonType ?? 'application/json' });
         res.end(JSON.stringify(plan.body, null, w.jsonIndent));
         return;

@@ -54,6 +54,7 @@ async function account(credits: number, key: Parameters<TestGateway['newKey']>[0
 }
 
 const db = () => gw.app.db;
+const connections = () => new Promise<number>((resolve, reject) => gw.server.listener.getConnections((e, n) => (e ? reject(e) : resolve(n))));
 const balance = async (id: number) => Number((await db()('accounts').where('id', id).first()).balance_micros);
 const ledger = (id: number) => db()('ledger').where('account_id', id).orderBy('id');
 const usageOf = (requestId: string) => db()('usage_records').where('request_id', requestId).first();
@@ -167,22 +168,32 @@ describe('exact charges', () => {
     await noHoldBeyondLeases(a.accountId);
   });
 
-  test('a client that leaves before the answer pays for its prompt only', async () => {
+  test('a client that leaves before a JSON answer pays for the whole answer the upstream billed (it generates it anyway)', async () => {
     const a = await account(1_000_000);
-    up.plan({ kind: 'hang' });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const answer = {
+      id: 'chatcmpl-late', object: 'chat.completion', created: 1, model: 'x',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'a late answer' }, logprobs: null, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 8, completion_tokens: 20, total_tokens: 28 },
+    };
+    up.plan({ kind: 'json', body: answer, wait: released });
     const ctrl = new AbortController();
     const before = up.requests.length;
     const pending = a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }, { signal: ctrl.signal }).catch((e) => e);
     for (let i = 0; i < 100 && up.requests.length === before; i++) await new Promise((r) => setTimeout(r, 20)); // the upstream has it
+    const open = await connections();
     ctrl.abort();
     await pending;
+    while ((await connections()) >= open) await new Promise((r) => setTimeout(r, 10)); // the gateway saw it leave
+    release(); // the upstream finishes the answer nobody waits for, and reports its usage
     for (let i = 0; i < 100 && !(await db()('usage_records').where('account_id', a.accountId).first()); i++) {
       await gw.settled();
       await new Promise((r) => setTimeout(r, 20));
     }
-    // 8 prompt tokens × 150,000 = 1,200,000 → 2 µUSD
-    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ status: 499, prompt_tokens: 8, completion_tokens: 0, cost_micros: 2 });
-    expect(await balance(a.accountId)).toBe(1_000_000 - 2);
+    // 8 × 150,000 + 20 × 600,000 = 13,200,000 → 14 µUSD
+    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ status: 499, prompt_tokens: 8, completion_tokens: 20, counted: 'upstream', cost_micros: 14 });
+    expect(await balance(a.accountId)).toBe(1_000_000 - 14);
   });
 
   test('a failed upstream call that produced nothing costs nothing', async () => {
