@@ -1146,7 +1146,7 @@ export interface components {
          *     `content_block_stop` (`index`), `message_delta` (`delta`: `stop_reason`,
          *     `stop_sequence`; `usage`), `message_stop`, `ping`, `error` (`error`).
          */
-        AnthropicStreamEvent: {
+        AnthropicStreamEvent: ({
             /** @enum {string} */
             type: "message_start" | "content_block_start" | "content_block_delta" | "content_block_stop" | "message_delta" | "message_stop" | "ping" | "error";
             message?: components["schemas"]["AnthropicMessage"];
@@ -1172,7 +1172,7 @@ export interface components {
             };
         } & {
             [key: string]: unknown;
-        };
+        }) & (unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description `input_text` (`text`), `input_image` (`image_url` or `file_id`, `detail`), `input_file`, `output_text` (`text`), `refusal`. */
         ResponseInputContent: {
             type: string;
@@ -1277,6 +1277,8 @@ export interface components {
                 [key: string]: unknown;
             })[];
             call_id?: string;
+            /** @description For a call of a function of a `namespace` tool, its namespace. */
+            namespace?: string;
             name?: string;
             arguments?: string;
         } & {
@@ -1314,6 +1316,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        DeletedResponse: {
+            id: string;
+            /** @constant */
+            object: "response";
+            /** @constant */
+            deleted: true;
+        };
         /**
          * @description One typed event of a stream, with its `sequence_number`:
          *     `response.created`, `response.in_progress`, `response.completed`,
@@ -1324,7 +1333,7 @@ export interface components {
          *     `response.function_call_arguments.delta` (`delta`) / `done`
          *     (`arguments`); `error` (`code`, `message`).
          */
-        ResponseStreamEvent: {
+        ResponseStreamEvent: ({
             type: string;
             sequence_number: number;
             response?: components["schemas"]["ResponseObject"];
@@ -1335,9 +1344,17 @@ export interface components {
             delta?: string;
             text?: string;
             arguments?: string;
+            part?: {
+                type: string;
+            } & {
+                [key: string]: unknown;
+            };
+            code?: string | null;
+            message?: string;
+            param?: string | null;
         } & {
             [key: string]: unknown;
-        };
+        }) & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description Details of an error. */
         Error: {
             /** @description Human-readable description of the error. */
@@ -2919,6 +2936,33 @@ export interface components {
         AnthropicRateLimited: {
             headers: {
                 "retry-after": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description The body is larger than `server.max_body_bytes` (`request_too_large`). */
+        AnthropicTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description A bug in the gateway (`api_error`); nothing internal is shown. */
+        AnthropicInternal: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description Every route is cooling down, or the gateway is shutting down (`overloaded_error`, Anthropic's 529). */
+        AnthropicOverloaded: {
+            headers: {
                 [name: string]: unknown;
             };
             content: {
@@ -4921,8 +4965,11 @@ export interface operations {
             401: components["responses"]["AnthropicUnauthorized"];
             402: components["responses"]["AnthropicBilling"];
             403: components["responses"]["AnthropicPermission"];
+            413: components["responses"]["AnthropicTooLarge"];
             429: components["responses"]["AnthropicRateLimited"];
+            500: components["responses"]["AnthropicInternal"];
             502: components["responses"]["AnthropicUpstream"];
+            529: components["responses"]["AnthropicOverloaded"];
         };
     };
     countMessageTokens: {
@@ -4960,7 +5007,11 @@ export interface operations {
             401: components["responses"]["AnthropicUnauthorized"];
             402: components["responses"]["AnthropicBilling"];
             403: components["responses"]["AnthropicPermission"];
+            413: components["responses"]["AnthropicTooLarge"];
             429: components["responses"]["AnthropicRateLimited"];
+            500: components["responses"]["AnthropicInternal"];
+            502: components["responses"]["AnthropicUpstream"];
+            529: components["responses"]["AnthropicOverloaded"];
         };
     };
     createResponse: {
@@ -4996,8 +5047,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
             502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     retrieveResponse: {
@@ -5044,13 +5098,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted (no body, as OpenAI answers). */
+            /** @description Deleted, as OpenAI answers. */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["DeletedResponse"];
+                };
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
