@@ -1073,9 +1073,14 @@ export interface components {
             top_k?: number;
             tools?: components["schemas"]["AnthropicTool"][];
             tool_choice?: components["schemas"]["AnthropicToolChoice"];
+            /**
+             * @description `enabled` with a `budget_tokens` below `max_tokens`, `adaptive` (the
+             *     model decides how much to think), or `disabled`. Thinking tokens are
+             *     output tokens, counted within `max_tokens`.
+             */
             thinking?: {
                 /** @enum {string} */
-                type: "enabled" | "disabled";
+                type: "enabled" | "adaptive" | "disabled";
                 budget_tokens?: number;
             } & {
                 [key: string]: unknown;

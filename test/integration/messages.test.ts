@@ -86,6 +86,12 @@ describe('to an anthropic route, natively', () => {
     expect(r.headers['x-api-key']).toBe(API_KEY); // the upstream's key, not the client's
   });
 
+  test("adaptive thinking (the model decides how much to think) is Anthropic's too: it goes through", async () => {
+    const res = await client.messages.create({ model: 'claude-test', max_tokens: 300, thinking: { type: 'adaptive' } as never, messages: [{ role: 'user', content: 'hi' }] });
+    expect(res.type).toBe('message');
+    expect(claude.last().body.thinking).toEqual({ type: 'adaptive' });
+  });
+
   test('prompt caching is priced by class: cache reads, cache writes, fresh input, output', async () => {
     claude.plan({ kind: 'json', body: message([{ type: 'text', text: 'cached' }], { usage: { input_tokens: 5, cache_creation_input_tokens: 100, cache_read_input_tokens: 2000, output_tokens: 12 } }) });
     const res = await client.messages.create({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'x' }] });
