@@ -30,6 +30,7 @@ providers:
   claude: { type: anthropic, base_url: "${claude.url}", api_key: "\${FAKE_ANTHROPIC_KEY}", headers: { anthropic-beta: "configured-beta-1" } }
   up: { type: openai, base_url: "${openai.url}" }
   g: { type: gemini, base_url: "${gemini.url}" }
+  dead: { type: anthropic, base_url: "http://127.0.0.1:9/v1", api_key: "x", timeouts: { connect_ms: 1000 } }
 models:
   - id: claude-test
     kind: chat
@@ -38,6 +39,7 @@ models:
     routes: [ { provider: claude, model: claude-sonnet-4-5 } ]
   - { id: claude-long, kind: chat, price: { input: 6, output: 22.5 }, allow: [long_context, priority], routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
   - { id: gpt-behind, kind: chat, price: { input: 0.15, output: 0.6 }, routes: [ { provider: up, model: gpt-4o-mini } ] }
+  - { id: falls-back, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: dead, model: claude-sonnet-4-5 }, { provider: up, model: gpt-4o-mini } ] }
   - { id: gemini-behind, kind: chat, price: { input: 0.3, output: 2.5, cached_input: 0.03 }, routes: [ { provider: g, model: gemini-2.5-flash } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
@@ -355,6 +357,17 @@ describe('translated streams, event by event', () => {
   test('system blocks stay separate paragraphs in the system message', async () => {
     await client.messages.create({ model: 'gpt-behind', max_tokens: 50, system: [{ type: 'text', text: 'Header line.' }, { type: 'text', text: 'You are terse.' }], messages: [{ role: 'user', content: 'hi' }] });
     expect(openai.last().body.messages[0]).toEqual({ role: 'system', content: 'Header line.\nYou are terse.' });
+  });
+});
+
+describe('fallback', () => {
+  test('an anthropic route that cannot be reached hands the request to the next route, translated there', async () => {
+    const res = await client.messages.create({ model: 'falls-back', max_tokens: 50, messages: [{ role: 'user', content: 'anyone there?' }] });
+    expect(res.content).toEqual([{ type: 'text', text: 'Echo: anyone there?' }]);
+    expect(openai.last().body.model).toBe('gpt-4o-mini');
+    const final = await client.messages.stream({ model: 'falls-back', max_tokens: 50, messages: [{ role: 'user', content: 'and now?' }] }).finalMessage();
+    expect(final.content).toEqual([{ type: 'text', text: 'Echo: and now?' }]);
+    expect(await lastRecord()).toMatchObject({ endpoint: 'messages', model: 'falls-back', provider: 'up', status: 200 });
   });
 });
 
