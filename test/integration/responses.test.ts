@@ -6,7 +6,7 @@
  */
 import OpenAI from 'openai';
 import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
-import { FakeOpenAI } from '../fakes/openaiUpstream';
+import { FakeOpenAI, responseObject } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { inspect, promptBound } from '../../src/gateway/bound';
 
@@ -70,6 +70,22 @@ describe('to an openai route, natively', () => {
     expect(types[0]).toBe('response.created');
     expect(types).toContain('response.output_text.delta');
     expect(types[types.length - 1]).toBe('response.completed');
+  });
+
+  test('a tool round trip with the SDK: the function_call item out, its output back after the stored conversation', async () => {
+    const call = { type: 'function_call', id: 'fc_up1', call_id: 'call_up1', name: 'get_weather', arguments: '{"city":"Lima"}', status: 'completed' };
+    openai.plan({ kind: 'json', body: { ...responseObject({ model: 'gpt-5-2025' }, ''), output: [call] } });
+    const first = await client.responses.create({ model: 'gpt-5', input: 'weather in Lima?', tools: [weather] });
+    expect(first.output).toEqual([call]);
+    const second = await client.responses.create({ model: 'gpt-5', previous_response_id: first.id, tools: [weather], input: [{ type: 'function_call_output', call_id: 'call_up1', output: '24°C' }] });
+    expect(second.output_text).toBeDefined();
+    // sent whole, without the upstream's item ids (it stored nothing: store false)
+    expect(openai.last().body.input).toEqual([
+      { role: 'user', content: 'weather in Lima?' },
+      { type: 'function_call', call_id: 'call_up1', name: 'get_weather', arguments: '{"city":"Lima"}' },
+      { type: 'function_call_output', call_id: 'call_up1', output: '24°C' },
+    ]);
+    expect(openai.last().body.tools).toEqual([weather]);
   });
 
   test('price-raising tools are dropped unless allowed; function tools go through', async () => {
