@@ -856,7 +856,11 @@ export interface paths {
          *     route the request goes upstream as written (`cache_control`, `thinking`
          *     and the `anthropic-beta` header pass through); other routes receive it
          *     translated to chat. `max_tokens` is lowered to what the account's money
-         *     covers. Claude Code sends `?beta=true`, which is accepted.
+         *     covers (and a thinking budget with it). Features that raise Anthropic's
+         *     prices are served at the standard ones unless the model allows them:
+         *     `service_tier` becomes `standard_only`, `speed` (fast mode) is removed,
+         *     and the 1M-context beta is taken out of `anthropic-beta`. Claude Code
+         *     sends `?beta=true`, which is accepted.
          */
         post: operations["createMessage"];
         delete?: never;
@@ -915,8 +919,11 @@ export interface paths {
          *     `GET /v1/responses/{id}` reads it. Upstreams never store anything
          *     (`store: false` is sent). On an `openai` route the request goes
          *     upstream as written; other routes receive it translated to chat, which
-         *     carries function tools only: other tool types are dropped there.
+         *     carries function tools only: a `namespace` tool's functions become
+         *     `<namespace>__<name>` functions, other tool types are dropped there.
          *     `web_search` tools are dropped unless the model allows web search.
+         *     What is stored at the provider (`conversation`, a stored `prompt`,
+         *     `item_reference` items) is refused with a 400.
          */
         post: operations["createResponse"];
         delete?: never;
