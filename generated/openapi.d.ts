@@ -1040,10 +1040,14 @@ export interface components {
             role: "user" | "assistant";
             content: string | components["schemas"]["AnthropicContentBlockParam"][];
         };
-        /** @description A client tool (`name`, `description`, `input_schema`), or a server tool of Anthropic's (`type`, `name`...). */
+        /**
+         * @description A client tool (`name`, `description`, `input_schema`), or a server tool
+         *     of Anthropic's (`type`, and `name` or, for an `mcp_toolset`,
+         *     `mcp_server_name`).
+         */
         AnthropicTool: {
             type?: string;
-            name: string;
+            name?: string;
             description?: string;
             input_schema?: {
                 [key: string]: unknown;

@@ -88,7 +88,7 @@ export function toChatRequest(body: MessagesRequest): ChatRequest {
     else messages.push(assistantMessage(m.content));
   }
   // Client tools only: Anthropic's server tools have no chat equivalent.
-  const tools = (body.tools ?? []).filter((t) => t.input_schema).map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema } }));
+  const tools = (body.tools ?? []).filter((t) => t.input_schema && t.name).map((t) => ({ type: 'function' as const, function: { name: t.name!, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema } }));
   return {
     model: body.model,
     messages,
