@@ -6,12 +6,14 @@
  */
 import OpenAI from 'openai';
 import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
+import { FakeGemini, geminiResponse, usageOf } from '../fakes/geminiUpstream';
 import { FakeOpenAI, responseObject } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { inspect, promptBound } from '../../src/gateway/bound';
 
 let openai: FakeOpenAI;
 let claude: FakeAnthropic;
+let gemini: FakeGemini;
 let gw: TestGateway;
 let client: OpenAI;
 let accountId: number;
@@ -19,15 +21,18 @@ let accountId: number;
 beforeAll(async () => {
   openai = await new FakeOpenAI().start();
   claude = await new FakeAnthropic().start();
+  gemini = await new FakeGemini().start();
   gw = await startGateway(
     `
 limits: { rpm: 0, tpm: 0 }
 providers:
   up: { type: openai, base_url: "${openai.url}" }
   claude: { type: anthropic, base_url: "${claude.url}", api_key: "\${FAKE_ANTHROPIC_KEY}" }
+  g: { type: gemini, base_url: "${gemini.url}" }
 models:
   - { id: gpt-5, kind: chat, price: { input: 1.25, output: 10, cached_input: 0.125 }, routes: [ { provider: up, model: gpt-5-2025 } ] }
   - { id: claude-behind, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
+  - { id: gemini-behind, kind: chat, price: { input: 0.3, cached_input: 0.03, output: 2.5 }, routes: [ { provider: g, model: gemini-2.5-flash } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
@@ -40,6 +45,7 @@ afterAll(async () => {
   await gw?.close();
   await openai?.close();
   await claude?.close();
+  await gemini?.close();
 });
 
 async function lastRecord() {
@@ -305,5 +311,24 @@ describe('tools through chat', () => {
       input: [{ role: 'user', content: 'close a1' }, res.output[0] as never, { type: 'function_call_output', call_id: 'toolu_ns', output: 'closed' }],
     });
     expect(claude.last().body.messages[1].content[0]).toMatchObject({ type: 'tool_use', id: 'toolu_ns', name: 'multi_agent_v1__close_agent' });
+  });
+});
+
+describe('to a gemini route, through chat', () => {
+  test('a function call out and its output back; cached and thinking tokens in the usage and the bill; a stream', async () => {
+    gemini.plan({ kind: 'json', body: geminiResponse([{ functionCall: { name: 'get_weather', args: { city: 'Kyiv' } } }], 'STOP', usageOf(40, 6, { cachedContentTokenCount: 30, thoughtsTokenCount: 4 })) });
+    const first = await client.responses.create({ model: 'gemini-behind', input: 'weather in Kyiv?', tools: [weather], max_output_tokens: 300 });
+    const call = first.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(call).toMatchObject({ name: 'get_weather', arguments: '{"city":"Kyiv"}' });
+    expect(first.usage).toMatchObject({ input_tokens: 40, input_tokens_details: { cached_tokens: 30 }, output_tokens: 10, output_tokens_details: { reasoning_tokens: 4 } });
+    expect(gemini.last().body.generationConfig.maxOutputTokens).toBe(300);
+    // 10 fresh × 0.3 + 30 cached × 0.03 + 10 × 2.5 = 3 + 0.9 + 25 = 28.9 → 29 µUSD
+    expect(await lastRecord()).toMatchObject({ endpoint: 'responses', model: 'gemini-behind', prompt_tokens: 40, cached_tokens: 30, completion_tokens: 10, reasoning_tokens: 4, cost_micros: 29 });
+    await client.responses.create({ model: 'gemini-behind', previous_response_id: first.id, tools: [weather], input: [{ type: 'function_call_output', call_id: call.call_id, output: '-2°C' }] });
+    const parts = gemini.last().body.contents.flatMap((c: { parts: object[] }) => c.parts);
+    expect(parts).toContainEqual(expect.objectContaining({ functionCall: { name: 'get_weather', args: { city: 'Kyiv' } } }));
+    expect(JSON.stringify(parts)).toContain('-2°C');
+    const final = await client.responses.stream({ model: 'gemini-behind', input: 'stream it' }).finalResponse();
+    expect(final.output_text).toBe('Echo: stream it');
   });
 });
