@@ -856,7 +856,11 @@ export interface paths {
          *     route the request goes upstream as written (`cache_control`, `thinking`
          *     and the `anthropic-beta` header pass through); other routes receive it
          *     translated to chat. `max_tokens` is lowered to what the account's money
-         *     covers. Claude Code sends `?beta=true`, which is accepted.
+         *     covers (and a thinking budget with it). Features that raise Anthropic's
+         *     prices are served at the standard ones unless the model allows them:
+         *     `service_tier` becomes `standard_only`, `speed` (fast mode) is removed,
+         *     and the 1M-context beta is taken out of `anthropic-beta`. Claude Code
+         *     sends `?beta=true`, which is accepted.
          */
         post: operations["createMessage"];
         delete?: never;
@@ -915,8 +919,11 @@ export interface paths {
          *     `GET /v1/responses/{id}` reads it. Upstreams never store anything
          *     (`store: false` is sent). On an `openai` route the request goes
          *     upstream as written; other routes receive it translated to chat, which
-         *     carries function tools only: other tool types are dropped there.
+         *     carries function tools only: a `namespace` tool's functions become
+         *     `<namespace>__<name>` functions, other tool types are dropped there.
          *     `web_search` tools are dropped unless the model allows web search.
+         *     What is stored at the provider (`conversation`, a stored `prompt`,
+         *     `item_reference` items) is refused with a 400.
          */
         post: operations["createResponse"];
         delete?: never;
@@ -1033,10 +1040,14 @@ export interface components {
             role: "user" | "assistant";
             content: string | components["schemas"]["AnthropicContentBlockParam"][];
         };
-        /** @description A client tool (`name`, `description`, `input_schema`), or a server tool of Anthropic's (`type`, `name`...). */
+        /**
+         * @description A client tool (`name`, `description`, `input_schema`), or a server tool
+         *     of Anthropic's (`type`, and `name` or, for an `mcp_toolset`,
+         *     `mcp_server_name`).
+         */
         AnthropicTool: {
             type?: string;
-            name: string;
+            name?: string;
             description?: string;
             input_schema?: {
                 [key: string]: unknown;
@@ -1073,9 +1084,14 @@ export interface components {
             top_k?: number;
             tools?: components["schemas"]["AnthropicTool"][];
             tool_choice?: components["schemas"]["AnthropicToolChoice"];
+            /**
+             * @description `enabled` with a `budget_tokens` below `max_tokens`, `adaptive` (the
+             *     model decides how much to think), or `disabled`. Thinking tokens are
+             *     output tokens, counted within `max_tokens`.
+             */
             thinking?: {
                 /** @enum {string} */
-                type: "enabled" | "disabled";
+                type: "enabled" | "adaptive" | "disabled";
                 budget_tokens?: number;
             } & {
                 [key: string]: unknown;
@@ -1146,7 +1162,7 @@ export interface components {
          *     `content_block_stop` (`index`), `message_delta` (`delta`: `stop_reason`,
          *     `stop_sequence`; `usage`), `message_stop`, `ping`, `error` (`error`).
          */
-        AnthropicStreamEvent: {
+        AnthropicStreamEvent: ({
             /** @enum {string} */
             type: "message_start" | "content_block_start" | "content_block_delta" | "content_block_stop" | "message_delta" | "message_stop" | "ping" | "error";
             message?: components["schemas"]["AnthropicMessage"];
@@ -1172,7 +1188,7 @@ export interface components {
             };
         } & {
             [key: string]: unknown;
-        };
+        }) & (unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description `input_text` (`text`), `input_image` (`image_url` or `file_id`, `detail`), `input_file`, `output_text` (`text`), `refusal`. */
         ResponseInputContent: {
             type: string;
@@ -1277,6 +1293,8 @@ export interface components {
                 [key: string]: unknown;
             })[];
             call_id?: string;
+            /** @description For a call of a function of a `namespace` tool, its namespace. */
+            namespace?: string;
             name?: string;
             arguments?: string;
         } & {
@@ -1314,6 +1332,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        DeletedResponse: {
+            id: string;
+            /** @constant */
+            object: "response";
+            /** @constant */
+            deleted: true;
+        };
         /**
          * @description One typed event of a stream, with its `sequence_number`:
          *     `response.created`, `response.in_progress`, `response.completed`,
@@ -1324,7 +1349,7 @@ export interface components {
          *     `response.function_call_arguments.delta` (`delta`) / `done`
          *     (`arguments`); `error` (`code`, `message`).
          */
-        ResponseStreamEvent: {
+        ResponseStreamEvent: ({
             type: string;
             sequence_number: number;
             response?: components["schemas"]["ResponseObject"];
@@ -1335,9 +1360,17 @@ export interface components {
             delta?: string;
             text?: string;
             arguments?: string;
+            part?: {
+                type: string;
+            } & {
+                [key: string]: unknown;
+            };
+            code?: string | null;
+            message?: string;
+            param?: string | null;
         } & {
             [key: string]: unknown;
-        };
+        }) & (unknown & unknown & unknown & unknown & unknown & unknown & unknown & unknown);
         /** @description Details of an error. */
         Error: {
             /** @description Human-readable description of the error. */
@@ -2919,6 +2952,33 @@ export interface components {
         AnthropicRateLimited: {
             headers: {
                 "retry-after": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description The body is larger than `server.max_body_bytes` (`request_too_large`). */
+        AnthropicTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description A bug in the gateway (`api_error`); nothing internal is shown. */
+        AnthropicInternal: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AnthropicErrorResponse"];
+            };
+        };
+        /** @description Every route is cooling down, or the gateway is shutting down (`overloaded_error`, Anthropic's 529). */
+        AnthropicOverloaded: {
+            headers: {
                 [name: string]: unknown;
             };
             content: {
@@ -4921,8 +4981,11 @@ export interface operations {
             401: components["responses"]["AnthropicUnauthorized"];
             402: components["responses"]["AnthropicBilling"];
             403: components["responses"]["AnthropicPermission"];
+            413: components["responses"]["AnthropicTooLarge"];
             429: components["responses"]["AnthropicRateLimited"];
+            500: components["responses"]["AnthropicInternal"];
             502: components["responses"]["AnthropicUpstream"];
+            529: components["responses"]["AnthropicOverloaded"];
         };
     };
     countMessageTokens: {
@@ -4960,7 +5023,11 @@ export interface operations {
             401: components["responses"]["AnthropicUnauthorized"];
             402: components["responses"]["AnthropicBilling"];
             403: components["responses"]["AnthropicPermission"];
+            413: components["responses"]["AnthropicTooLarge"];
             429: components["responses"]["AnthropicRateLimited"];
+            500: components["responses"]["AnthropicInternal"];
+            502: components["responses"]["AnthropicUpstream"];
+            529: components["responses"]["AnthropicOverloaded"];
         };
     };
     createResponse: {
@@ -4996,8 +5063,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
             502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     retrieveResponse: {
@@ -5044,13 +5114,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted (no body, as OpenAI answers). */
+            /** @description Deleted, as OpenAI answers. */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["DeletedResponse"];
+                };
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];

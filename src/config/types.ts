@@ -3,7 +3,7 @@
 export type ModelKind = 'chat' | 'completion' | 'embedding';
 
 /** Features that make an upstream charge more than a model's token prices; a model serves them only when allowed. */
-export const FEATURES = ['priority', 'audio', 'web_search'] as const;
+export const FEATURES = ['priority', 'audio', 'web_search', 'long_context'] as const;
 export type Feature = (typeof FEATURES)[number];
 
 export interface Timeouts {

@@ -95,7 +95,7 @@ export class Gateway {
     const { plan, sent, it, first } = started.value;
     const includeUsage = op.includeUsage(body);
     const mapper = plan.bridge?.stream(body, model.id);
-    const ctx = { model: model.id, requestId: o.requestId, includeUsage };
+    const ctx = { model: model.id, requestId: o.requestId, includeUsage, body };
     const shown = (chunks: unknown[]) => chunks.map((c) => op.presentChunk(c as Chunk, ctx)).filter((c): c is Chunk => c !== null);
     const relay = new Relay<Chunk>({
       op,

@@ -124,7 +124,8 @@ export class Metered {
     }
     const allowance = choices ? Math.floor(admission.outputTokens / choices) : 0;
     const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
-    const headers = forwarded(call.headers, op.forwardHeaders);
+    const sent = forwarded(call.headers, op.forwardHeaders);
+    const headers = op.headers ? op.headers(sent, model) : sent;
     const started = Date.now();
     try {
       if (op.streams(body)) {
@@ -132,7 +133,7 @@ export class Metered {
         admission.track(streamed.progress);
         let meter: Meter | null = null;
         void streamed.meter.then((m) => (meter = m));
-        const frames = this.frames(op, streamed, { admission, ttfbMs: Date.now() - started, ended, onAnswer: call.onAnswer });
+        const frames = this.frames(op, streamed, { model: model.id, requestId: call.requestId, admission, ttfbMs: Date.now() - started, ended, onAnswer: call.onAnswer });
         return { sse: frames, headers: grant.headers, meter: () => meter };
       }
       // A client that leaves does not stop an answer that is not streamed: the upstream generates it and bills it
@@ -158,17 +159,18 @@ export class Metered {
   private async *frames<Req extends { model: string }>(op: Operation<Req>, streamed: Streamed<unknown>, o: StreamEnd): AsyncGenerator<string> {
     const { admission, ttfbMs, ended } = o;
     let status = 499; // unless the stream completes or fails, its client went away
+    let last: unknown;
     try {
       for await (const chunk of streamed.chunks) {
         const whole = o.onAnswer && op.finalAnswer?.(chunk);
         if (whole) await o.onAnswer!(whole);
-        yield op.framing.frame(chunk);
+        yield op.framing.frame((last = chunk));
       }
       status = 200;
       if (op.framing.done) yield op.framing.done;
     } catch (e) {
       status = e instanceof UpstreamError && e.reason === 'aborted' ? 499 : 502;
-      yield op.framing.error(e);
+      yield op.framing.error(e, { last, model: o.model, requestId: o.requestId });
     } finally {
       const m = await streamed.meter;
       await admission.settle({ status, used: m, ttfbMs });
@@ -187,6 +189,8 @@ export class Metered {
 }
 
 interface StreamEnd {
+  model: string;
+  requestId: string;
   admission: Admission;
   ttfbMs: number;
   ended: (m: Meter) => void;

@@ -2,7 +2,8 @@
  * The real coding-agent CLIs, offline, through Switchyard (`make agents`, which installs them into test/agents):
  * Claude Code (`@anthropic-ai/claude-code`) completes a turn with one tool round trip through /v1/messages, to a
  * fake Anthropic upstream (natively) and to a fake OpenAI upstream (translated); Codex (`@openai/codex`) completes
- * a turn through /v1/responses. Each CLI runs with a fresh HOME / CODEX_HOME in a temporary folder.
+ * a turn through /v1/responses, natively to a fake OpenAI upstream and translated to a fake Anthropic one. Each CLI
+ * runs with a fresh HOME / CODEX_HOME in a temporary folder.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -38,6 +39,7 @@ models:
   - { id: claude-sonnet-4-5, kind: chat, price: { input: 3, output: 15, cached_input: 0.3, cache_write: 3.75 }, max_output_tokens: 32000, routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
   - { id: claude-haiku-4-5, kind: chat, price: { input: 1.25, output: 10 }, max_output_tokens: 32000, routes: [ { provider: up, model: gpt-5 } ] }
   - { id: gpt-5, kind: chat, price: { input: 1.25, output: 10, cached_input: 0.125 }, max_output_tokens: 32000, routes: [ { provider: up, model: gpt-5-2025-08-07 } ] }
+  - { id: claude-for-codex, kind: chat, price: { input: 3, output: 15 }, max_output_tokens: 32000, routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
@@ -147,20 +149,41 @@ describe('Claude Code', () => {
   });
 });
 
+/** `codex exec` in a fresh CODEX_HOME whose config.toml names the gateway as a Responses provider. */
+function codex(model: string, prompt: string) {
+  const home = temp('switchyard-codex-home-');
+  fs.writeFileSync(
+    path.join(home, 'config.toml'),
+    `model = "${model}"\nmodel_provider = "switchyard"\n\n[model_providers.switchyard]\nname = "switchyard"\nbase_url = "${gw.url}/v1"\nenv_key = "SWITCHYARD_KEY"\nwire_api = "responses"\n`,
+  );
+  return run('codex', ['exec', '--skip-git-repo-check', prompt], { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: secret }, temp('switchyard-codex-work-'));
+}
+
 describe('Codex', () => {
   test('a turn through the Responses API', async () => {
-    const home = temp('switchyard-codex-home-');
-    fs.writeFileSync(
-      path.join(home, 'config.toml'),
-      `model = "gpt-5"\nmodel_provider = "switchyard"\n\n[model_providers.switchyard]\nname = "switchyard"\nbase_url = "${gw.url}/v1"\nenv_key = "SWITCHYARD_KEY"\nwire_api = "responses"\n`,
-    );
     const before = openai.requests.length;
-    const r = await run('codex', ['exec', '--skip-git-repo-check', 'say hi'], { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: secret }, temp('switchyard-codex-work-'));
+    const r = await codex('gpt-5', 'say hi');
     if (r.code !== 0) console.log(r.stdout, r.stderr, JSON.stringify(openai.requests.slice(before).map((q) => q.path)));
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('Echo: say hi');
     const sent = openai.requests.slice(before).filter((q) => q.path === '/v1/responses');
     expect(sent[0].body).toMatchObject({ model: 'gpt-5-2025-08-07', stream: true, store: false });
     expect(sent[0].body.tools.some((t: { type: string }) => t.type === 'web_search')).toBe(false); // dropped: it bills per search
+  });
+
+  test('a turn through the Responses API translated to an Anthropic upstream: namespaced tools become functions', async () => {
+    const before = claude.requests.length;
+    claude.plan({ kind: 'sse', events: streamEvents(message([{ type: 'text', text: 'Hi from Claude.' }])) });
+    const r = await codex('claude-for-codex', 'say hi');
+    if (r.code !== 0) console.log(r.stdout, r.stderr);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Hi from Claude.');
+    const sent = claude.requests.slice(before).filter((q) => q.path === '/v1/messages');
+    expect(sent[0].body.model).toBe('claude-sonnet-4-5');
+    const names: string[] = sent[0].body.tools.map((t: { name: string }) => t.name);
+    expect(names).toContain('exec_command');
+    // Codex groups its sub-agent tools in a namespace: through chat they are functions named <namespace>__<name>
+    expect(names.some((n) => /^\w+__\w+$/.test(n))).toBe(true);
+    expect(JSON.stringify(sent[0].body.messages)).toContain('say hi');
   });
 });

@@ -40,9 +40,17 @@ const api = new OpenAPIBackend({
 });
 
 // Statuses that cannot be provoked from outside a healthy process: a bug (500), an outage or shutdown (503).
-const NOT_PROVOKED = new Set(['500', '503']);
+const NOT_PROVOKED = new Set(['500', '503', '529']);
 // Models whose only upstream refuses connections (test/contract/switchyard.contract.yaml).
-const UNREACHABLE = { createChatCompletion: 'unreachable-chat', createCompletion: 'unreachable-completion', createEmbedding: 'unreachable-embedding', createMessage: 'unreachable-chat', createResponse: 'unreachable-chat' };
+// (count_tokens goes upstream on an anthropic route only.)
+const UNREACHABLE = {
+  createChatCompletion: 'unreachable-chat',
+  createCompletion: 'unreachable-completion',
+  createEmbedding: 'unreachable-embedding',
+  createMessage: 'unreachable-chat',
+  countMessageTokens: 'unreachable-claude',
+  createResponse: 'unreachable-chat',
+};
 // Free operations: not rate-limited, so no x-ratelimit-* headers.
 const FREE = new Set(['countMessageTokens']);
 // Stored responses (beforeAll): one to read, one to delete; the documented id is nobody's (404).
@@ -154,6 +162,34 @@ function typedStream(text, schema, op) {
   }
   const [first, last] = op === 'createMessage' ? ['message_start', 'message_stop'] : ['response.created', 'response.completed'];
   if (types[0] !== first || types[types.length - 1] !== last) return `the stream runs ${types[0]} … ${types[types.length - 1]}, not ${first} … ${last}`;
+  const events = frames.map((f) => JSON.parse(f.slice(f.indexOf('\ndata: ') + 7)));
+  return op === 'createMessage' ? anthropicOrder(events) : responsesOrder(events);
+}
+
+/** Anthropic's order: blocks numbered from 0, each started, filled and stopped before the next; message_delta last but one. */
+function anthropicOrder(events) {
+  let open = -1;
+  let next = 0;
+  for (const e of events) {
+    if (e.type === 'content_block_start') {
+      if (open !== -1 || e.index !== next) return `content_block_start ${e.index} while block ${open} is open or ${next} is next`;
+      open = next++;
+    } else if ((e.type === 'content_block_delta' || e.type === 'content_block_stop') && e.index !== open) return `${e.type} for block ${e.index}, but block ${open} is open`;
+    if (e.type === 'content_block_stop') open = -1;
+  }
+  if (events[events.length - 2].type !== 'message_delta') return 'no message_delta before message_stop';
+  return null;
+}
+
+/** OpenAI's order: sequence numbers 0, 1, 2...; output items numbered from 0 as they are added. */
+function responsesOrder(events) {
+  let items = 0;
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i];
+    if (e.sequence_number !== i) return `${e.type} has sequence_number ${e.sequence_number}, not ${i}`;
+    if (e.type === 'response.output_item.added' && e.output_index !== items++) return `output item ${e.output_index} added as item ${items - 1}`;
+    if (e.output_index !== undefined && e.output_index >= items) return `${e.type} for output item ${e.output_index}, not yet added`;
+  }
   return null;
 }
 

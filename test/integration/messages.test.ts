@@ -6,11 +6,14 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
+import { FakeGemini, geminiResponse, usageOf } from '../fakes/geminiUpstream';
 import { FakeOpenAI, chatStreamEvents } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
+import { inspect, promptBound } from '../../src/gateway/bound';
 
 let claude: FakeAnthropic;
 let openai: FakeOpenAI;
+let gemini: FakeGemini;
 let gw: TestGateway;
 let client: Anthropic;
 let accountId: number;
@@ -19,19 +22,26 @@ let secret: string;
 beforeAll(async () => {
   claude = await new FakeAnthropic().start();
   openai = await new FakeOpenAI().start();
+  gemini = await new FakeGemini().start();
   gw = await startGateway(
     `
 limits: { rpm: 0, tpm: 0 }
 providers:
   claude: { type: anthropic, base_url: "${claude.url}", api_key: "\${FAKE_ANTHROPIC_KEY}", headers: { anthropic-beta: "configured-beta-1" } }
   up: { type: openai, base_url: "${openai.url}" }
+  g: { type: gemini, base_url: "${gemini.url}" }
+  dead: { type: anthropic, base_url: "http://127.0.0.1:9/v1", api_key: "x", timeouts: { connect_ms: 1000 } }
 models:
   - id: claude-test
     kind: chat
     price: { input: 3, output: 15, cached_input: 0.3, cache_write: 3.75 }
     max_output_tokens: 2048
     routes: [ { provider: claude, model: claude-sonnet-4-5 } ]
+  - { id: claude-web, kind: chat, price: { input: 3, output: 15 }, allow: [web_search], routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
+  - { id: claude-long, kind: chat, price: { input: 6, output: 22.5 }, allow: [long_context, priority], routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
   - { id: gpt-behind, kind: chat, price: { input: 0.15, output: 0.6 }, routes: [ { provider: up, model: gpt-4o-mini } ] }
+  - { id: falls-back, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: dead, model: claude-sonnet-4-5 }, { provider: up, model: gpt-4o-mini } ] }
+  - { id: gemini-behind, kind: chat, price: { input: 0.3, output: 2.5, cached_input: 0.03 }, routes: [ { provider: g, model: gemini-2.5-flash } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
@@ -45,6 +55,7 @@ afterAll(async () => {
   await gw?.close();
   await claude?.close();
   await openai?.close();
+  await gemini?.close();
 });
 
 const tools: Anthropic.Tool[] = [
@@ -76,6 +87,12 @@ describe('to an anthropic route, natively', () => {
     expect(r.body.system[0].cache_control).toEqual({ type: 'ephemeral' });
     expect(r.headers['anthropic-beta']).toBe('configured-beta-1,interleaved-thinking-2025-05-14');
     expect(r.headers['x-api-key']).toBe(API_KEY); // the upstream's key, not the client's
+  });
+
+  test("adaptive thinking (the model decides how much to think) is Anthropic's too: it goes through", async () => {
+    const res = await client.messages.create({ model: 'claude-test', max_tokens: 300, thinking: { type: 'adaptive' } as never, messages: [{ role: 'user', content: 'hi' }] });
+    expect(res.type).toBe('message');
+    expect(claude.last().body.thinking).toEqual({ type: 'adaptive' });
   });
 
   test('prompt caching is priced by class: cache reads, cache writes, fresh input, output', async () => {
@@ -269,5 +286,188 @@ describe("errors in Anthropic's shape", () => {
     const text = await res.text();
     expect(text).toContain('event: message_start');
     expect(text.trim().split('\n\n').pop()).toMatch(/^event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"The upstream provider failed during the stream: Overloaded"\}\}$/);
+  });
+});
+
+/** A Messages request as Claude Code sends it: `?beta=true`, the key as a bearer token. */
+const post = (body: object, key = secret, headers: Record<string, string> = {}) =>
+  fetch(`${gw.url}/v1/messages?beta=true`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', authorization: `Bearer ${key}`, ...headers },
+    body: JSON.stringify(body),
+  });
+
+/** A stream's frames as Anthropic frames them: `event: <type>` and `data: <event>`. */
+function frames(text: string): { event: string; data: any }[] {
+  return text
+    .split('\n\n')
+    .filter(Boolean)
+    .map((f) => {
+      const m = /^event: (\S+)\ndata: (.*)$/s.exec(f);
+      if (!m) throw new Error(`not an Anthropic frame: ${f}`);
+      return { event: m[1], data: JSON.parse(m[2]) };
+    });
+}
+
+describe('translated streams, event by event', () => {
+  test("Anthropic's sequence: message_start, ping, one block per text run or tool call, message_delta with the usage, message_stop", async () => {
+    const base = { id: 'chatcmpl-seq', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
+    const chunk = (delta: object, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
+    openai.plan({
+      kind: 'sse',
+      events: [
+        chunk({ role: 'assistant', content: '' }),
+        chunk({ content: 'Let me ' }),
+        chunk({ content: 'check.' }),
+        // this server repeats the call's id on every fragment: still one call
+        chunk({ tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }),
+        chunk({ tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { arguments: '"Oslo"}' } }] }),
+        chunk({}, 'tool_calls'),
+        { ...base, choices: [], usage: { prompt_tokens: 40, completion_tokens: 9, total_tokens: 49, prompt_tokens_details: { cached_tokens: 30 } } },
+      ],
+    });
+    const res = await post({ model: 'gpt-behind', max_tokens: 100, stream: true, tools, messages: [{ role: 'user', content: 'weather?' }] });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const ev = frames(await res.text());
+    expect(ev.every((e) => e.event === e.data.type)).toBe(true);
+    expect(ev.map((e) => e.event)).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+    expect(ev[0].data.message).toMatchObject({ type: 'message', role: 'assistant', model: 'gpt-behind', content: [], stop_reason: null });
+    expect(ev[3].data).toEqual({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Let me ' } });
+    expect(ev[6].data).toEqual({ type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'call_x', name: 'get_weather', input: {} } });
+    expect(ev[8].data).toEqual({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"Oslo"}' } });
+    expect(ev[10].data).toEqual({
+      type: 'message_delta',
+      delta: { stop_reason: 'tool_use', stop_sequence: null },
+      usage: { input_tokens: 10, output_tokens: 9, cache_read_input_tokens: 30, cache_creation_input_tokens: 0 },
+    });
+  });
+
+  test('system blocks stay separate paragraphs in the system message', async () => {
+    await client.messages.create({ model: 'gpt-behind', max_tokens: 50, system: [{ type: 'text', text: 'Header line.' }, { type: 'text', text: 'You are terse.' }], messages: [{ role: 'user', content: 'hi' }] });
+    expect(openai.last().body.messages[0]).toEqual({ role: 'system', content: 'Header line.\nYou are terse.' });
+  });
+});
+
+describe('fallback', () => {
+  test('an anthropic route that cannot be reached hands the request to the next route, translated there', async () => {
+    const res = await client.messages.create({ model: 'falls-back', max_tokens: 50, messages: [{ role: 'user', content: 'anyone there?' }] });
+    expect(res.content).toEqual([{ type: 'text', text: 'Echo: anyone there?' }]);
+    expect(openai.last().body.model).toBe('gpt-4o-mini');
+    const final = await client.messages.stream({ model: 'falls-back', max_tokens: 50, messages: [{ role: 'user', content: 'and now?' }] }).finalMessage();
+    expect(final.content).toEqual([{ type: 'text', text: 'Echo: and now?' }]);
+    expect(await lastRecord()).toMatchObject({ endpoint: 'messages', model: 'falls-back', provider: 'up', status: 200 });
+  });
+});
+
+describe('to a Gemini route, translated', () => {
+  test("a tool call and its result, Gemini's cached tokens billed as cache reads, a stream", async () => {
+    gemini.plan({ kind: 'json', body: geminiResponse([{ functionCall: { name: 'get_weather', args: { city: 'Rome' } } }], 'STOP', usageOf(30, 5, { cachedContentTokenCount: 20 })) });
+    const res = await client.messages.create({ model: 'gemini-behind', max_tokens: 100, tools, messages: [{ role: 'user', content: 'weather in Rome?' }] });
+    expect(res.stop_reason).toBe('tool_use');
+    const use = res.content[0] as Anthropic.ToolUseBlock;
+    expect(use).toMatchObject({ type: 'tool_use', name: 'get_weather', input: { city: 'Rome' } });
+    expect(res.usage).toMatchObject({ input_tokens: 10, cache_read_input_tokens: 20, output_tokens: 5 });
+    // 10 fresh × 0.3 + 20 cached × 0.03 + 5 × 2.5 = 3 + 0.6 + 12.5 = 16.1 → 17 µUSD
+    expect(await lastRecord()).toMatchObject({ endpoint: 'messages', model: 'gemini-behind', prompt_tokens: 30, cached_tokens: 20, completion_tokens: 5, cost_micros: 17 });
+    expect(gemini.last().body.generationConfig.maxOutputTokens).toBe(100);
+    await client.messages.create({
+      model: 'gemini-behind',
+      max_tokens: 100,
+      tools,
+      messages: [
+        { role: 'user', content: 'weather in Rome?' },
+        { role: 'assistant', content: res.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '19°C' }] },
+      ],
+    });
+    const parts = gemini.last().body.contents.flatMap((c: { parts: object[] }) => c.parts);
+    expect(parts).toContainEqual(expect.objectContaining({ functionCall: { name: 'get_weather', args: { city: 'Rome' } } }));
+    expect(parts).toContainEqual(expect.objectContaining({ functionResponse: expect.objectContaining({ name: 'get_weather' }) }));
+    expect(JSON.stringify(parts)).toContain('19°C');
+    const final = await client.messages.stream({ model: 'gemini-behind', max_tokens: 50, messages: [{ role: 'user', content: 'stream it' }] }).finalMessage();
+    expect(final.content).toEqual([{ type: 'text', text: 'Echo: stream it' }]);
+    expect(gemini.last().path).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+  });
+});
+
+describe('money', () => {
+  const base = { model: 'claude-test', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
+  const MODEL = { image_tokens: 4_800, file_tokens: 300_000 };
+
+  test('the hold covers everything forwarded: system blocks, tools, context_management, metadata, documents', async () => {
+    // 20 kB in any of them may be 20,000 prompt tokens: 75,000 µUSD at the highest input price (cache writes, 3.75)
+    const big = 'x'.repeat(20_000);
+    const fields: Record<string, unknown>[] = [
+      { system: [{ type: 'text', text: 'Header.' }, { type: 'text', text: big, cache_control: { type: 'ephemeral' } }] },
+      { tools: [{ name: 'f', description: big, input_schema: { type: 'object', properties: {} } }] },
+      { context_management: { edits: [{ type: 'clear_thinking_20251015', keep: big }] } },
+      { metadata: { user_id: big } },
+      { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: big } }, { type: 'text', text: 'hi' }] }] },
+    ];
+    for (const f of fields) {
+      const k = await gw.newKey({}, 50_000);
+      const before = claude.requests.length;
+      const res = await post({ ...base, ...f }, k.secret);
+      expect({ field: Object.keys(f)[0], status: res.status }).toEqual({ field: Object.keys(f)[0], status: 402 });
+      expect(claude.requests.length).toBe(before);
+      expect((await post(base, k.secret)).status).toBe(200);
+    }
+  });
+
+  test('the output allowance is max_tokens, lowered to what the money covers, and the thinking budget inside it with it', async () => {
+    const body = { model: 'claude-test', max_tokens: 32_000, thinking: { type: 'enabled', budget_tokens: 31_999 }, messages: [{ role: 'user', content: 'think hard' }] };
+    const rich = await gw.newKey({}, 10_000_000);
+    expect((await post(body, rich.secret)).status).toBe(200);
+    expect(claude.last().body).toMatchObject({ max_tokens: 32_000, thinking: { type: 'enabled', budget_tokens: 31_999 } });
+    const poor = await gw.newKey({}, 20_000);
+    expect((await post(body, poor.secret)).status).toBe(200);
+    // the prompt at the highest input price (3.75 µUSD a token), the rest at 15 µUSD an output token
+    const allowance = Math.floor((20_000 * 1_000_000 - promptBound(inspect(body), MODEL) * 3_750_000) / 15_000_000);
+    expect(allowance).toBeGreaterThan(1_100);
+    expect(allowance).toBeLessThan(31_999);
+    expect(claude.last().body).toMatchObject({ max_tokens: allowance, thinking: { type: 'enabled', budget_tokens: allowance - 1 } });
+  });
+
+  test("features that raise Anthropic's prices are served at the standard ones unless the model allows them: the 1M context beta, fast mode, priority capacity", async () => {
+    const betas = { 'anthropic-beta': 'context-1m-2025-08-07, interleaved-thinking-2025-05-14' };
+    expect((await post({ ...base, speed: 'fast', service_tier: 'auto' }, secret, betas)).status).toBe(200);
+    expect(claude.last().headers['anthropic-beta']).toBe('configured-beta-1,interleaved-thinking-2025-05-14');
+    expect(claude.last().body.speed).toBeUndefined();
+    expect(claude.last().body.service_tier).toBe('standard_only');
+    expect((await post(base, secret, { 'anthropic-beta': 'context-1m-2025-08-07' })).status).toBe(200);
+    expect(claude.last().headers['anthropic-beta']).toBe('configured-beta-1');
+    // a model whose prices cover them (allow: [long_context, priority]) passes them on
+    expect((await post({ ...base, model: 'claude-long', speed: 'fast', service_tier: 'auto' }, secret, betas)).status).toBe(200);
+    expect(claude.last().headers['anthropic-beta']).toBe('configured-beta-1,context-1m-2025-08-07,interleaved-thinking-2025-05-14');
+    expect(claude.last().body).toMatchObject({ speed: 'fast', service_tier: 'auto' });
+  });
+
+  test('server tools (web search and fetch, code execution, MCP) and MCP servers are dropped unless the model allows web_search; client tools stay', async () => {
+    const server = [
+      { type: 'web_search_20250305', name: 'web_search', max_uses: 5 },
+      { type: 'web_fetch_20250910', name: 'web_fetch' },
+      { type: 'code_execution_20250825', name: 'code_execution' },
+      { type: 'mcp_toolset', mcp_server_name: 'remote' },
+    ];
+    const mcp_servers = [{ type: 'url', url: 'https://mcp.example.com/sse', name: 'remote' }];
+    expect((await post({ ...base, tools: [...tools, ...server], mcp_servers })).status).toBe(200);
+    expect(claude.last().body.tools.map((t: { name: string }) => t.name)).toEqual(['get_weather', 'get_time']);
+    expect(claude.last().body.mcp_servers).toBeUndefined();
+    expect((await post({ ...base, model: 'claude-web', tools: [...tools, ...server], mcp_servers })).status).toBe(200);
+    expect(claude.last().body.tools).toHaveLength(6);
+    expect(claude.last().body.mcp_servers).toEqual(mcp_servers);
   });
 });

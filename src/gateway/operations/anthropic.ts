@@ -22,6 +22,6 @@ export function toAnthropicUsage(u: Usage): AnthropicUsage {
 export const ANTHROPIC_SSE: Framing = {
   frame: (ev) => `event: ${(ev as { type: string }).type}\ndata: ${JSON.stringify(ev)}\n\n`,
   done: '',
-  error: (e) => `event: error\ndata: ${JSON.stringify(anthropicError(streamErrorOf(e)).body)}\n\n`,
+  error: (e: unknown) => `event: error\ndata: ${JSON.stringify(anthropicError(streamErrorOf(e)).body)}\n\n`,
 };
 

@@ -47,8 +47,29 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
   },
 };
 
-/** Server tools that bill beyond tokens: web search and web fetch (per use). */
-const pricierTool = (t: { type?: string }) => typeof t.type === 'string' && /^web_(search|fetch)/.test(t.type);
+/**
+ * Anthropic's server tools: they run at Anthropic and bill beyond the request's tokens — web search per search, code
+ * execution per container hour, MCP toolsets whatever the server returns — and what they fetch or compute enters the
+ * prompt unseen by the hold. Served only on models that allow `web_search`, as are `mcp_servers`.
+ */
+const pricierTool = (t: { type?: string }) => typeof t.type === 'string' && /^(web_search|web_fetch|code_execution|mcp_toolset)/.test(t.type);
+
+function withoutServerTools(body: MessagesRequest): MessagesRequest {
+  const { mcp_servers: _remote, ...rest } = body as MessagesRequest & { mcp_servers?: unknown };
+  return { ...rest, ...(body.tools ? { tools: body.tools.filter((t) => !pricierTool(t)) } : {}) } as MessagesRequest;
+}
+
+/** Betas that raise Anthropic's token prices: the 1M-token context bills prompts over 200k tokens at a premium. */
+const LONG_CONTEXT_BETA = /^context-1m-/;
+
+/** anthropic-beta without the betas the model's prices do not cover (`long_context` allows the 1M context). */
+function betas(headers: Record<string, string>, model: ModelConfig): Record<string, string> {
+  const beta = headers['anthropic-beta'];
+  if (!beta || model.allow.includes('long_context')) return headers;
+  const kept = beta.split(',').map((b) => b.trim()).filter((b) => b && !LONG_CONTEXT_BETA.test(b));
+  const { 'anthropic-beta': _all, ...rest } = headers;
+  return kept.length ? { ...rest, 'anthropic-beta': kept.join(',') } : rest;
+}
 
 export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
   name: 'messages',
@@ -61,11 +82,17 @@ export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEve
   streams: (body) => body.stream === true,
   includeUsage: () => false,
   output: (body) => ({ perChoice: body.max_tokens, choices: 1 }),
+  headers: betas,
   features(body, model: ModelConfig) {
     let out = body;
-    // `auto` serves from Anthropic's priority capacity when the organisation has it, at priority prices.
-    if (!model.allow.includes('priority')) out = { ...out, service_tier: 'standard_only' };
-    if (!model.allow.includes('web_search') && out.tools?.some(pricierTool)) out = { ...out, tools: out.tools.filter((t) => !pricierTool(t)) };
+    if (!model.allow.includes('priority')) {
+      // `auto` serves from Anthropic's priority capacity when the organisation has it, at priority prices; fast mode
+      // (`speed: fast`) bills a multiple of the standard prices. Both are served at the standard tier and speed.
+      const { speed: _fast, ...rest } = out as MessagesRequest & { speed?: unknown };
+      out = { ...(rest as MessagesRequest), service_tier: 'standard_only' };
+    }
+    const serverTools = out.tools?.some(pricierTool) || (out as { mcp_servers?: unknown }).mcp_servers != null;
+    if (serverTools && !model.allow.includes('web_search')) out = withoutServerTools(out);
     return out;
   },
   present: (res, p) => ({ ...res, model: p.model, usage: p.reported ? res.usage : toAnthropicUsage(p.usage) }),

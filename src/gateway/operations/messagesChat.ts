@@ -80,14 +80,15 @@ function toolChoice(c: MessagesRequest['tool_choice']): Pick<ChatRequest, 'tool_
 
 export function toChatRequest(body: MessagesRequest): ChatRequest {
   const messages: ChatMessage[] = [];
-  const system = text(body.system);
+  // System blocks are separate paragraphs (Claude Code sends three: a header line, an identity, the instructions).
+  const system = typeof body.system === 'string' ? body.system : (body.system ?? []).map((b) => b.text).filter(Boolean).join('\n');
   if (system) messages.push({ role: 'system', content: system });
   for (const m of body.messages) {
     if (m.role === 'user') messages.push(...userMessages(m.content));
     else messages.push(assistantMessage(m.content));
   }
   // Client tools only: Anthropic's server tools have no chat equivalent.
-  const tools = (body.tools ?? []).filter((t) => t.input_schema).map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema } }));
+  const tools = (body.tools ?? []).filter((t) => t.input_schema && t.name).map((t) => ({ type: 'function' as const, function: { name: t.name!, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema } }));
   return {
     model: body.model,
     messages,
@@ -137,8 +138,8 @@ export class ChatToMessagesStream implements StreamMapper<ChatChunk, AnthropicEv
   private started = false;
   private block = -1;
   private open: 'text' | 'tool' | null = null;
-  /** OpenAI tool-call index → Anthropic block index. */
-  private readonly tools = new Map<number, number>();
+  /** OpenAI tool-call index → the Anthropic block of its call, and the call's id. */
+  private readonly tools = new Map<number, { block: number; id: string | undefined }>();
   private stop: StopReason = null;
 
   constructor(private readonly model: string) {}
@@ -153,11 +154,14 @@ export class ChatToMessagesStream implements StreamMapper<ChatChunk, AnthropicEv
       out.push({ type: 'content_block_delta', index: this.block, delta: { type: 'text_delta', text: d.content } });
     }
     for (const t of d.tool_calls ?? []) {
-      if (t.id || !this.tools.has(t.index)) {
+      // A new call: an index not seen yet, or another id at a seen index (some servers repeat the id on every
+      // fragment of a call, others number every call 0).
+      const known = this.tools.get(t.index);
+      if (!known || (t.id && t.id !== known.id)) {
         out.push(...this.openBlock('tool', { type: 'tool_use', id: t.id ?? `toolu_${t.index}`, name: t.function?.name ?? '', input: {} }));
-        this.tools.set(t.index, this.block);
+        this.tools.set(t.index, { block: this.block, id: t.id });
       }
-      if (t.function?.arguments) out.push({ type: 'content_block_delta', index: this.tools.get(t.index)!, delta: { type: 'input_json_delta', partial_json: t.function.arguments } });
+      if (t.function?.arguments) out.push({ type: 'content_block_delta', index: this.tools.get(t.index)!.block, delta: { type: 'input_json_delta', partial_json: t.function.arguments } });
     }
     if (choice.finish_reason) this.stop = stopReason(choice.finish_reason);
     return out;
@@ -176,7 +180,7 @@ export class ChatToMessagesStream implements StreamMapper<ChatChunk, AnthropicEv
     if (this.started) return [];
     this.started = true;
     const message: AnthropicMessage = { id: messageId(chatId || 'chatcmpl-bridge'), type: 'message', role: 'assistant', model: this.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
-    return [{ type: 'message_start', message }];
+    return [{ type: 'message_start', message }, { type: 'ping' }]; // Anthropic pings right after message_start
   }
 
   private openBlock(kind: 'text' | 'tool', block: AnthropicBlock): AnthropicEvent[] {

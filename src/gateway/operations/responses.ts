@@ -5,6 +5,7 @@
  * framed as OpenAI frames them (`event: <type>`, `data: <event>`).
  */
 import type { ModelConfig } from '../../config';
+import { errors } from '../../errors';
 import { isCount, type Usage } from '../../usage';
 import { streamErrorOf } from '../router';
 import type { ResponseEvent, ResponseObject, ResponsesRequest } from '../types';
@@ -51,20 +52,54 @@ const reader: Reader<ResponsesRequest, ResponseObject, ResponseEvent> = {
   chunkText: (ev) => (typeof ev.delta === 'string' ? ev.delta : ''),
 };
 
+const frame = (ev: { type: string }) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
+
+/**
+ * OpenAI's framing: `event: <type>` and `data: <event>`, no end marker. A stream that fails after it started ends
+ * as OpenAI's do: an `error` event, then `response.failed` with the error (the SDKs' final response is the failed
+ * one), numbered on from the last event the client got.
+ */
 export const RESPONSES_SSE: Framing = {
-  frame: (ev) => `event: ${(ev as { type: string }).type}\ndata: ${JSON.stringify(ev)}\n\n`,
+  frame: (ev) => frame(ev as { type: string }),
   done: '',
-  error: (e) => {
+  error: (e, { last, model, requestId }) => {
     const err = streamErrorOf(e);
-    return `event: error\ndata: ${JSON.stringify({ type: 'error', code: err.code, message: err.message, param: err.param, sequence_number: 0 })}\n\n`;
+    const seq = (last as Partial<ResponseEvent> | undefined)?.sequence_number;
+    const next = typeof seq === 'number' ? seq + 1 : 0;
+    const response = { id: responseId(requestId), object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'failed', model, output: [], error: { code: 'server_error', message: err.message }, incomplete_details: null };
+    return frame({ type: 'error', code: err.code, message: err.message, param: err.param, sequence_number: next } as never) + frame({ type: 'response.failed', sequence_number: next + 1, response } as never);
   },
 };
 
 /** A response's id: the gateway's request id (`req_<32 hex>` → `resp_<32 hex>`). */
 export const responseId = (requestId: string) => `resp_${requestId.replace(/^req_/, '')}`;
 
+/**
+ * What a response shows of the gateway's part: its id, the model asked for, and the request's own storage settings
+ * and limit (the upstream was sent `store: false`, no previous_response_id and the allowance, not the client's).
+ */
+const shown = (requestId: string, model: string, body: ResponsesRequest) => ({
+  id: responseId(requestId),
+  model,
+  store: body.store !== false,
+  previous_response_id: body.previous_response_id ?? null,
+  max_output_tokens: body.max_output_tokens ?? null,
+});
+
 /** Tools that bill beyond tokens (per search, per container, per image) or reach into the operator's own account. */
 const COSTLY = /^(web_search|file_search|code_interpreter|image_generation|computer_use|mcp)/;
+
+/**
+ * What is stored at the upstream, in the operator's own account, and would be read into the prompt there: a
+ * conversation, a stored prompt, an item by reference. Its size is unknown to the hold, and it is not the caller's.
+ */
+function refuseStored(body: ResponsesRequest): void {
+  const b = body as ResponsesRequest & { conversation?: unknown; prompt?: unknown };
+  const stored = (param: string) => errors.invalidRequest(`'${param}' refers to what is stored at the provider, which cannot be used through this gateway: send the items themselves (or continue with previous_response_id)`, param);
+  if (b.conversation != null) throw stored('conversation');
+  if (b.prompt != null) throw stored('prompt');
+  if (Array.isArray(b.input) && b.input.some((i) => i?.type === 'item_reference')) throw stored('input');
+}
 
 export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEvent> = {
   name: 'responses',
@@ -77,6 +112,7 @@ export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEven
   includeUsage: () => false,
   output: (body, model) => ({ perChoice: body.max_output_tokens ?? model.max_output_tokens, choices: 1 }),
   features(body, model: ModelConfig) {
+    refuseStored(body);
     let out = body;
     if (typeof body.service_tier === 'string' && ['priority', 'scale'].includes(body.service_tier) && !model.allow.includes('priority')) {
       const { service_tier: _stripped, ...rest } = body;
@@ -87,8 +123,8 @@ export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEven
     return out;
   },
   // The gateway keeps responses (services/responses.ts): each gets an id of the gateway's, from its request's.
-  present: (res, p) => ({ ...res, id: responseId(p.requestId), model: p.model, usage: p.reported && res.usage ? res.usage : responseUsage(p.usage) }),
-  presentChunk: (ev, { model, requestId }) => (ev.response ? { ...ev, response: { ...ev.response, id: responseId(requestId), model } } : ev),
+  present: (res, p, body) => ({ ...res, ...shown(p.requestId, p.model, body), usage: p.reported && res.usage ? res.usage : responseUsage(p.usage) }),
+  presentChunk: (ev, { model, requestId, body }) => (ev.response ? { ...ev, response: { ...ev.response, ...shown(requestId, model, body as ResponsesRequest) } } : ev),
   finalAnswer: (ev) => (ENDS.has(ev.type) && ev.response ? ev.response : null),
   tail: () => [],
   framing: RESPONSES_SSE,

@@ -26,6 +26,42 @@ function contentParts(content: ResponseInputItem['content']): string | Part[] {
 
 const textOf = (c: string | Part[]) => (typeof c === 'string' ? c : c.map((p) => p.text ?? '').join(''));
 
+/**
+ * Chat has no namespaces: a function in a `namespace` tool (Codex groups its sub-agent tools so) is a chat function
+ * named `<namespace>__<name>`, and a call of it comes back as a function_call with its `namespace` and `name`.
+ */
+const NS = '__';
+
+type Tool = NonNullable<ResponsesRequest['tools']>[number];
+
+const chatFunction = (t: Tool, ns?: string) => ({
+  type: 'function' as const,
+  function: {
+    name: ns ? `${ns}${NS}${t.name ?? ''}` : (t.name ?? ''),
+    ...(t.description ? { description: t.description } : {}),
+    ...(t.parameters ? { parameters: t.parameters } : {}),
+    ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}),
+  },
+});
+
+/** Function tools, and the functions of namespace tools; any other type has no chat equivalent and is dropped. */
+function chatTools(tools: ResponsesRequest['tools']) {
+  return (tools ?? []).flatMap((t) => {
+    if (t.type === 'function') return [chatFunction(t)];
+    const inner = (t as { tools?: unknown }).tools;
+    if (t.type !== 'namespace' || !t.name || !Array.isArray(inner)) return [];
+    return (inner as Tool[]).filter((f) => f?.type === 'function').map((f) => chatFunction(f, t.name));
+  });
+}
+
+/** A chat function's name as a Responses call: its namespace (if it names one of the request's) and name. */
+export function callName(name: string, body: ResponsesRequest): { name: string; namespace?: string } {
+  const at = name.indexOf(NS);
+  if (at <= 0) return { name };
+  const ns = name.slice(0, at);
+  return (body.tools ?? []).some((t) => t.type === 'namespace' && t.name === ns) ? { namespace: ns, name: name.slice(at + NS.length) } : { name };
+}
+
 /** Input items as chat messages: function calls join the assistant turn before them, their outputs are tool messages. */
 export function toChatMessages(items: ResponseInputItem[]): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -37,7 +73,8 @@ export function toChatMessages(items: ResponseInputItem[]): ChatMessage[] {
       else if (item.role === 'user') out.push({ role: 'user', content: content as never });
       else out.push({ role: item.role, content: textOf(content) });
     } else if (type === 'function_call') {
-      const call = { id: item.call_id ?? '', type: 'function' as const, function: { name: item.name ?? '', arguments: item.arguments ?? '' } };
+      const ns = typeof item.namespace === 'string' && item.namespace ? `${item.namespace}${NS}` : '';
+      const call = { id: item.call_id ?? '', type: 'function' as const, function: { name: `${ns}${item.name ?? ''}`, arguments: item.arguments ?? '' } };
       const last = out[out.length - 1];
       if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
       else out.push({ role: 'assistant', content: null, tool_calls: [call] });
@@ -52,10 +89,7 @@ export function toChatMessages(items: ResponseInputItem[]): ChatMessage[] {
 export function toChatRequest(body: ResponsesRequest): ChatRequest {
   const items: ResponseInputItem[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []);
   const messages: ChatMessage[] = [...(body.instructions ? [{ role: 'system' as const, content: body.instructions }] : []), ...toChatMessages(items)];
-  const tools = (body.tools ?? []).filter((t) => t.type === 'function').map((t) => ({
-    type: 'function' as const,
-    function: { name: t.name ?? '', ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters } : {}), ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}) },
-  }));
+  const tools = chatTools(body.tools);
   const choice = body.tool_choice;
   const format = body.text?.format;
   return {
@@ -130,7 +164,7 @@ export function fromChatResponse(res: ChatResponse, body: ResponsesRequest): Res
   const output: ResponseOutputItem[] = [];
   if (choice?.message.content) output.push(message(choice.message.content));
   for (const c of choice?.message.tool_calls ?? []) {
-    if ('function' in c) output.push({ type: 'function_call', id: id('fc'), call_id: c.id, name: c.function.name, arguments: c.function.arguments, status: 'completed' });
+    if ('function' in c) output.push({ type: 'function_call', id: id('fc'), call_id: c.id, ...callName(c.function.name, body), arguments: c.function.arguments, status: 'completed' });
   }
   return response(body, res.model, output, choice?.finish_reason === 'length' ? 'incomplete' : 'completed', usageOf(res.usage));
 }
@@ -159,8 +193,9 @@ export class ChatToResponsesStream implements StreamMapper<ChatChunk, ResponseEv
       out.push(this.ev({ type: 'response.output_text.delta', item_id: this.open!.item.id, output_index: this.open!.index, content_index: 0, delta: d.content, logprobs: [] }));
     }
     for (const t of d.tool_calls ?? []) {
-      if (t.id || this.open?.kind !== 'call' || this.open.toolIndex !== t.index) {
-        out.push(...this.close(), ...this.openItem('call', { type: 'function_call', id: id('fc'), call_id: t.id ?? '', name: t.function?.name ?? '', arguments: '', status: 'in_progress' }, t.index));
+      // A new call: another index, or another id at the same index (some servers repeat the id on every fragment)
+      if (this.open?.kind !== 'call' || this.open.toolIndex !== t.index || (t.id && t.id !== (this.open.item as { call_id?: string }).call_id)) {
+        out.push(...this.close(), ...this.openItem('call', { type: 'function_call', id: id('fc'), call_id: t.id ?? '', ...callName(t.function?.name ?? '', this.body), arguments: '', status: 'in_progress' }, t.index));
       }
       if (t.function?.arguments) {
         this.open!.text += t.function.arguments;

@@ -24,8 +24,17 @@ export interface Framing {
   frame(chunk: unknown): string;
   /** Written after the last frame (OpenAI's `data: [DONE]`). */
   done: string;
-  /** The frame that ends a stream which failed after it started. */
-  error(e: unknown): string;
+  /** The frame(s) that end a stream which failed after it started. */
+  error(e: unknown, c: Failed): string;
+}
+
+/** Where a stream stood when it failed. */
+export interface Failed {
+  /** The last chunk the client got (Responses numbers its events on from it). */
+  last: unknown;
+  /** The model id the client asked for, and the gateway's id of the request. */
+  model: string;
+  requestId: string;
 }
 
 /** What presenting an answer needs: the model id the client asked for, and the usage billed. */
@@ -44,6 +53,8 @@ export interface ChunkContext {
   model: string;
   requestId: string;
   includeUsage: boolean;
+  /** The request as the client sent it (for answers that echo it). */
+  body: unknown;
 }
 
 export interface StreamUsage {
@@ -94,6 +105,8 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
   upstream: UpstreamOp;
   /** Client headers passed on when a provider serves the operation natively (e.g. anthropic-beta). */
   forwardHeaders?: readonly string[];
+  /** Those headers as they go upstream for this model: what would raise the upstream's price is taken out, unless allowed. */
+  headers?(headers: Record<string, string>, model: ModelConfig): Record<string, string>;
   reader: Reader<any, any, any>;
   bridge?: Bridge<Req, Res, Chunk, UpstreamOp>;
   streams(body: Req): boolean;

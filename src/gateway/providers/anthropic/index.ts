@@ -25,8 +25,20 @@ async function* events(source: AsyncIterable<SseEvent>): AsyncGenerator<Anthropi
   throw new UpstreamError('protocol', 'the upstream stream ended without message_stop');
 }
 
-/** A Messages request as the client wrote it, with the upstream's model id and the output allowance. */
-const native = (body: MessagesRequest, model: string, maxTokens: number, stream: boolean) => ({ ...body, model, max_tokens: maxTokens, stream });
+/** Anthropic's smallest thinking budget. */
+const MIN_THINKING_BUDGET = 1024;
+
+/**
+ * A Messages request as the client wrote it, with the upstream's model id and the output allowance as max_tokens
+ * (thinking tokens are output tokens, counted within it). When the allowance was lowered to what the money covers,
+ * a thinking budget it cannot hold is lowered with it: Anthropic refuses a budget_tokens that is not below max_tokens.
+ */
+export function native(body: MessagesRequest, model: string, maxTokens: number, stream: boolean): MessagesRequest {
+  const out = { ...body, model, max_tokens: maxTokens, stream };
+  const t = body.thinking;
+  if (t?.type !== 'enabled' || typeof t.budget_tokens !== 'number' || maxTokens >= body.max_tokens || t.budget_tokens < maxTokens) return out;
+  return { ...out, thinking: { ...t, budget_tokens: Math.max(MIN_THINKING_BUDGET, maxTokens - 1) } };
+}
 
 export const anthropic = defineProvider({
   type: 'anthropic',
