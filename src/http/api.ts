@@ -33,6 +33,8 @@ import { validationError } from './validation';
 export const CONTRACT = path.join(__dirname, '..', '..', 'openapi', 'openapi.yaml');
 
 const NO_PARAMS = { path: {}, query: {}, header: {} };
+/** Anthropic's Messages API and what is below it. */
+const ANTHROPIC_PATH = /^\/v1\/messages(\/|$)/;
 const EMPTY: BodyProfile = { textBytes: 0, images: 0, audio: 0, audioBytes: 0, files: 0, fileRefs: 0, tools: false };
 
 interface Route {
@@ -77,16 +79,17 @@ export class Api {
     if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
     const params: Record<string, string> = {};
     const methods = this.exact.get(p) ?? this.match(p, params);
-    if (!methods) return false;
+    const anthropic = ANTHROPIC_PATH.test(p);
+    if (!methods && !anthropic) return false;
     const ex = openExchange(this.app, req, res, p);
+    ex.anthropic = anthropic; // Anthropic's endpoints answer even an unknown path or method in Anthropic's shape
     const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
-    const route = methods.get(method);
+    const route = methods?.get(method);
     if (!route) {
-      sendError(this.app, ex, errors.methodNotAllowed(method, p));
+      sendError(this.app, ex, methods ? errors.methodNotAllowed(method, p) : errors.notFound(p));
       return true;
     }
     ex.operationId = route.operationId;
-    ex.anthropic = !!route.guard.anthropic;
     this.active++;
     void this.serve(route, ex, params, q < 0 ? '' : url.slice(q + 1)).finally(() => this.ended());
     return true;

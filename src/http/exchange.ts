@@ -58,11 +58,18 @@ function closed(app: App, ex: Exchange): void {
   });
 }
 
+/** The request id goes out on every answer; Anthropic's SDKs read it from `request-id`. */
+function answerHead(ex: Exchange, head: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  head['x-request-id'] = ex.requestId;
+  if (ex.anthropic) head['request-id'] = ex.requestId;
+  return head;
+}
+
 /** Writes a JSON answer (or none, for a null body) in one write of head and body. */
 export function sendJson(ex: Exchange, status: number, body: unknown, headers: OutgoingHttpHeaders = {}): void {
   const res = ex.res;
   if (res.headersSent || res.destroyed) return;
-  const head: OutgoingHttpHeaders = { 'cache-control': 'no-cache', ...headers, 'x-request-id': ex.requestId };
+  const head = answerHead(ex, { 'cache-control': 'no-cache', ...headers });
   if (isApiConsolePath(ex.path)) head['cache-control'] = 'no-store';
   if (body === null || body === undefined) {
     res.writeHead(status === 200 ? 204 : status, head);
@@ -96,7 +103,7 @@ export function sendError(app: App, ex: Exchange, e: unknown): void {
 export function sendReply(ex: Exchange, out: Reply): Promise<void> | void {
   ex.meter = out.meter;
   if (!('sse' in out)) return sendJson(ex, out.status ?? 200, out.body, out.headers);
-  ex.res.writeHead(200, { ...out.headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'x-request-id': ex.requestId });
+  ex.res.writeHead(200, answerHead(ex, { ...out.headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }));
   return pump(out.sse, ex.res);
 }
 

@@ -241,6 +241,19 @@ describe("errors in Anthropic's shape", () => {
     await expect(new Anthropic({ apiKey: 'sk-bad-bad-bad-bad-bad-bad-bad-bad-bad', baseURL: gw.url, maxRetries: 0 }).messages.create(body)).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
   });
 
+  test("an unknown path or method under /v1/messages answers in Anthropic's shape; every answer carries request-id", async () => {
+    const wrongMethod = await fetch(`${gw.url}/v1/messages`, { headers: { 'x-api-key': secret } });
+    expect(wrongMethod.status).toBe(405);
+    expect(await wrongMethod.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'Method GET is not allowed for /v1/messages' } });
+    const unknown = await fetch(`${gw.url}/v1/messages/batches`, { method: 'POST', headers: { 'x-api-key': secret } });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ type: 'error', error: { type: 'not_found_error', message: 'Unknown request URL: /v1/messages/batches' } });
+    const ok = await raw({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': secret });
+    expect(ok.headers.get('request-id')).toMatch(/^req_[0-9a-f]{32}$/);
+    expect(ok.headers.get('request-id')).toBe(ok.headers.get('x-request-id'));
+    expect(unknown.headers.get('request-id')).toMatch(/^req_/);
+  });
+
   test('bad input, an unknown model, a missing scope, no money', async () => {
     const e = await client.messages.create({ model: 'claude-test', messages: [{ role: 'user', content: 'hi' }] } as never).catch((x) => x);
     expect(e).toBeInstanceOf(Anthropic.BadRequestError);
