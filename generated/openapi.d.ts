@@ -523,12 +523,17 @@ export interface paths {
          *     `metadata.account_id`, once per Checkout Session however often and in
          *     whatever order the events arrive. Money that comes back is taken back
          *     from that account, once per event and never beyond the payment:
-         *     `charge.refunded` (ledger kind `card_refund`), `charge.dispute.created`,
+         *     `charge.refunded` (ledger kind `card_refund`; its cumulative
+         *     `amount_refunded`), `charge.dispute.created` (not for an inquiry,
+         *     status `warning_*`: nothing is withdrawn then),
          *     `charge.dispute.funds_withdrawn` and a lost `charge.dispute.closed`
-         *     (`dispute`); a won dispute gives it back (`dispute_won`). What was
-         *     already spent is recorded as debt and the account is suspended until it
-         *     is settled. Every other event is acknowledged and ignored. 404 when the
-         *     gateway has no Stripe keys.
+         *     (`dispute`, once per dispute); a won dispute
+         *     (`charge.dispute.funds_reinstated`, or `charge.dispute.closed` won)
+         *     gives it back (`dispute_won`). A refund or dispute that arrives before
+         *     its payment was credited is kept (`pending`) and applied when it is.
+         *     What was already spent is recorded as debt and the account is
+         *     suspended until it is settled. Every other event is acknowledged and
+         *     ignored. 404 when the gateway has no Stripe keys.
          */
         post: operations["stripeWebhook"];
         delete?: never;
@@ -2718,12 +2723,15 @@ export interface components {
             /** @constant */
             received: true;
             /**
-             * @description `credited`: the account was credited now; `duplicate`: this Checkout
-             *     Session was credited before; `ignored`: another event, or a session
-             *     that is not paid (yet) or cannot be credited.
+             * @description `credited`: the account was credited now; `reversed`: a refund or a
+             *     dispute took money back; `returned`: a won dispute gave it back;
+             *     `pending`: a refund or dispute of a payment not credited yet (applied
+             *     when it is); `duplicate`: this event's work was done before;
+             *     `ignored`: another event, an inquiry, or a session that is not paid
+             *     (yet) or cannot be credited.
              * @enum {string}
              */
-            outcome: "credited" | "reversed" | "returned" | "duplicate" | "ignored";
+            outcome: "credited" | "reversed" | "returned" | "pending" | "duplicate" | "ignored";
         };
         UsageRecord: {
             request_id: string;
