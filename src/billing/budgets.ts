@@ -41,6 +41,15 @@ export function spentThisPeriod(k: { budget_period: BudgetPeriod | null; budget_
   return k.budget_period && k.budget_start === periodStart(k.budget_period, now) ? k.budget_used_micros : 0;
 }
 
+/** What a key row (budget columns as selected) may still spend this period, held money not deducted; null: no budget. */
+export function budgetLeftOf(r: Record<string, unknown>, now: number): number | null {
+  if (r.budget_micros === null || r.budget_micros === undefined) return null;
+  return Number(r.budget_micros) - spentThisPeriod({ budget_period: r.budget_period as BudgetPeriod | null, budget_start: Number(r.budget_start), budget_used_micros: Number(r.budget_used_micros) }, now);
+}
+
+/** The budget columns of api_keys, for budgetLeftOf. */
+export const BUDGET_COLUMNS = ['budget_micros', 'budget_period', 'budget_start', 'budget_used_micros'] as const;
+
 /** A key's spend grows by `charged` (its quota and its budget period's), and `released` of what it held goes back. */
 export async function spendKey(trx: Knex.Transaction, keyId: number, charged: number, released: number, now: number): Promise<void> {
   await trx.raw(`UPDATE api_keys SET used_micros = used_micros + ?, held_micros = held_micros - ?, ${BUDGET_SPEND_SQL} WHERE id = ?`, [charged, released, ...spendBindings(now, charged), keyId]);

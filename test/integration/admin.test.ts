@@ -8,6 +8,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, PASSWORD, registered, uniqueEmail } from '../helpers/console';
+import { closeLease, openLease } from '../../src/billing/store';
 import { verifyLedger } from '../../src/billing/verify';
 
 const TOKEN = 'admin-token-for-tests-0123456789';
@@ -140,6 +141,18 @@ describe('accounts', () => {
     const missing = await admin('POST', '/admin/api/accounts/987654321/credits', { usd: '1' });
     expect(missing.status).toBe(404);
     expect(missing.body.error).toEqual({ message: 'No such account: 987654321', type: 'invalid_request_error', param: 'id', code: 'account_not_found' });
+  });
+
+  test('an adjustment never takes what requests in flight hold (the balance would go below zero when they settle)', async () => {
+    const { accountId, keyId } = await gw.newKey({}, 10_000_000);
+    const lease = `lease_admin_${accountId}`;
+    expect(await openLease(db(), { id: lease, accountId, keyId, owner: 'test', amount: 8_000_000, expiresAt: Date.now() + 60_000, now: Date.now() })).toBe(true);
+    const tooMuch = await admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd: '-2.000001' });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body.error.code).toBe('insufficient_balance');
+    expect((await admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd: '-2' })).body.balance_usd).toBe('8.000000');
+    await closeLease(db(), lease);
+    expect((await verifyLedger(db())).problems.filter((p) => p.account_id === accountId)).toEqual([]);
   });
 
   test("disable: the account's keys get 401 at once, its sessions end, it cannot log in; enable brings it back", async () => {
@@ -294,5 +307,5 @@ describe('the CLI', () => {
     expect((await run('codes', 'create', '--count', '2')).code).toBe(2);
     expect((await run('accounts', 'disable', '987654321')).code).toBe(1);
     expect((await verifyLedger(db())).problems).toEqual([]);
-  });
+  }, 120_000); // a dozen CLI processes, each starting tsx: ~18 s on an idle 2-core machine
 });
