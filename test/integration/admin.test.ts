@@ -308,4 +308,22 @@ describe('the CLI', () => {
     expect((await run('accounts', 'disable', '987654321')).code).toBe(1);
     expect((await verifyLedger(db())).problems).toEqual([]);
   }, 120_000); // a dozen CLI processes, each starting tsx: ~18 s on an idle 2-core machine
+
+  test('keys update: the expiry and the budget of an existing key; the running gateway applies them', async () => {
+    const { secret, keyId } = await gw.newKey();
+    const budgeted = await run('keys', 'update', String(keyId), '--budget', '0.000001', '--period', 'week');
+    expect(budgeted.code).toBe(0);
+    expect(budgeted.out.budget).toMatchObject({ usd: '0.000001', period: 'week' });
+    const refused = await chat(secret).catch((e) => e);
+    expect(refused.status).toBe(429);
+    expect(refused.error.message).toMatch(/^Insufficient quota: this key's budget of 0\.000001 USD per week is used up; it resets at /);
+    expect((await run('keys', 'update', String(keyId), '--no-budget')).out.budget).toBeNull();
+    expect((await chat(secret)).choices).toHaveLength(1);
+    const soon = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await run('keys', 'update', String(keyId), '--expires', soon)).out.expires_at).toBe(soon);
+    expect((await run('keys', 'update', String(keyId), '--expires', 'never')).out.expires_at).toBeNull();
+    expect((await run('keys', 'update', String(keyId), '--budget', '5')).code).toBe(2); // --budget needs --period
+    expect((await run('keys', 'update', String(keyId))).code).toBe(2);
+    expect((await run('keys', 'update', '987654321', '--no-budget')).code).toBe(1);
+  }, 120_000);
 });
