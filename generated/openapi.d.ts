@@ -2849,6 +2849,12 @@ export interface components {
             balance_usd: components["schemas"]["Usd"];
             balance_micros: number;
             referral_code: string;
+            /**
+             * @description What the account owes because card payments came back (refunds,
+             *     disputes) after their credits were spent. An account with debt was
+             *     suspended; a won dispute clears its part.
+             */
+            debt_usd: components["schemas"]["Usd"];
             /** Format: date-time */
             created_at: string;
         };
@@ -4504,6 +4510,7 @@ export interface operations {
                      *           "balance_usd": "12.345678",
                      *           "balance_micros": 12345678,
                      *           "referral_code": "4HX8P2WQ",
+                     *           "debt_usd": "0.000000",
                      *           "created_at": "2026-11-22T10:00:00.000Z"
                      *         }
                      *       ],
@@ -4780,6 +4787,7 @@ export interface operations {
                      *       "balance_usd": "12.345678",
                      *       "balance_micros": 12345678,
                      *       "referral_code": "4HX8P2WQ",
+                     *       "debt_usd": "0.000000",
                      *       "created_at": "2026-11-22T10:00:00.000Z"
                      *     }
                      */
@@ -4820,6 +4828,7 @@ export interface operations {
                      *       "balance_usd": "12.345678",
                      *       "balance_micros": 12345678,
                      *       "referral_code": "4HX8P2WQ",
+                     *       "debt_usd": "0.000000",
                      *       "created_at": "2026-11-22T10:00:00.000Z"
                      *     }
                      */

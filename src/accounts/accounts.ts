@@ -18,6 +18,8 @@ export interface Account {
   verified_at: number | null;
   /** Below this balance an alert is mailed (once per crossing), or null: no alert. */
   low_balance_micros: number | null;
+  /** Owed because card payments came back after their credits were spent (billing/reversals.ts). */
+  debt_micros: number;
 }
 
 export class AccountError extends Error {
@@ -36,6 +38,7 @@ function toAccount(r: Record<string, unknown>): Account {
     referral_code: String(r.referral_code),
     verified_at: r.verified_at === null || r.verified_at === undefined ? null : Number(r.verified_at),
     low_balance_micros: r.low_balance_micros === null || r.low_balance_micros === undefined ? null : Number(r.low_balance_micros),
+    debt_micros: Number(r.debt_micros ?? 0),
   };
 }
 

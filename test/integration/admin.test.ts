@@ -106,6 +106,7 @@ describe('accounts', () => {
         balance_usd: '1.000000',
         balance_micros: 1_000_000,
         referral_code: expect.any(String),
+        debt_usd: '0.000000',
         created_at: expect.any(String),
       })),
       next_cursor: null,

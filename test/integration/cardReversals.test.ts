@@ -13,6 +13,7 @@ import { verifyLedger } from '../../src/billing/verify';
 import { post } from '../../src/db/ledger';
 
 const WEBHOOK_SECRET = 'whsec_test_reversals0123456789';
+const ADMIN_TOKEN = 'admin-token-for-reversal-tests-01';
 /** Dispute ids of this run (the MariaDB database outlives a run). */
 const dp = (n: number) => `dp_${n}_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 let gw: TestGateway;
@@ -26,7 +27,7 @@ console: { registrations_per_address: 0 }
 providers: { local: { type: mock } }
 models: [ { id: m, kind: chat, price: { input: 1000, output: 1000 }, routes: [ { provider: local } ] } ]
 `,
-    { ...process.env, STRIPE_SECRET_KEY: 'sk_test_reversals', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET },
+    { ...process.env, STRIPE_SECRET_KEY: 'sk_test_reversals', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, ADMIN_TOKEN },
   );
 });
 
@@ -85,6 +86,8 @@ test('credits already spent: the balance stops at zero, the rest is debt, the ac
   expect(await balance(c.account.id)).toBe(0);
   const account = await db()('accounts').where('id', c.account.id).first();
   expect({ debt: Number(account.debt_micros), status: account.status }).toEqual({ debt: 5_000_000 - left, status: 'disabled' });
+  const adminView = await fetch(`${gw.url}/admin/api/accounts?email=${encodeURIComponent(c.account.email)}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.json() as Promise<any>);
+  expect(adminView.data[0]).toMatchObject({ status: 'disabled', balance_usd: '0.000000', debt_usd: ((5_000_000 - left) / 1e6).toFixed(6) }); // the admin sees what is owed
   expect(spent).toBeGreaterThan(1_000_000); // the test spent more than the starter credits, so some is owed
   expect((await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e)).status).toBe(401);
   expect((await registeredLogin(c)).status).toBe(403);
