@@ -182,6 +182,15 @@ test('low-balance alert: set in the console, mailed once when the balance falls 
   expect(alerts()).toBe(0); // 1.00 is above 0.50
   const accountId = c.account.id;
   await post(gw.app.db, { accountId, kind: 'adjustment', amountMicros: -700_000, note: 'spent' }); // 0.30 left
+  // the SMTP server is away at the first check: not lost, sent at the next one
+  const send = gw.app.mailer.send;
+  gw.app.mailer.send = async () => {
+    throw new Error('connect ECONNREFUSED');
+  };
+  const failures: string[] = [];
+  expect(await checkLowBalances(gw.app.db, gw.app.mailer, null, (e) => failures.push(e.message))).toBe(0);
+  gw.app.mailer.send = send;
+  expect(failures).toContain('connect ECONNREFUSED');
   await check();
   await check(); // once per crossing, however often it is checked
   expect(alerts()).toBe(1);
