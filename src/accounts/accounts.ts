@@ -26,7 +26,12 @@ export class AccountError extends Error {
   override name = 'AccountError';
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/**
+ * An address as the contract's `format: email` accepts it (ajv-formats): no quoting, comments, commas or angle
+ * brackets — which nodemailer would read as other addresses (`me@gmail.com,1` is mailed to me@gmail.com yet is
+ * another "mailbox" for the once-per-mailbox credits) — and no empty domain label (`ada@gmail.com.`).
+ */
+const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 function toAccount(r: Record<string, unknown>): Account {
   return {

@@ -102,3 +102,16 @@ describe('addressKey: what per-address limits count', () => {
     expect(addressKey(address)).toBe(key);
   });
 });
+
+describe('which addresses are one mailbox (once-per-mailbox credits)', () => {
+  const { emailKey, normaliseEmail } = require('../../src/accounts/accounts') as typeof import('../../src/accounts/accounts');
+  test.each([
+    ['a.d.a+farm@gmail.com', 'ada@gmail.com'], // Gmail ignores dots and +tags
+    ['A.DA@GoogleMail.com', 'ada@gmail.com'], // googlemail.com is gmail.com
+    ['a.da+x@example.com', 'a.da@example.com'], // elsewhere dots count (Google Workspace domains too); +tags do not
+    ['ada@mail.gmail.com', 'ada@mail.gmail.com'], // not gmail.com itself
+  ])('%s is the mailbox %s', (address, key) => expect(emailKey(normaliseEmail(address))).toBe(key));
+  test.each(['me@gmail.com,1', 'x<me@gmail.com>y.z', 'ada@gmail.com.', '"ada"@gmail.com', 'ada@-gmail.com', 'ada@gmail'])('%s is refused', (address) =>
+    expect(() => normaliseEmail(address)).toThrow(/not an email address/),
+  );
+});
