@@ -54,3 +54,16 @@ export const BUDGET_COLUMNS = ['budget_micros', 'budget_period', 'budget_start',
 export async function spendKey(trx: Knex.Transaction, keyId: number, charged: number, released: number, now: number): Promise<void> {
   await trx.raw(`UPDATE api_keys SET used_micros = used_micros + ?, held_micros = held_micros - ?, ${BUDGET_SPEND_SQL} WHERE id = ?`, [charged, released, ...spendBindings(now, charged), keyId]);
 }
+
+/**
+ * When a budget is set or changed, its period starts from what the key really spent since the period began (its usage
+ * records), not from nothing: a monthly budget of 10 USD set on the 20th of a month in which the key spent 50 allows
+ * nothing more this month, and switching a budget from day to week counts the whole week. One statement, so a
+ * settlement written meanwhile is counted once (in the records it is read from, or added after).
+ */
+export async function startBudgetPeriod(db: Knex, keyId: number, now = Date.now()): Promise<void> {
+  const key = await db('api_keys').where('id', keyId).first('budget_period');
+  if (!key?.budget_period) return;
+  const start = periodStart(key.budget_period as BudgetPeriod, now);
+  await db.raw('UPDATE api_keys SET budget_used_micros = (SELECT COALESCE(SUM(cost_micros), 0) FROM usage_records WHERE key_id = ? AND created_at >= ?), budget_start = ? WHERE id = ?', [keyId, start, start, keyId]);
+}

@@ -75,6 +75,25 @@ test('a daily budget is never overshot by concurrent requests; the refusal names
   expect((await verifyLedger(gw.app.db)).problems.filter((p) => p.account_id === c.account.id)).toEqual([]);
 });
 
+test("a budget set or changed counts what the key already spent this period (a month's spend, a week's on a switch from day)", async () => {
+  const c = await registered(gw.url); // 1 USD
+  const created = (await c.post('/console/api/keys', { name: 'late budget' })).body;
+  const sdk = new OpenAI({ apiKey: created.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 });
+  await gw.settled();
+  const used = Number((await gw.app.db('api_keys').where('id', created.key.id).first()).used_micros);
+  expect(used).toBeGreaterThan(0);
+  const spent = (used / 1e6).toFixed(6);
+  // a monthly budget of exactly what was spent: nothing more this month
+  const set = await c.patch(`/console/api/keys/${created.key.id}`, { budget: { usd: spent, period: 'month' } });
+  expect(set.body.budget).toMatchObject({ usd: spent, period: 'month', spent_usd: spent });
+  const refused = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }).catch((e) => e);
+  expect(refused.status).toBe(429);
+  expect(refused.error.message).toMatch(/this key's budget of [\d.]+ USD per month is used up/);
+  // to a weekly one (today's spend is this week's too): still counted
+  expect((await c.patch(`/console/api/keys/${created.key.id}`, { budget: { usd: '5', period: 'week' } })).body.budget.spent_usd).toBe(spent);
+});
+
 test('credit leases never let a key overshoot its budget or its quota, with two processes admitting at once', async () => {
   // Two Billing instances on one database are two gateway processes. A cheap model: 200 µUSD a request at worst,
   // so a 0.10 USD budget is worth leasing (a slice pays for ≥ 16 requests) and each process takes leases of it.
