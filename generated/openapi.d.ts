@@ -2841,6 +2841,11 @@ export interface components {
             account_id: number;
             low_balance_usd: components["schemas"]["Usd"] | null;
         };
+        /**
+         * @description An account as the admin sees it. `debt_usd`: what it owes because card
+         *     payments came back (refunds, disputes) after their credits were spent;
+         *     an account with debt was suspended, and a won dispute clears its part.
+         */
         AdminAccount: {
             id: number;
             email: string;
@@ -2849,11 +2854,6 @@ export interface components {
             balance_usd: components["schemas"]["Usd"];
             balance_micros: number;
             referral_code: string;
-            /**
-             * @description What the account owes because card payments came back (refunds,
-             *     disputes) after their credits were spent. An account with debt was
-             *     suspended; a won dispute clears its part.
-             */
             debt_usd: components["schemas"]["Usd"];
             /** Format: date-time */
             created_at: string;
