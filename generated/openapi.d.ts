@@ -523,12 +523,17 @@ export interface paths {
          *     `metadata.account_id`, once per Checkout Session however often and in
          *     whatever order the events arrive. Money that comes back is taken back
          *     from that account, once per event and never beyond the payment:
-         *     `charge.refunded` (ledger kind `card_refund`), `charge.dispute.created`,
+         *     `charge.refunded` (ledger kind `card_refund`; its cumulative
+         *     `amount_refunded`), `charge.dispute.created` (not for an inquiry,
+         *     status `warning_*`: nothing is withdrawn then),
          *     `charge.dispute.funds_withdrawn` and a lost `charge.dispute.closed`
-         *     (`dispute`); a won dispute gives it back (`dispute_won`). What was
-         *     already spent is recorded as debt and the account is suspended until it
-         *     is settled. Every other event is acknowledged and ignored. 404 when the
-         *     gateway has no Stripe keys.
+         *     (`dispute`, once per dispute); a won dispute
+         *     (`charge.dispute.funds_reinstated`, or `charge.dispute.closed` won)
+         *     gives it back (`dispute_won`). A refund or dispute that arrives before
+         *     its payment was credited is kept (`pending`) and applied when it is.
+         *     What was already spent is recorded as debt and the account is
+         *     suspended until it is settled. Every other event is acknowledged and
+         *     ignored. 404 when the gateway has no Stripe keys.
          */
         post: operations["stripeWebhook"];
         delete?: never;
@@ -2751,12 +2756,15 @@ export interface components {
             /** @constant */
             received: true;
             /**
-             * @description `credited`: the account was credited now; `duplicate`: this Checkout
-             *     Session was credited before; `ignored`: another event, or a session
-             *     that is not paid (yet) or cannot be credited.
+             * @description `credited`: the account was credited now; `reversed`: a refund or a
+             *     dispute took money back; `returned`: a won dispute gave it back;
+             *     `pending`: a refund or dispute of a payment not credited yet (applied
+             *     when it is); `duplicate`: this event's work was done before;
+             *     `ignored`: another event, an inquiry, or a session that is not paid
+             *     (yet) or cannot be credited.
              * @enum {string}
              */
-            outcome: "credited" | "reversed" | "returned" | "duplicate" | "ignored";
+            outcome: "credited" | "reversed" | "returned" | "pending" | "duplicate" | "ignored";
         };
         UsageRecord: {
             request_id: string;
@@ -2866,6 +2874,11 @@ export interface components {
             account_id: number;
             low_balance_usd: components["schemas"]["Usd"] | null;
         };
+        /**
+         * @description An account as the admin sees it. `debt_usd`: what it owes because card
+         *     payments came back (refunds, disputes) after their credits were spent;
+         *     an account with debt was suspended, and a won dispute clears its part.
+         */
         AdminAccount: {
             id: number;
             email: string;
@@ -2874,6 +2887,7 @@ export interface components {
             balance_usd: components["schemas"]["Usd"];
             balance_micros: number;
             referral_code: string;
+            debt_usd: components["schemas"]["Usd"];
             /** Format: date-time */
             created_at: string;
         };
@@ -4556,6 +4570,7 @@ export interface operations {
                      *           "balance_usd": "12.345678",
                      *           "balance_micros": 12345678,
                      *           "referral_code": "4HX8P2WQ",
+                     *           "debt_usd": "0.000000",
                      *           "created_at": "2026-11-22T10:00:00.000Z"
                      *         }
                      *       ],
@@ -4832,6 +4847,7 @@ export interface operations {
                      *       "balance_usd": "12.345678",
                      *       "balance_micros": 12345678,
                      *       "referral_code": "4HX8P2WQ",
+                     *       "debt_usd": "0.000000",
                      *       "created_at": "2026-11-22T10:00:00.000Z"
                      *     }
                      */
@@ -4872,6 +4888,7 @@ export interface operations {
                      *       "balance_usd": "12.345678",
                      *       "balance_micros": 12345678,
                      *       "referral_code": "4HX8P2WQ",
+                     *       "debt_usd": "0.000000",
                      *       "created_at": "2026-11-22T10:00:00.000Z"
                      *     }
                      */

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { AccountError, createAccount, getAccount, listAccounts, setLowBalance, type Account } from './accounts/accounts';
 import { CHANNEL, type KeyChange } from './accounts/keyCache';
-import { BUDGET_PERIODS, createKey, getKey, KeyError, listKeys, SCOPES, type ApiKey, type BudgetPeriod, type Scope } from './accounts/keys';
+import { BUDGET_PERIODS, createKey, getKey, KeyError, listKeys, SCOPES, type ApiKey, type BudgetPeriod, type KeyChanges, type Scope } from './accounts/keys';
 import { MAX_BATCH } from './billing/redemption';
 import { verifyLedger } from './billing/verify';
 import { ConfigError } from './config';
@@ -20,6 +20,7 @@ import { start, stopOnSignals } from './main';
 import { formatUsd, parseUsd } from './money';
 import { connectRedis } from './redis';
 import { createCodesOnce, grantOnce, setKeyState, setStatus } from './services/admin';
+import { changeKey } from './services/consoleKeys';
 import { farmingReport, revokeFreeCredits } from './services/farming';
 import { IdempotencyMismatch } from './services/idempotency';
 import { adminAccountView, keyView } from './services/views';
@@ -98,6 +99,23 @@ const COMMANDS: Record<string, Command> = {
     run: async ({ db, o }) => {
       const key = await getKey(db, id(o.positionals[0], 'ID'));
       if (!key) throw new KeyError(`no key ${o.positionals[0]}`);
+      return keyJson(key);
+    },
+  },
+  'keys update': {
+    usage: 'ID [--expires DATE | --expires never] [--budget USD --period day|week|month | --no-budget]',
+    note: 'changes the expiry or the budget of a key (running gateways see it within 2 s)',
+    run: async ({ db, o, announce }) => {
+      const keyId = id(o.positionals[0], 'ID');
+      const changes: KeyChanges = {};
+      if (o.values.expires !== undefined) changes.expiresAt = o.values.expires === 'never' ? null : future(String(o.values.expires), '--expires');
+      if (o.values['no-budget'] && (o.values.budget !== undefined || o.values.period !== undefined)) throw new UsageError('--no-budget goes alone, without --budget or --period');
+      if (o.values['no-budget']) changes.budget = null;
+      else if (o.values.budget !== undefined || o.values.period !== undefined) changes.budget = budgetOption(o);
+      if (!Object.keys(changes).length) throw new UsageError('give --expires, --budget with --period, or --no-budget');
+      const key = await changeKey(db, keyId, changes);
+      if (!key) throw new KeyError(`no key ${keyId}`);
+      announce({ keyId });
       return keyJson(key);
     },
   },
@@ -231,7 +249,7 @@ function options(args: string[]): Opts {
       args,
       allowPositionals: true,
       strict: true,
-      options: { ...Object.fromEntries(OPTIONS.map((n) => [n, { type: 'string' as const }])), disabled: { type: 'boolean' }, off: { type: 'boolean' } },
+      options: { ...Object.fromEntries(OPTIONS.map((n) => [n, { type: 'string' as const }])), disabled: { type: 'boolean' }, off: { type: 'boolean' }, 'no-budget': { type: 'boolean' } },
     }) as Opts;
   } catch (e) {
     throw new UsageError((e as Error).message);

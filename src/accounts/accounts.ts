@@ -18,13 +18,20 @@ export interface Account {
   verified_at: number | null;
   /** Below this balance an alert is mailed (once per crossing), or null: no alert. */
   low_balance_micros: number | null;
+  /** Owed because card payments came back after their credits were spent (billing/reversals.ts). */
+  debt_micros: number;
 }
 
 export class AccountError extends Error {
   override name = 'AccountError';
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/**
+ * An address as the contract's `format: email` accepts it (ajv-formats): no quoting, comments, commas or angle
+ * brackets — which nodemailer would read as other addresses (`me@gmail.com,1` is mailed to me@gmail.com yet is
+ * another "mailbox" for the once-per-mailbox credits) — and no empty domain label (`ada@gmail.com.`).
+ */
+const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 function toAccount(r: Record<string, unknown>): Account {
   return {
@@ -36,6 +43,7 @@ function toAccount(r: Record<string, unknown>): Account {
     referral_code: String(r.referral_code),
     verified_at: r.verified_at === null || r.verified_at === undefined ? null : Number(r.verified_at),
     low_balance_micros: r.low_balance_micros === null || r.low_balance_micros === undefined ? null : Number(r.low_balance_micros),
+    debt_micros: Number(r.debt_micros ?? 0),
   };
 }
 
@@ -148,27 +156,49 @@ const mailboxRef = (key: string) => crypto.createHash('sha256').update(key).dige
  * referrer that is active, confirmed, another mailbox and under its monthly cap, the referral credits to both (refs
  * `referral_<mailbox>` and `referred_<mailbox>`). Returns false when it was confirmed already (nothing paid again).
  */
-export async function verifyEmail(db: Knex, accountId: number, c: SignupCredits, now = Date.now()): Promise<boolean> {
-  return transact(db, async (trx) => {
-    const changed = await trx('accounts').where('id', accountId).whereNull('verified_at').update({ verified_at: now });
-    if (!changed) return false;
-    const account = await trx('accounts').where('id', accountId).first('email', 'email_key', 'referred_by');
-    const ref = mailboxRef(String(account.email_key ?? emailKey(account.email)));
-    const paid = async (kind: string, r: string) => !!(await trx('ledger').where({ kind, ref: r }).first('id'));
-    if (c.starterMicros > 0 && !(await paid('signup', `signup_${ref}`))) {
-      await postWithin(trx, { accountId, kind: 'signup', amountMicros: c.starterMicros, ref: `signup_${ref}` });
-    }
-    const referrer = account.referred_by === null ? null : await trx('accounts').where('id', account.referred_by).first('id', 'status', 'verified_at', 'email', 'email_key');
-    if (!referrer || c.referralMicros <= 0 || referrer.status !== 'active' || referrer.verified_at === null) return true;
-    if (mailboxRef(String(referrer.email_key ?? emailKey(referrer.email))) === ref || (await paid('referral', `referral_${ref}`))) return true;
-    const month = new Date(now);
-    const monthStart = Date.UTC(month.getUTCFullYear(), month.getUTCMonth(), 1);
-    const [{ n }] = (await trx('ledger').where({ account_id: referrer.id, kind: 'referral' }).andWhere('ref', 'like', 'referred_%').andWhere('created_at', '>=', monthStart).count({ n: '*' })) as { n: unknown }[];
-    if (Number(n) >= c.referralsPerMonth) return true;
-    await postWithin(trx, { accountId, kind: 'referral', amountMicros: c.referralMicros, ref: `referral_${ref}` });
-    await postWithin(trx, { accountId: Number(referrer.id), kind: 'referral', amountMicros: c.referralMicros, ref: `referred_${ref}` });
-    return true;
-  });
+export function verifyEmail(db: Knex, accountId: number, c: SignupCredits, now = Date.now()): Promise<boolean> {
+  return withSignupCredits(db, (trx) => verifyEmailWithin(trx, accountId, c, now));
+}
+
+/**
+ * Runs a confirmation in a transaction — and once more when a confirmation of another account at the same mailbox,
+ * at the same moment, paid the once-per-mailbox credits first (the ledger's unique ref refused ours): the second run
+ * sees them paid and pays nothing, instead of failing.
+ */
+export async function withSignupCredits<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  try {
+    return await transact(db, work);
+  } catch (e) {
+    if (!isUniqueViolation(e)) throw e;
+    return transact(db, work);
+  }
+}
+
+/**
+ * verifyEmail in the caller's transaction. The rows that decide are locked before anything is read — the account,
+ * then its referrer — so that confirmations of two accounts referred by one referrer run one after the other and
+ * the monthly cap counts what the other one paid (on MariaDB a plain read first would fix a snapshot taken before the
+ * lock, and both would see the cap not reached yet).
+ */
+export async function verifyEmailWithin(trx: Knex.Transaction, accountId: number, c: SignupCredits, now = Date.now()): Promise<boolean> {
+  const changed = await trx('accounts').where('id', accountId).whereNull('verified_at').update({ verified_at: now });
+  if (!changed) return false;
+  const account = await trx('accounts').where('id', accountId).forUpdate().first('email', 'email_key', 'referred_by');
+  const referrer = account.referred_by === null ? null : await trx('accounts').where('id', account.referred_by).forUpdate().first('id', 'status', 'verified_at', 'email', 'email_key');
+  const ref = mailboxRef(String(account.email_key ?? emailKey(account.email)));
+  const paid = async (kind: string, r: string) => !!(await trx('ledger').where({ kind, ref: r }).first('id'));
+  if (c.starterMicros > 0 && !(await paid('signup', `signup_${ref}`))) {
+    await postWithin(trx, { accountId, kind: 'signup', amountMicros: c.starterMicros, ref: `signup_${ref}` });
+  }
+  if (!referrer || c.referralMicros <= 0 || referrer.status !== 'active' || referrer.verified_at === null) return true;
+  if (mailboxRef(String(referrer.email_key ?? emailKey(referrer.email))) === ref || (await paid('referral', `referral_${ref}`))) return true;
+  const month = new Date(now);
+  const monthStart = Date.UTC(month.getUTCFullYear(), month.getUTCMonth(), 1);
+  const [{ n }] = (await trx('ledger').where({ account_id: referrer.id, kind: 'referral' }).andWhere('ref', 'like', 'referred_%').andWhere('created_at', '>=', monthStart).count({ n: '*' })) as { n: unknown }[];
+  if (Number(n) >= c.referralsPerMonth) return true;
+  await postWithin(trx, { accountId, kind: 'referral', amountMicros: c.referralMicros, ref: `referral_${ref}` });
+  await postWithin(trx, { accountId: Number(referrer.id), kind: 'referral', amountMicros: c.referralMicros, ref: `referred_${ref}` });
+  return true;
 }
 
 export async function findAccountByEmail(db: Knex, email: string): Promise<(Account & { password_hash: string | null }) | null> {

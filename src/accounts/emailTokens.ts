@@ -25,12 +25,19 @@ export async function issueToken(db: Knex, accountId: number, purpose: TokenPurp
   return token;
 }
 
+/** The account a live token of this purpose was issued to, without using it up; null when there is none. */
+export async function peekToken(db: Knex, token: string, purpose: TokenPurpose, now = Date.now()): Promise<number | null> {
+  if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
+  const row = await db('email_tokens').where({ token_hash: hash(token), purpose }).whereNull('used_at').andWhere('expires_at', '>', now).first('account_id');
+  return row ? Number(row.account_id) : null;
+}
+
 /** Uses a token up: the account it was issued to, or null when it is unknown, used, expired or for another purpose. */
 export async function consumeToken(db: Knex, token: string, purpose: TokenPurpose, now = Date.now()): Promise<number | null> {
   if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const h = hash(token);
   const used = await db('email_tokens').where({ token_hash: h, purpose }).whereNull('used_at').andWhere('expires_at', '>', now).update({ used_at: now });
   if (!used) return null;
-  const row = await db('email_tokens').where('token_hash', h).first('account_id');
+  const row = await db('email_tokens').where('token_hash', h).forUpdate().first('account_id'); // a locking read: see verifyEmailWithin
   return row ? Number(row.account_id) : null;
 }

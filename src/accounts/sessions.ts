@@ -48,3 +48,22 @@ export function csrfMatches(session: Session, header: unknown): boolean {
   const b = crypto.createHash('sha256').update(session.csrfToken).digest();
   return crypto.timingSafeEqual(a, b);
 }
+
+/** How long an address an account logged in from counts as known. */
+export const KNOWN_ADDRESS_MS = 90 * 86_400_000;
+
+/** Remembers that the account logged in from `address` (an addressKey: IPv4, or an IPv6 /64). */
+export async function rememberLoginAddress(db: Knex, accountId: number, address: string, now = Date.now()): Promise<void> {
+  await db('login_addresses').insert({ account_id: accountId, address, last_at: now }).onConflict(['account_id', 'address']).merge({ last_at: now });
+}
+
+/** Whether the account with this email logged in from `address` within KNOWN_ADDRESS_MS. */
+export async function knownLoginAddress(db: Knex, email: string, address: string, now = Date.now()): Promise<boolean> {
+  const row = await db('login_addresses as l')
+    .join('accounts as a', 'a.id', 'l.account_id')
+    .where('a.email', email.trim().toLowerCase())
+    .andWhere('l.address', address)
+    .andWhere('l.last_at', '>', now - KNOWN_ADDRESS_MS)
+    .first('l.account_id');
+  return !!row;
+}

@@ -4,18 +4,38 @@
  * than the payment. The balance never goes below what requests in flight hold (nor below zero): what was already spent
  * becomes debt, and the account is suspended (its keys and log-in stop) until an admin settles it — or a won dispute
  * brings the money back, which clears that much debt and reactivates the account when nothing is owed any more.
+ *
+ * Order of delivery. Stripe does not promise it: a refund or a dispute can arrive before the Checkout Session it takes
+ * back from was credited (the gateway was down, the webhook retried). Such a reversal is kept as `pending_*` and applied
+ * in the same transaction that credits the payment, so the credit never outlives its refund.
+ *
+ * Locking. Every transaction here starts with a locking read of the payment's row (or its gap, when there is none yet):
+ * all reversals of one payment — and its crediting — run one after another. On MariaDB that first statement must be
+ * the lock: a plain read first would fix the transaction's snapshot, and after waiting for the lock it would still
+ * not see what the transaction before it wrote (two refunds at once would both take the whole cumulative amount).
  */
 import type { Knex } from 'knex';
-import { transact } from '../db';
+import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
 
 export interface Reversal {
-  /** What happened to the account. */
-  outcome: 'reversed' | 'returned' | 'duplicate' | 'ignored';
+  /** What happened to the account (`pending`: the payment is not credited yet; applied when it is). */
+  outcome: 'reversed' | 'returned' | 'duplicate' | 'ignored' | 'pending';
   accountId?: number;
   /** The account was suspended (debt) or reactivated by this event: key caches must hear of it. */
   statusChanged?: boolean;
 }
+
+export interface TakeBack {
+  paymentIntent: string;
+  kind: 'card_refund' | 'dispute';
+  ref: string;
+  /** A refund's cumulative amount (`amount_refunded`: all that was refunded of the charge so far), or a dispute's amount. */
+  amountMicros: number;
+}
+
+/** What a reversal that waits for its payment is stored as (its `claimed_micros` holds the amount it asks for). */
+const PENDING = { card_refund: 'pending_card_refund', dispute: 'pending_dispute' } as const;
 
 /** Records the payment intent a top-up came from (in the top-up's transaction). */
 export async function recordCardPayment(trx: Knex.Transaction, p: { paymentIntent: string; accountId: number; sessionId: string; amountMicros: number }): Promise<void> {
@@ -23,49 +43,91 @@ export async function recordCardPayment(trx: Knex.Transaction, p: { paymentInten
 }
 
 /**
- * Takes money back for a refund (`cumulativeMicros`: all that was refunded of the payment so far, as Stripe reports
- * it on every charge.refunded, so a late older event takes nothing) or a dispute (its amount; ref per dispute).
+ * Applies the reversals of a payment that arrived before it was credited, oldest first (in the transaction that has
+ * just credited it and recorded it with recordCardPayment). Returns whether one of them suspended the account.
  */
-export function takeBack(db: Knex, r: { paymentIntent: string; kind: 'card_refund' | 'dispute'; ref: string; amountMicros: number; cumulative?: boolean }): Promise<Reversal> {
-  return transact(db, async (trx) => {
-    const payment = await trx('card_payments').where('payment_intent', r.paymentIntent).first('account_id', 'amount_micros');
-    if (!payment) return { outcome: 'ignored' };
-    if (await trx('card_reversals').where('ref', r.ref).first('id')) return { outcome: 'duplicate' };
-    if (r.kind === 'dispute' && (await trx('card_reversals').where('ref', `${r.ref}_won`).first('id'))) return { outcome: 'duplicate' }; // won before it was opened here
-    const accountId = Number(payment.account_id);
-    const account = await trx('accounts').where('id', accountId).forUpdate().first('balance_micros', 'held_micros', 'status');
-    const before = (await trx('card_reversals').where({ payment_intent: r.paymentIntent }).whereIn('kind', ['card_refund', 'dispute']).select('kind', 'claimed_micros')) as { kind: string; claimed_micros: unknown }[];
-    const claimedOfKind = before.filter((b) => b.kind === r.kind).reduce((a, b) => a + Number(b.claimed_micros), 0);
-    const claimedAll = before.reduce((a, b) => a + Number(b.claimed_micros), 0);
-    const wanted = r.cumulative ? r.amountMicros - claimedOfKind : r.amountMicros;
-    const claim = Math.max(0, Math.min(wanted, Number(payment.amount_micros) - claimedAll));
-    const debit = Math.min(claim, Math.max(0, Number(account.balance_micros) - Number(account.held_micros)));
-    const debt = claim - debit;
-    await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: r.kind, ref: r.ref, claimed_micros: claim, debited_micros: debit, debt_micros: debt, created_at: Date.now() });
-    if (debit > 0) await postWithin(trx, { accountId, kind: r.kind, amountMicros: -debit, ref: r.ref, note: debt ? `${debt} µUSD of it owed` : null });
-    if (debt > 0) await trx('accounts').where('id', accountId).update({ debt_micros: trx.raw('debt_micros + ?', [debt]), status: 'disabled', suspended_for_debt: true });
-    return { outcome: 'reversed', accountId, statusChanged: debt > 0 && account.status === 'active' };
-  });
+export async function applyPendingReversals(trx: Knex.Transaction, paymentIntent: string): Promise<boolean> {
+  const pending = (await trx('card_reversals')
+    .where('payment_intent', paymentIntent)
+    .whereIn('kind', Object.values(PENDING))
+    .orderBy('id')
+    .forUpdate()
+    .select('id', 'kind', 'ref', 'claimed_micros')) as { id: number; kind: string; ref: string; claimed_micros: unknown }[];
+  let suspended = false;
+  for (const p of pending) {
+    await trx('card_reversals').where('id', p.id).del();
+    const kind = p.kind === PENDING.dispute ? 'dispute' : 'card_refund';
+    const done = await takeBackWithin(trx, { paymentIntent, kind, ref: p.ref, amountMicros: Number(p.claimed_micros) });
+    suspended ||= !!done.statusChanged;
+  }
+  return suspended;
 }
 
-/** A dispute won: gives back what it took (and clears the debt it made); before it was taken, marks it so it never is. */
-export function giveBack(db: Knex, r: { paymentIntent: string; disputeRef: string }): Promise<Reversal> {
-  return transact(db, async (trx) => {
-    const payment = await trx('card_payments').where('payment_intent', r.paymentIntent).first('account_id');
-    if (!payment) return { outcome: 'ignored' };
-    const wonRef = `${r.disputeRef}_won`;
-    if (await trx('card_reversals').where('ref', wonRef).first('id')) return { outcome: 'duplicate' };
-    const taken = await trx('card_reversals').where('ref', r.disputeRef).first('debited_micros', 'debt_micros');
-    const debited = taken ? Number(taken.debited_micros) : 0;
-    const cleared = taken ? Number(taken.debt_micros) : 0;
-    await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: 'dispute_won', ref: wonRef, claimed_micros: 0, debited_micros: -debited, debt_micros: -cleared, created_at: Date.now() });
-    const accountId = Number(payment.account_id);
-    if (debited > 0) await postWithin(trx, { accountId, kind: 'dispute_won', amountMicros: debited, ref: wonRef });
-    if (cleared === 0) return { outcome: 'returned', accountId };
-    await trx('accounts').where('id', accountId).update({ debt_micros: trx.raw('debt_micros - ?', [cleared]) });
-    const after = await trx('accounts').where('id', accountId).first('debt_micros', 'suspended_for_debt');
-    const reactivate = Number(after.debt_micros) <= 0 && !!after.suspended_for_debt;
-    if (reactivate) await trx('accounts').where('id', accountId).update({ status: 'active', suspended_for_debt: false });
-    return { outcome: 'returned', accountId, statusChanged: reactivate };
-  });
+/**
+ * Takes money back for a refund (the cumulative amount Stripe reports on every charge.refunded, so a late older
+ * event takes nothing more) or a dispute (its amount; ref per dispute). A repeated delivery is a `duplicate`.
+ */
+export async function takeBack(db: Knex, r: TakeBack): Promise<Reversal> {
+  try {
+    return await transact(db, (trx) => takeBackWithin(trx, r));
+  } catch (e) {
+    if (isUniqueViolation(e)) return { outcome: 'duplicate' }; // the same event, delivered twice at once
+    throw e;
+  }
+}
+
+async function takeBackWithin(trx: Knex.Transaction, r: TakeBack): Promise<Reversal> {
+  const payment = await trx('card_payments').where('payment_intent', r.paymentIntent).forUpdate().first('account_id', 'amount_micros');
+  if (await trx('card_reversals').where('ref', r.ref).forUpdate().first('id')) return { outcome: 'duplicate' };
+  if (r.kind === 'dispute' && (await trx('card_reversals').where('ref', `${r.ref}_won`).forUpdate().first('id'))) return { outcome: 'duplicate' }; // won before it was opened here
+  if (!payment) {
+    await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: PENDING[r.kind], ref: r.ref, claimed_micros: r.amountMicros, debited_micros: 0, debt_micros: 0, created_at: Date.now() });
+    return { outcome: 'pending' };
+  }
+  const accountId = Number(payment.account_id);
+  const account = await trx('accounts').where('id', accountId).forUpdate().first('balance_micros', 'held_micros', 'status');
+  // What was taken of this payment so far (a won dispute's row gives its claim back), and of refunds alone.
+  const before = (await trx('card_reversals').where({ payment_intent: r.paymentIntent }).whereIn('kind', ['card_refund', 'dispute', 'dispute_won']).forUpdate().select('kind', 'claimed_micros')) as { kind: string; claimed_micros: unknown }[];
+  const sum = (rows: typeof before) => rows.reduce((a, b) => a + Number(b.claimed_micros), 0);
+  const wanted = r.kind === 'card_refund' ? r.amountMicros - sum(before.filter((b) => b.kind === 'card_refund')) : r.amountMicros;
+  const claim = Math.max(0, Math.min(wanted, Number(payment.amount_micros) - sum(before)));
+  const debit = Math.min(claim, Math.max(0, Number(account.balance_micros) - Number(account.held_micros)));
+  const debt = claim - debit;
+  await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: r.kind, ref: r.ref, claimed_micros: claim, debited_micros: debit, debt_micros: debt, created_at: Date.now() });
+  if (debit > 0) await postWithin(trx, { accountId, kind: r.kind, amountMicros: -debit, ref: r.ref, note: debt ? `${debt} µUSD of it owed` : null });
+  if (debt > 0) await trx('accounts').where('id', accountId).update({ debt_micros: trx.raw('debt_micros + ?', [debt]), status: 'disabled', suspended_for_debt: true });
+  return { outcome: 'reversed', accountId, statusChanged: debt > 0 && account.status === 'active' };
+}
+
+/**
+ * A dispute won: gives back what it took (and clears the debt it made); before it was taken — or before its payment
+ * was credited here — marks it so that it never is.
+ */
+export async function giveBack(db: Knex, r: { paymentIntent: string; disputeRef: string }): Promise<Reversal> {
+  try {
+    return await transact(db, (trx) => giveBackWithin(trx, r));
+  } catch (e) {
+    if (isUniqueViolation(e)) return { outcome: 'duplicate' };
+    throw e;
+  }
+}
+
+async function giveBackWithin(trx: Knex.Transaction, r: { paymentIntent: string; disputeRef: string }): Promise<Reversal> {
+  const payment = await trx('card_payments').where('payment_intent', r.paymentIntent).forUpdate().first('account_id');
+  const wonRef = `${r.disputeRef}_won`;
+  if (await trx('card_reversals').where('ref', wonRef).forUpdate().first('id')) return { outcome: 'duplicate' };
+  const taken = await trx('card_reversals').where('ref', r.disputeRef).forUpdate().first('kind', 'claimed_micros', 'debited_micros', 'debt_micros');
+  if (taken && taken.kind === PENDING.dispute) await trx('card_reversals').where('ref', r.disputeRef).del(); // never applied: nothing to give back
+  const applied = taken && taken.kind === 'dispute' ? taken : null;
+  const [claimed, debited, cleared] = applied ? [Number(applied.claimed_micros), Number(applied.debited_micros), Number(applied.debt_micros)] : [0, 0, 0];
+  await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: 'dispute_won', ref: wonRef, claimed_micros: -claimed, debited_micros: -debited, debt_micros: -cleared, created_at: Date.now() });
+  if (!payment) return { outcome: 'pending' };
+  const accountId = Number(payment.account_id);
+  if (debited > 0) await postWithin(trx, { accountId, kind: 'dispute_won', amountMicros: debited, ref: wonRef });
+  if (cleared === 0) return { outcome: 'returned', accountId };
+  const account = await trx('accounts').where('id', accountId).forUpdate().first('debt_micros', 'suspended_for_debt');
+  const debt = Math.max(0, Number(account.debt_micros) - cleared);
+  const reactivate = debt === 0 && !!account.suspended_for_debt;
+  await trx('accounts').where('id', accountId).update({ debt_micros: debt, ...(reactivate && { status: 'active', suspended_for_debt: false }) });
+  return { outcome: 'returned', accountId, statusChanged: reactivate };
 }

@@ -4,7 +4,7 @@
  * and prepare every statement again, which cost more than the rest of a paid request); on MySQL they go through
  * knex in a transaction. The logic that uses them (store.ts writeSettlements) is written once.
  */
-import { BUDGET_SPEND_SQL, spendBindings, spendKey } from './budgets';
+import { BUDGET_COLUMNS, BUDGET_SPEND_SQL, budgetLeftOf, spendBindings, spendKey } from './budgets';
 import type { Knex } from 'knex';
 import { transact } from '../db';
 
@@ -16,7 +16,11 @@ export interface KeyMoney {
   quota: number | null;
   used: number;
   held: number;
+  /** What its budget has left this period (held money not deducted), or null: no budget. */
+  budgetLeft: number | null;
 }
+
+const keyMoney = (k: Record<string, unknown>, now: number): KeyMoney => ({ quota: k.quota_micros === null ? null : Number(k.quota_micros), used: Number(k.used_micros), held: Number(k.held_micros), budgetLeft: budgetLeftOf(k, now) });
 
 /** What writing a batch needs from the database, row locks taken where it reads. */
 export interface SettlementTx {
@@ -53,8 +57,9 @@ function knexTx(trx: Knex.Transaction): SettlementTx {
       return new Map(rows.map((a) => [Number(a.id), { balance: Number(a.balance_micros), held: Number(a.held_micros) }]));
     },
     async keys(ids) {
-      const rows = await trx('api_keys').whereIn('id', ids).forUpdate().select('id', 'quota_micros', 'used_micros', 'held_micros');
-      return new Map(rows.map((k) => [Number(k.id), { quota: k.quota_micros === null ? null : Number(k.quota_micros), used: Number(k.used_micros), held: Number(k.held_micros) }]));
+      const rows = await trx('api_keys').whereIn('id', ids).forUpdate().select('id', 'quota_micros', 'used_micros', 'held_micros', ...BUDGET_COLUMNS);
+      const now = Date.now();
+      return new Map(rows.map((k) => [Number(k.id), keyMoney(k, now)]));
     },
     async charge(id, charged, released) {
       await trx('accounts').where('id', id).update({ balance_micros: trx.raw('balance_micros - ?', [charged]), held_micros: trx.raw('held_micros - ?', [released]) });
@@ -94,7 +99,7 @@ function prepare(conn: Db) {
     lease: conn.prepare('SELECT id FROM leases WHERE id = ?'),
     checkpoint: conn.prepare('DELETE FROM holds WHERE request_id = ?'),
     account: conn.prepare('SELECT balance_micros, held_micros FROM accounts WHERE id = ?'),
-    key: conn.prepare('SELECT quota_micros, used_micros, held_micros FROM api_keys WHERE id = ?'),
+    key: conn.prepare(`SELECT quota_micros, used_micros, held_micros, ${BUDGET_COLUMNS.join(', ')} FROM api_keys WHERE id = ?`),
     charge: conn.prepare('UPDATE accounts SET balance_micros = balance_micros - ?, held_micros = held_micros - ? WHERE id = ?'),
     spend: conn.prepare(`UPDATE api_keys SET used_micros = used_micros + ?, held_micros = held_micros - ?, ${BUDGET_SPEND_SQL} WHERE id = ?`),
     shrink: conn.prepare('UPDATE leases SET amount_micros = amount_micros - ? WHERE id = ?'),
@@ -123,7 +128,7 @@ function sqliteTx(conn: Db): SettlementTx {
       const out = new Map<number, KeyMoney>();
       for (const id of ids) {
         const r = st.key.get(id);
-        if (r) out.set(id, { quota: r.quota_micros === null ? null : Number(r.quota_micros), used: Number(r.used_micros), held: Number(r.held_micros) });
+        if (r) out.set(id, keyMoney(r, Date.now()));
       }
       return out;
     },

@@ -4,7 +4,7 @@
  * balanced: an account's held_micros is the sum of its holds and leases, its balance the sum of its ledger rows.
  */
 import type { BudgetPeriod } from '../accounts/keys';
-import { BUDGET_ROOM_SQL, periodEnd, roomBindings, spendKey, spentThisPeriod } from './budgets';
+import { BUDGET_COLUMNS, BUDGET_ROOM_SQL, budgetLeftOf, periodEnd, roomBindings, spendKey, spentThisPeriod } from './budgets';
 import type { Knex } from 'knex';
 import { transact } from '../db';
 import { withSettlementTx } from './settlementTx';
@@ -203,6 +203,7 @@ export function writeSettlements(db: Knex, batch: Settlement[]): Promise<{ goneL
         // The lease was swept while this process still used it: charge what the account can pay now.
         let can = account.balance - account.charged - account.held + account.released;
         if (key && key.quota !== null) can = Math.min(can, key.quota - key.used - key.charged - key.held + key.released);
+        if (key && key.budgetLeft !== null) can = Math.min(can, key.budgetLeft - key.charged - key.held + key.released);
         const capped = Math.max(0, Math.min(charge, can));
         uncovered += charge - capped;
         charge = capped;
@@ -289,12 +290,13 @@ export function settleHold(db: Knex, h: HoldRow, s: Omit<Settlement, 'charge' | 
     }
     const account = await trx('accounts').where('id', h.account_id).forUpdate().first('balance_micros', 'held_micros');
     // The key may have been deleted while the request ran (console): the account still pays, no quota applies.
-    const key = await trx('api_keys').where('id', h.key_id).forUpdate().first('quota_micros', 'used_micros', 'held_micros');
+    const key = await trx('api_keys').where('id', h.key_id).forUpdate().first('quota_micros', 'used_micros', 'held_micros', ...BUDGET_COLUMNS);
     const balance = Number(account.balance_micros);
     let charge = Math.min(s.cost, Math.max(0, balance - (Number(account.held_micros) - amount)));
-    if (key && key.quota_micros !== null) {
-      charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - (Number(key.held_micros) - amount)));
-    }
+    const othersHold = key ? Number(key.held_micros) - amount : 0;
+    if (key && key.quota_micros !== null) charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - othersHold));
+    const budgetLeft = key ? budgetLeftOf(key, s.at) : null;
+    if (budgetLeft !== null) charge = Math.min(charge, Math.max(0, budgetLeft - othersHold)); // beyond its hold, only what the budget has free
     await trx('accounts').where('id', h.account_id).update({ held_micros: trx.raw('held_micros - ?', [amount]), balance_micros: trx.raw('balance_micros - ?', [charge]) });
     if (key) await spendKey(trx, h.key_id, charge, amount, s.at);
     const row = { account_id: h.account_id, ref: h.request_id, key_id: h.key_id, model: h.model, prompt_tokens: s.prompt, completion_tokens: s.completion, created_at: s.at };

@@ -6,15 +6,16 @@
  * The webhook (`checkout.session.completed` with payment_status `paid`, and `checkout.session.async_payment_succeeded`)
  * credits `amount_total` cents × 10,000 µUSD to `metadata.account_id` as a `topup` ledger row whose ref is the
  * Checkout Session id: the ledger's unique (ref, kind) makes every further delivery of either event a no-op. The
- * payment intent is recorded with it, so that `charge.refunded`, `charge.dispute.created` / `funds_withdrawn` and
- * `charge.dispute.closed` (won: the money comes back; lost: taken, if not yet) find the account (reversals.ts).
+ * payment intent is recorded with it, so that `charge.refunded`, `charge.dispute.created` / `funds_withdrawn`,
+ * `funds_reinstated` and `charge.dispute.closed` (won: the money comes back; lost: taken, if not yet) find the account
+ * (reversals.ts); those that arrive before the payment was credited are applied when it is.
  */
 import type Stripe from 'stripe';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
-import { giveBack, recordCardPayment, takeBack, type Reversal } from './reversals';
+import { applyPendingReversals, giveBack, recordCardPayment, takeBack, type Reversal } from './reversals';
 
 export interface StripeSettings {
   secretKey: string;
@@ -40,9 +41,10 @@ export interface WebhookResult {
   received: true;
   /**
    * What was done: `credited`, `reversed` (a refund or dispute took money back), `returned` (a won dispute gave it
-   * back), `duplicate` (already done), or `ignored` (another event, unpaid, not USD, an unknown payment...).
+   * back), `pending` (a refund or dispute of a payment not credited yet: applied when it is), `duplicate` (already
+   * done), or `ignored` (another event, unpaid, not USD, an inquiry...).
    */
-  outcome: 'credited' | 'reversed' | 'returned' | 'duplicate' | 'ignored';
+  outcome: 'credited' | 'reversed' | 'returned' | 'pending' | 'duplicate' | 'ignored';
   /** The account a reversal suspended or reactivated (key caches must hear of it). */
   statusChanged?: number;
 }
@@ -116,17 +118,20 @@ export class CardPayments {
     if (!(await this.db('accounts').where('id', accountId).first('id'))) return ignore(`no account ${accountId}`);
     const amountMicros = session.amount_total * MICROS_PER_CENT;
     const paymentIntent = typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
+    let suspended = false;
     try {
-      await transact(this.db, async (trx) => {
+      suspended = await transact(this.db, async (trx) => {
         await postWithin(trx, { accountId, kind: 'topup', amountMicros, ref: session.id, note: `stripe ${event.id}` });
-        if (paymentIntent) await recordCardPayment(trx, { paymentIntent, accountId, sessionId: session.id, amountMicros });
+        if (!paymentIntent) return false;
+        await recordCardPayment(trx, { paymentIntent, accountId, sessionId: session.id, amountMicros });
+        return applyPendingReversals(trx, paymentIntent); // refunds or disputes of it that arrived first
       });
     } catch (e) {
       if (isUniqueViolation(e)) return { received: true, outcome: 'duplicate' };
       throw e;
     }
     this.log.info({ event: event.id, session: session.id, account: accountId, cents: session.amount_total }, 'card top-up credited');
-    return { received: true, outcome: 'credited' };
+    return { received: true, outcome: 'credited', ...(suspended && { statusChanged: accountId }) };
   }
 
   /** A refund or a dispute of a card top-up (see reversals.ts). */
@@ -136,17 +141,30 @@ export class CardPayments {
     if (event.type === 'charge.refunded') {
       const charge = event.data.object as Stripe.Charge;
       const pi = intentOf(charge.payment_intent);
-      if (pi && charge.currency === 'usd') done = await takeBack(this.db, { paymentIntent: pi, kind: 'card_refund', ref: `refund_${pi}_${event.id}`, amountMicros: charge.amount_refunded * MICROS_PER_CENT, cumulative: true });
-    } else if (event.type === 'charge.dispute.created' || event.type === 'charge.dispute.funds_withdrawn' || event.type === 'charge.dispute.closed') {
+      if (pi && charge.currency === 'usd') done = await takeBack(this.db, { paymentIntent: pi, kind: 'card_refund', ref: `refund_${pi}_${event.id}`, amountMicros: charge.amount_refunded * MICROS_PER_CENT });
+    } else if (event.type.startsWith('charge.dispute.')) {
       const dispute = event.data.object as Stripe.Dispute;
       const pi = intentOf(dispute.payment_intent);
-      if (pi && dispute.currency === 'usd') {
-        const ref = `dispute_${dispute.id}`;
-        if (event.type === 'charge.dispute.closed' && dispute.status === 'won') done = await giveBack(this.db, { paymentIntent: pi, disputeRef: ref });
-        else if (event.type !== 'charge.dispute.closed' || dispute.status === 'lost') done = await takeBack(this.db, { paymentIntent: pi, kind: 'dispute', ref, amountMicros: dispute.amount * MICROS_PER_CENT });
-      }
+      const action = disputeAction(event.type, dispute.status);
+      const ref = `dispute_${dispute.id}`;
+      if (pi && dispute.currency === 'usd' && action === 'take') done = await takeBack(this.db, { paymentIntent: pi, kind: 'dispute', ref, amountMicros: dispute.amount * MICROS_PER_CENT });
+      if (pi && dispute.currency === 'usd' && action === 'give') done = await giveBack(this.db, { paymentIntent: pi, disputeRef: ref });
     }
     if (done.outcome !== 'ignored') this.log.warn({ event: event.id, type: event.type, account: done.accountId, outcome: done.outcome }, 'card payment came back');
     return { received: true, outcome: done.outcome, ...(done.statusChanged && done.accountId !== undefined && { statusChanged: done.accountId }) };
   }
+}
+
+/**
+ * What a dispute event means for the money. A dispute withdraws the funds when it is opened (`created`,
+ * `funds_withdrawn`) — except an inquiry (statuses `warning_*`: the issuer only asks questions, nothing is withdrawn;
+ * should it escalate, `funds_withdrawn` follows) — and when it is lost, if that was not seen yet; a won one
+ * (`funds_reinstated`, `closed` as won) gives them back. Anything else (an inquiry closed, updates) moves nothing.
+ */
+function disputeAction(type: string, status: string): 'take' | 'give' | null {
+  if (type === 'charge.dispute.funds_withdrawn') return 'take';
+  if (type === 'charge.dispute.created') return status.startsWith('warning_') ? null : 'take';
+  if (type === 'charge.dispute.funds_reinstated') return 'give';
+  if (type === 'charge.dispute.closed') return status === 'won' ? 'give' : status === 'lost' ? 'take' : null;
+  return null;
 }

@@ -170,10 +170,21 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
     limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
     responses: { keep_ms: Math.round((raw.responses?.keep_days ?? 30) * 86_400_000) },
     console: consoleConfig(raw.console ?? {}, fail),
-    mail: { smtp_url: raw.mail?.smtp_url || null, from: raw.mail?.from ?? 'Switchyard <no-reply@localhost>' },
+    mail: mailConfig(raw, fail),
     providers,
     models,
   };
+}
+
+/**
+ * Outgoing mail. Mailed links (address confirmation, password reset) must point at the operator's own console, never
+ * at a host taken from the request that asked for them: anyone may ask for a reset link to someone else's address
+ * with `Host: attacker.example`, and the token would then go to the attacker. So mail needs `console.public_url`.
+ */
+function mailConfig(raw: RawConfig, fail: Fail): Config['mail'] {
+  const smtp = raw.mail?.smtp_url || null;
+  if (smtp && !raw.console?.public_url) fail(['mail', 'smtp_url'], 'mailed links need console.public_url (e.g. https://switchyard.example.com): they must not take their host from the request that asked for them');
+  return { smtp_url: smtp, from: raw.mail?.from ?? 'Switchyard <no-reply@localhost>' };
 }
 
 /**

@@ -41,7 +41,8 @@ export class DuplicateLedgerEntry extends Error {
 
 /**
  * Adds `amountMicros` (negative for a charge) to the account and writes the ledger row, atomically.
- * With `floor` set, a charge that would take the balance below it is refused (returns null) — one conditional UPDATE.
+ * With `floor` set, a charge that would take the balance below it — after what requests in flight hold (holds and
+ * credit leases, `held_micros`), which they may still spend — is refused (returns null): one conditional UPDATE.
  */
 export async function post(db: Knex, entry: LedgerEntry, opts: { floor?: number } = {}): Promise<LedgerRow | null> {
   try {
@@ -55,7 +56,7 @@ export async function post(db: Knex, entry: LedgerEntry, opts: { floor?: number 
 /** The same as post(), inside a transaction the caller holds. */
 export async function postWithin(trx: Knex.Transaction, entry: LedgerEntry, opts: { floor?: number } = {}): Promise<LedgerRow | null> {
   const q = trx('accounts').where('id', entry.accountId);
-  if (opts.floor !== undefined) q.andWhere('balance_micros', '>=', opts.floor - entry.amountMicros);
+  if (opts.floor !== undefined) q.andWhereRaw('balance_micros - held_micros >= ?', [opts.floor - entry.amountMicros]);
   const changed = await q.increment('balance_micros', entry.amountMicros);
   if (changed !== 1) return null;
   const { balance_micros } = await trx('accounts').where('id', entry.accountId).first('balance_micros');

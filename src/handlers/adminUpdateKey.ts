@@ -1,4 +1,5 @@
-import { updateKey, type KeyChanges } from '../accounts/keys';
+import type { KeyChanges } from '../accounts/keys';
+import { changeKey } from '../services/consoleKeys';
 import { budgetParam, expiryParam, keyView } from '../services/views';
 import { errors } from '../errors';
 import type { Handler } from './types';
@@ -8,7 +9,7 @@ export const adminUpdateKey: Handler<'adminUpdateKey'> = async ({ params, body, 
   const changes: KeyChanges = {};
   if (body.expires_at !== undefined) changes.expiresAt = expiryParam(body.expires_at, 'expires_at');
   if (body.budget !== undefined) changes.budget = budgetParam(body.budget);
-  const key = await updateKey(app.db, params.id, changes);
+  const key = await changeKey(app.db, params.id, changes);
   if (!key) throw errors.keyNotFound(params.id);
   app.keys.changed({ keyId: key.id });
   return { body: keyView(key) };

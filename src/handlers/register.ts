@@ -1,6 +1,6 @@
 import { DisposableEmail, EmailTaken, UnknownReferralCode, registerAccount } from '../accounts/accounts';
 import { hashPassword, passwordProblem } from '../accounts/passwords';
-import { createSession } from '../accounts/sessions';
+import { createSession, rememberLoginAddress } from '../accounts/sessions';
 import { AccountError } from '../accounts/accounts';
 import { addressKey } from '../services/consoleLimits';
 import { checkCaptcha } from '../services/captcha';
@@ -32,6 +32,7 @@ export const register: Handler<'register'> = async ({ body, app, http }) => {
     throw e;
   }
   await mailVerification(app.db, app.mailer, account, http.origin).catch((e) => app.log.error({ err: (e as Error).message, account: account.id }, 'could not mail the confirmation link; the console can send it again'));
+  await rememberLoginAddress(app.db, account.id, addressKey(http.remoteAddress));
   const ttl = app.config.console.session_ttl_ms;
   const { id, session } = await createSession(app.db, account.id, ttl);
   return {

@@ -1,5 +1,5 @@
-import { updateKey, type KeyChanges, type Scope } from '../accounts/keys';
-import { checkModels } from '../services/consoleKeys';
+import type { KeyChanges, Scope } from '../accounts/keys';
+import { changeKey, checkModels } from '../services/consoleKeys';
 import { budgetParam, expiryParam, keyView, usdParam } from '../services/views';
 import { errors } from '../errors';
 import type { Handler } from './types';
@@ -15,7 +15,7 @@ export const updateConsoleKey: Handler<'updateConsoleKey'> = async ({ session, p
   if (body.scopes !== undefined) changes.scopes = body.scopes as Scope[];
   if (body.expires_at !== undefined) changes.expiresAt = expiryParam(body.expires_at, 'expires_at');
   if (body.budget !== undefined) changes.budget = budgetParam(body.budget);
-  const key = await updateKey(app.db, params.id, changes, session.accountId);
+  const key = await changeKey(app.db, params.id, changes, session.accountId);
   if (!key) throw errors.keyNotFound(params.id);
   app.keys.changed({ keyId: key.id });
   return { body: keyView(key) };

@@ -45,7 +45,8 @@ export class NotEnoughCredits extends AccountError {}
 
 /**
  * Credits an account (a negative amount removes credits: an adjustment, never below zero). Throws an
- * AccountError for an unknown account, NotEnoughCredits for a removal larger than the balance.
+ * AccountError for an unknown account, NotEnoughCredits for a removal larger than the balance less what requests in
+ * flight hold (they may still spend it: the balance never goes below zero).
  */
 export async function grantCredits(db: Knex, accountId: number, amountMicros: number, note: string | null): Promise<LedgerRow> {
   if (!(await getAccount(db, accountId))) throw new AccountError(`no account ${accountId}`);

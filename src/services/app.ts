@@ -159,7 +159,7 @@ function startHousekeeping(app: App): { timers: NodeJS.Timeout[]; running: Set<P
     run('delete expired stored responses', () => app.responses.purge());
     run('delete expired idempotency keys', () => purgeIdempotencyKeys(app.db));
   };
-  const minutely = () => run('check low balances', () => checkLowBalances(app.db, app.mailer, app.config.console.public_url));
+  const minutely = () => run('check low balances', () => checkLowBalances(app.db, app.mailer, app.config.console.public_url, (e) => app.log.warn({ err: e.message }, 'could not mail a low-balance alert; trying again in a minute')));
   hourly();
   return { timers: [setInterval(hourly, 3_600_000).unref(), setInterval(minutely, 60_000).unref()], running };
 }

@@ -22,8 +22,10 @@ export function bearerMatches(tokenHash: Buffer | null, authorization: unknown):
  * Failed log-ins per (email, client address) pair, per address, and per email over a day; registrations per
  * address. The pair limit, not a per-email one, is what stops guessing one account's password without letting a
  * stranger lock its owner out: a stranger's failures count against the stranger's address. The daily per-email limit
- * bounds guessing spread over many addresses. Every attempt takes a point first (so a burst of parallel guesses
- * cannot slip past the count); a successful log-in gives its points back.
+ * bounds guessing spread over many addresses — and a stranger can use it up (from one address, at the pair limit,
+ * within hours), so it does not apply at an address the account has logged in from before (`known`), and a
+ * password reset by mail (which proves the mailbox) starts it afresh. Every attempt takes a point first (so a burst
+ * of parallel guesses cannot slip past the count); a successful log-in gives its points back.
  */
 export class ConsoleLimits {
   private readonly pair: RateLimiterAbstract;
@@ -41,8 +43,12 @@ export class ConsoleLimits {
     this.register = config.registrations_per_address > 0 ? make('register-address', config.registrations_per_address, config.registration_window_s) : null;
   }
 
-  /** Counts a log-in attempt, or throws 429. Call `succeeded()` on the result when the password was right. */
-  async loginAttempt(email: string, client: string): Promise<{ succeeded(): Promise<void> }> {
+  /**
+   * Counts a log-in attempt, or throws 429. `known(address)` says whether the account of this email logged in from
+   * that address before: then the daily per-email limit does not refuse it. Call `succeeded()` on the result when
+   * the password was right.
+   */
+  async loginAttempt(email: string, client: string, known: (address: string) => Promise<boolean>): Promise<{ succeeded(): Promise<void> }> {
     const e = email.trim().toLowerCase();
     const address = addressKey(client);
     const counted: [RateLimiterAbstract, string][] = [
@@ -51,6 +57,9 @@ export class ConsoleLimits {
       [this.daily, e],
     ];
     const results = await Promise.allSettled(counted.map(([l, k]) => l.consume(k)));
+    if (results[2].status === 'rejected' && results[0].status === 'fulfilled' && results[1].status === 'fulfilled' && (await known(address))) {
+      results[2] = { status: 'fulfilled', value: results[2].reason }; // the owner, at home: the stranger's guesses elsewhere do not count here
+    }
     const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (refused) {
       // Give back the points the other limiters took, so one limit does not use up the others.
@@ -62,6 +71,11 @@ export class ConsoleLimits {
         await Promise.all([this.pair.delete(`${e}|${address}`), this.address.reward(address), this.daily.reward(e)]).catch(() => undefined);
       },
     };
+  }
+
+  /** The address proved it reads the mailbox (a password reset): failed log-ins of this email start afresh. */
+  async mailboxProved(email: string): Promise<void> {
+    await this.daily.delete(email.trim().toLowerCase()).catch(() => undefined);
   }
 
   /** Counts a mail sent for `subject` (a resent confirmation link, a password reset): at most 3 an hour, or 429. */

@@ -3,8 +3,9 @@
  * that sets a new password. Links point at the console's own pages, which call the API with the token.
  */
 import type { Knex } from 'knex';
-import { verifyEmail, type Account } from '../accounts/accounts';
-import { consumeToken, issueToken } from '../accounts/emailTokens';
+import { getAccount, verifyEmailWithin, withSignupCredits, type Account } from '../accounts/accounts';
+import { consumeToken, issueToken, peekToken } from '../accounts/emailTokens';
+import { hashPassword, passwordProblem } from '../accounts/passwords';
 import type { ConsoleConfig } from '../config';
 import type { Mailer } from './mailer';
 
@@ -26,12 +27,40 @@ export async function mailPasswordReset(db: Knex, mailer: Mailer, account: Pick<
   });
 }
 
-/** Confirms the address of a verification token's account and pays its sign-up credits; null for a bad token. */
-export async function confirmAddress(db: Knex, token: string, c: ConsoleConfig): Promise<number | null> {
-  const accountId = await consumeToken(db, token, 'verify');
-  if (accountId === null) return null;
-  await verifyEmail(db, accountId, signupCredits(c));
-  return accountId;
+/**
+ * Confirms the address of a verification token's account and pays its sign-up credits; null for a bad token. The
+ * token is used up in the same transaction: a confirmation that fails leaves the link working.
+ */
+export function confirmAddress(db: Knex, token: string, c: ConsoleConfig): Promise<number | null> {
+  return withSignupCredits(db, async (trx) => {
+    const accountId = await consumeToken(trx, token, 'verify');
+    if (accountId === null) return null;
+    await verifyEmailWithin(trx, accountId, signupCredits(c));
+    return accountId;
+  });
 }
 
 export const signupCredits = (c: ConsoleConfig) => ({ starterMicros: c.starter_credits_micros, referralMicros: c.referral_credits_micros, referralsPerMonth: c.referrals_per_month });
+
+/**
+ * Sets a new password with a reset link's token: `invalid` for an unknown, used or expired token; a password problem
+ * (too weak) leaves the token working, so the owner can try another password with the same link. Otherwise, in one
+ * transaction, the token is used up, the password set, every session of the account ended, and the address counts as
+ * confirmed (the link reached it).
+ */
+export async function resetPassword(db: Knex, token: string, password: string, c: ConsoleConfig): Promise<{ accountId: number; email: string } | { invalid: true } | { problem: string }> {
+  const accountId = await peekToken(db, token, 'reset');
+  const account = accountId === null ? null : await getAccount(db, accountId);
+  if (!account) return { invalid: true };
+  const problem = passwordProblem(password, account.email);
+  if (problem) return { problem };
+  const passwordHash = await hashPassword(password);
+  const done = await withSignupCredits(db, async (trx) => {
+    if ((await consumeToken(trx, token, 'reset')) !== account.id) return false; // used meanwhile
+    await trx('accounts').where('id', account.id).update({ password_hash: passwordHash });
+    await trx('sessions').where('account_id', account.id).del();
+    await verifyEmailWithin(trx, account.id, signupCredits(c));
+    return true;
+  });
+  return done ? { accountId: account.id, email: account.email } : { invalid: true };
+}

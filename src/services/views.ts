@@ -43,6 +43,7 @@ export function adminAccountView(a: Account): Schemas['AdminAccount'] {
     balance_usd: formatUsd(a.balance_micros),
     balance_micros: a.balance_micros,
     referral_code: a.referral_code,
+    debt_usd: formatUsd(a.debt_micros),
     created_at: iso(a.created_at),
   };
 }

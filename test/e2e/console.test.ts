@@ -369,6 +369,46 @@ test('a key is renamed, limited to a model and a scope, then deleted', async () 
   await expect(page.locator('tr', { hasText: 'chat only' }).count()).resolves.toBe(0);
 });
 
+test("a key's budget and expiry, the low-balance alert, and the confirmation link again, from the console", async () => {
+  // Not confirmed yet: the banner says where the link went and sends it again.
+  const address = email('unconfirmed');
+  const res = await context.request.post(`${gw.url}/console/api/register`, { data: { email: address, password: PASSWORD } });
+  expect(res.status()).toBe(201);
+  const account = { email: address, csrf: ((await res.json()) as { csrf_token: string }).csrf_token };
+  const first = mailedToken(gw.mails, address, '/console/verify');
+  await openSignedIn('/', account);
+  await page.getByTestId('confirm-banner').filter({ hasText: address }).waitFor();
+  await page.getByRole('button', { name: 'Send the link again' }).click();
+  await page.getByTestId('confirm-banner').getByText('Sent again.').waitFor();
+  expect(mailedToken(gw.mails, address, '/console/verify')).not.toBe(first);
+  await confirm(address);
+
+  // A budget per week and an expiry, set in the key dialog: shown on the row, applied by /v1.
+  await createKey(account, { name: 'budgeted' });
+  await page.goto(`${gw.url}/console/keys`);
+  await page.getByRole('button', { name: 'Edit budgeted' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Edit budgeted' });
+  await dialog.getByLabel('Budget (USD)').fill('0.000001');
+  await dialog.getByLabel('Budget period').selectOption('week');
+  const nextYear = `${new Date().getUTCFullYear() + 1}-01-31`;
+  await dialog.getByLabel('Expires (UTC)').fill(nextYear);
+  await dialog.getByRole('button', { name: 'Save changes' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  const row = page.locator('tr', { hasText: 'budgeted' });
+  await row.getByTestId('key-budget').filter({ hasText: 'this week' }).waitFor();
+  await row.getByTestId('key-expiry').filter({ hasText: `Expires ${nextYear}` }).waitFor();
+  const keys = (await (await context.request.get(`${gw.url}/console/api/keys`)).json()) as { data: { name: string; expires_at: string; budget: { usd: string; period: string } }[] };
+  expect(keys.data.find((k) => k.name === 'budgeted')).toMatchObject({ expires_at: `${nextYear}T00:00:00.000Z`, budget: { usd: '0.000001', period: 'week' } });
+
+  // The low-balance alert on the Top up page.
+  await page.getByRole('link', { name: 'Top up' }).first().click();
+  await page.getByLabel('Low-balance alert (USD)').fill('0.50');
+  await page.locator('form.low-balance').getByRole('button', { name: 'Save' }).click();
+  await page.getByText('We will mail you when your balance falls below $0.50.').waitFor();
+  await page.reload();
+  await expect(page.getByLabel('Low-balance alert (USD)').inputValue()).resolves.toBe('0.5');
+});
+
 test('redeeming a code adds it to the balance', async () => {
   const res = await fetch(`${gw.url}/admin/api/redemption-codes`, {
     method: 'POST',

@@ -8,6 +8,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, PASSWORD, registered, uniqueEmail } from '../helpers/console';
+import { closeLease, openLease } from '../../src/billing/store';
 import { verifyLedger } from '../../src/billing/verify';
 
 const TOKEN = 'admin-token-for-tests-0123456789';
@@ -105,6 +106,7 @@ describe('accounts', () => {
         balance_usd: '1.000000',
         balance_micros: 1_000_000,
         referral_code: expect.any(String),
+        debt_usd: '0.000000',
         created_at: expect.any(String),
       })),
       next_cursor: null,
@@ -140,6 +142,18 @@ describe('accounts', () => {
     const missing = await admin('POST', '/admin/api/accounts/987654321/credits', { usd: '1' });
     expect(missing.status).toBe(404);
     expect(missing.body.error).toEqual({ message: 'No such account: 987654321', type: 'invalid_request_error', param: 'id', code: 'account_not_found' });
+  });
+
+  test('an adjustment never takes what requests in flight hold (the balance would go below zero when they settle)', async () => {
+    const { accountId, keyId } = await gw.newKey({}, 10_000_000);
+    const lease = `lease_admin_${accountId}`;
+    expect(await openLease(db(), { id: lease, accountId, keyId, owner: 'test', amount: 8_000_000, expiresAt: Date.now() + 60_000, now: Date.now() })).toBe(true);
+    const tooMuch = await admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd: '-2.000001' });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body.error.code).toBe('insufficient_balance');
+    expect((await admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd: '-2' })).body.balance_usd).toBe('8.000000');
+    await closeLease(db(), lease);
+    expect((await verifyLedger(db())).problems.filter((p) => p.account_id === accountId)).toEqual([]);
   });
 
   test("disable: the account's keys get 401 at once, its sessions end, it cannot log in; enable brings it back", async () => {
@@ -294,5 +308,23 @@ describe('the CLI', () => {
     expect((await run('codes', 'create', '--count', '2')).code).toBe(2);
     expect((await run('accounts', 'disable', '987654321')).code).toBe(1);
     expect((await verifyLedger(db())).problems).toEqual([]);
-  }, 90_000); // ten CLI processes, each compiling the sources with tsx as it starts
+  }, 120_000); // a dozen CLI processes, each starting tsx: ~18 s on an idle 2-core machine
+
+  test('keys update: the expiry and the budget of an existing key; the running gateway applies them', async () => {
+    const { secret, keyId } = await gw.newKey();
+    const budgeted = await run('keys', 'update', String(keyId), '--budget', '0.000001', '--period', 'week');
+    expect(budgeted.code).toBe(0);
+    expect(budgeted.out.budget).toMatchObject({ usd: '0.000001', period: 'week' });
+    const refused = await chat(secret).catch((e) => e);
+    expect(refused.status).toBe(429);
+    expect(refused.error.message).toMatch(/^Insufficient quota: this key's budget of 0\.000001 USD per week is used up; it resets at /);
+    expect((await run('keys', 'update', String(keyId), '--no-budget')).out.budget).toBeNull();
+    expect((await chat(secret)).choices).toHaveLength(1);
+    const soon = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await run('keys', 'update', String(keyId), '--expires', soon)).out.expires_at).toBe(soon);
+    expect((await run('keys', 'update', String(keyId), '--expires', 'never')).out.expires_at).toBeNull();
+    expect((await run('keys', 'update', String(keyId), '--budget', '5')).code).toBe(2); // --budget needs --period
+    expect((await run('keys', 'update', String(keyId))).code).toBe(2);
+    expect((await run('keys', 'update', '987654321', '--no-budget')).code).toBe(1);
+  }, 120_000);
 });

@@ -13,6 +13,7 @@ import { verifyLedger } from '../../src/billing/verify';
 import { post } from '../../src/db/ledger';
 
 const WEBHOOK_SECRET = 'whsec_test_reversals0123456789';
+const ADMIN_TOKEN = 'admin-token-for-reversal-tests-01';
 /** Dispute ids of this run (the MariaDB database outlives a run). */
 const dp = (n: number) => `dp_${n}_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 let gw: TestGateway;
@@ -26,7 +27,7 @@ console: { registrations_per_address: 0 }
 providers: { local: { type: mock } }
 models: [ { id: m, kind: chat, price: { input: 1000, output: 1000 }, routes: [ { provider: local } ] } ]
 `,
-    { ...process.env, STRIPE_SECRET_KEY: 'sk_test_reversals', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET },
+    { ...process.env, STRIPE_SECRET_KEY: 'sk_test_reversals', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, ADMIN_TOKEN },
   );
 });
 
@@ -85,6 +86,8 @@ test('credits already spent: the balance stops at zero, the rest is debt, the ac
   expect(await balance(c.account.id)).toBe(0);
   const account = await db()('accounts').where('id', c.account.id).first();
   expect({ debt: Number(account.debt_micros), status: account.status }).toEqual({ debt: 5_000_000 - left, status: 'disabled' });
+  const adminView = await fetch(`${gw.url}/admin/api/accounts?email=${encodeURIComponent(c.account.email)}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.json() as Promise<any>);
+  expect(adminView.data[0]).toMatchObject({ status: 'disabled', balance_usd: '0.000000', debt_usd: ((5_000_000 - left) / 1e6).toFixed(6) }); // the admin sees what is owed
   expect(spent).toBeGreaterThan(1_000_000); // the test spent more than the starter credits, so some is owed
   expect((await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e)).status).toBe(401);
   expect((await registeredLogin(c)).status).toBe(403);
@@ -99,7 +102,7 @@ test('credits already spent: the balance stops at zero, the rest is debt, the ac
   expect((await verifyLedger(db())).problems.filter((p) => p.account_id === c.account.id)).toEqual([]);
 });
 
-test('a dispute won before it was opened here takes nothing; a lost one is taken once; unknown payments are ignored', async () => {
+test('a dispute won before it was opened here takes nothing; a lost one is taken once; a refund of an unknown payment is kept for later', async () => {
   const { c, pi } = await paidBy(1000);
   const [dp2, dp3] = [dp(2), dp(3)];
   expect((await deliver(disputeEvent('charge.dispute.closed', pi, dp2, 1000, 'won'))).body.outcome).toBe('returned');
@@ -108,7 +111,65 @@ test('a dispute won before it was opened here takes nothing; a lost one is taken
   expect((await deliver(disputeEvent('charge.dispute.closed', pi, dp3, 400, 'lost'))).body.outcome).toBe('reversed');
   expect((await deliver(disputeEvent('charge.dispute.created', pi, dp3, 400))).body.outcome).toBe('duplicate');
   expect(await balance(c.account.id)).toBe(7_000_000);
-  expect((await deliver(refundEvent('pi_unknown000000000000000', 100, 100))).body.outcome).toBe('ignored');
+  expect((await deliver(refundEvent(`pi_unknown${Date.now()}`, 100, 100))).body.outcome).toBe('pending'); // kept until its payment is credited
+});
+
+test('a refund or a dispute that arrives before its payment was credited is applied when it is, once', async () => {
+  const c = await registered(gw.url); // 1 USD
+  const session = { id: `cs_test_${Math.random().toString(36).slice(2)}`, object: 'checkout.session', amount_total: 3000, currency: 'usd', metadata: { account_id: String(c.account.id) } };
+  const pi = paymentIntentOf(session.id);
+  const refund = refundEvent(pi, 3000, 1000);
+  const dispute = disputeEvent('charge.dispute.created', pi, dp(4), 500);
+  expect((await deliver(refund)).body.outcome).toBe('pending');
+  expect((await deliver(refund)).body.outcome).toBe('duplicate');
+  expect((await deliver(dispute)).body.outcome).toBe('pending');
+  expect(await balance(c.account.id)).toBe(1_000_000);
+  // the payment comes in late: 30 USD credited, 10 refunded and 5 disputed taken back at once
+  expect((await deliver(checkoutEvent(session))).body.outcome).toBe('credited');
+  expect(await balance(c.account.id)).toBe(16_000_000);
+  expect((await deliver(refund)).body.outcome).toBe('duplicate');
+  expect((await deliver(dispute)).body.outcome).toBe('duplicate');
+  expect((await deliver(checkoutEvent(session))).body.outcome).toBe('duplicate');
+  expect(await balance(c.account.id)).toBe(16_000_000);
+  const kinds = (await db()('ledger').where({ account_id: c.account.id }).orderBy('id')).map((r) => [r.kind, Number(r.amount_micros)]);
+  expect(kinds.slice(-3)).toEqual([['topup', 30_000_000], ['card_refund', -10_000_000], ['dispute', -5_000_000]]);
+  expect((await verifyLedger(db())).problems.filter((p) => p.account_id === c.account.id)).toEqual([]);
+});
+
+test('an inquiry withdraws nothing; when it escalates the funds are taken once; a won dispute no longer counts against a later refund', async () => {
+  const { c, pi } = await paidBy(2000); // 1 + 20 USD
+  const inquiry = dp(5);
+  expect((await deliver(disputeEvent('charge.dispute.created', pi, inquiry, 2000, 'warning_needs_response'))).body.outcome).toBe('ignored');
+  expect((await deliver(disputeEvent('charge.dispute.closed', pi, inquiry, 2000, 'warning_closed'))).body.outcome).toBe('ignored');
+  expect(await balance(c.account.id)).toBe(21_000_000);
+  const escalated = dp(6);
+  expect((await deliver(disputeEvent('charge.dispute.created', pi, escalated, 2000, 'warning_needs_response'))).body.outcome).toBe('ignored');
+  expect((await deliver(disputeEvent('charge.dispute.funds_withdrawn', pi, escalated, 2000, 'needs_response'))).body.outcome).toBe('reversed');
+  expect((await deliver(disputeEvent('charge.dispute.closed', pi, escalated, 2000, 'lost'))).body.outcome).toBe('duplicate');
+  expect(await balance(c.account.id)).toBe(1_000_000);
+  // another payment: disputed, won (funds_reinstated first, then closed), then refunded in part by the operator
+  const other = await paidBy(1000);
+  const won = dp(7);
+  expect((await deliver(disputeEvent('charge.dispute.created', other.pi, won, 1000))).body.outcome).toBe('reversed');
+  expect((await deliver(disputeEvent('charge.dispute.funds_reinstated', other.pi, won, 1000, 'won'))).body.outcome).toBe('returned');
+  expect((await deliver(disputeEvent('charge.dispute.closed', other.pi, won, 1000, 'won'))).body.outcome).toBe('duplicate');
+  expect(await balance(other.c.account.id)).toBe(11_000_000);
+  expect((await deliver(refundEvent(other.pi, 1000, 400))).body.outcome).toBe('reversed');
+  expect(await balance(other.c.account.id)).toBe(7_000_000);
+  for (const id of [c.account.id, other.c.account.id]) expect((await verifyLedger(db())).problems.filter((p) => p.account_id === id)).toEqual([]);
+});
+
+test('refund events delivered at the same time take the cumulative amount once, and the same event twice at once is taken once', async () => {
+  const { c, pi } = await paidBy(5000); // 1 + 50 USD
+  const events = [refundEvent(pi, 5000, 1000), refundEvent(pi, 5000, 2500), refundEvent(pi, 5000, 4000)];
+  const outcomes = (await Promise.all([...events, ...events].map(deliver))).map((r) => r.body.outcome).sort();
+  expect(outcomes).toEqual(['duplicate', 'duplicate', 'duplicate', 'reversed', 'reversed', 'reversed']);
+  expect(await balance(c.account.id)).toBe(11_000_000); // 51 − 40: the most refunded so far, once
+  const disputes = Array.from({ length: 4 }, () => disputeEvent('charge.dispute.created', pi, 'dp_same_' + pi, 1000));
+  const results = (await Promise.all(disputes.map(deliver))).map((r) => r.body.outcome).sort();
+  expect(results).toEqual(['duplicate', 'duplicate', 'duplicate', 'reversed']);
+  expect(await balance(c.account.id)).toBe(1_000_000); // what is left of the payment (10 USD), once
+  expect((await verifyLedger(db())).problems.filter((p) => p.account_id === c.account.id)).toEqual([]);
 });
 
 async function registeredLogin(c: ConsoleClient & { email?: string }) {

@@ -85,6 +85,7 @@ describe('accounts', () => {
       balance_usd: '12.500000',
       balance_micros: 12_500_000,
       referral_code: expect.stringMatching(/^[0-9A-Z]+$/),
+      debt_usd: '0.000000',
       created_at: expect.stringMatching(ISO),
       keys: [],
     });

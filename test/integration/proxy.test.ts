@@ -4,7 +4,7 @@
  * itself, to the left, never count; `trust_proxy: true` is refused.
  */
 import { ConsoleClient, PASSWORD, uniqueEmail } from '../helpers/console';
-import { startGateway, type TestGateway } from '../helpers/app';
+import { mailedToken, startGateway, type TestGateway } from '../helpers/app';
 import { parseConfig } from '../../src/services/app';
 
 const config = (trust: string) => `
@@ -67,9 +67,18 @@ models: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]
     for (let i = 0; i < 3; i++) expect(await login('203.0.113.66', `wrong password ${i}`)).toBe(401);
     expect(await login('203.0.113.66')).toBe(429); // the stranger's address is done for the window, even with the right password
     expect(await login('198.51.100.5')).toBe(200); // the owner, from home, is not
-    // guesses from many addresses: 3 + 5 more failures make 8 a day for this email, then every address is refused
+    // guesses from many addresses: 3 + 5 more failures make 8 a day for this email, then new addresses are refused
     for (let i = 0; i < 5; i++) expect(await login(`192.0.2.${i + 1}`, `wrong password ${i}`)).toBe(401);
     expect(await login('192.0.2.100', 'another wrong one')).toBe(429);
+    expect(await login('192.0.2.101')).toBe(429); // even with the right password, from an address never used
+    // ...but not the owner, at an address it logged in from before: the stranger cannot shut it out for the day
+    expect(await login('198.51.100.5')).toBe(200);
+    expect(await login('198.51.100.5', 'a wrong guess at home')).toBe(401); // still counted per pair there
+    // and a password reset by mail (proof of the mailbox) lets the owner in from anywhere again
+    expect((await new ConsoleClient(gw.url).post('/console/api/password-reset', { email })).status).toBe(202);
+    const token = mailedToken(gw.mails, email, '/console/reset')!;
+    expect((await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', { token, password: 'a fresh horse 12' })).status).toBe(200);
+    expect(await login('192.0.2.101', 'a fresh horse 12')).toBe(200);
   } finally {
     await gw.close();
   }

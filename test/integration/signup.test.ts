@@ -5,6 +5,7 @@
  * stop working; 3 an hour); a password reset by mail is single use, expires, ends every session, and tells nobody
  * which addresses have accounts; low-balance alerts are mailed once per crossing.
  */
+import http from 'node:http';
 import { ConsoleClient, PASSWORD } from '../helpers/console';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { FakeSmtp } from '../fakes/smtp';
@@ -21,7 +22,7 @@ beforeAll(async () => {
   gw = await startGateway(
     `
 mail: { smtp_url: "${smtp.url}", from: "Switchyard <no-reply@switchyard.test>" }
-console: { registrations_per_address: 0, referrals_per_month: 2, login_attempts_per_email: 100 }
+console: { public_url: "https://console.switchyard.test", registrations_per_address: 0, referrals_per_month: 2, login_attempts_per_email: 100 }
 providers: { local: { type: mock } }
 models: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]
 `,
@@ -149,9 +150,8 @@ test('password reset by mail: the same answer for unknown addresses, single use,
   const weak = await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', { token, password: 'short' });
   expect(weak.status).toBe(400);
   expect(weak.body.error.param).toBe('password');
-  // a weak password did not use the token up? It did: tokens are single use whatever happens next
-  expect((await new ConsoleClient(gw.url).post('/console/api/password-reset', { email })).status).toBe(202);
-  const token2 = smtp.token(email, '/console/reset')!;
+  // a password refused as too weak leaves the link working: the owner tries another one with the same link
+  const token2 = token;
   const done = await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', { token: token2, password: 'a brand new horse 7' });
   expect(done).toMatchObject({ status: 200, body: { password_reset: true } });
   expect((await c.get('/console/api/session')).status).toBe(401); // the old session ended
@@ -182,6 +182,15 @@ test('low-balance alert: set in the console, mailed once when the balance falls 
   expect(alerts()).toBe(0); // 1.00 is above 0.50
   const accountId = c.account.id;
   await post(gw.app.db, { accountId, kind: 'adjustment', amountMicros: -700_000, note: 'spent' }); // 0.30 left
+  // the SMTP server is away at the first check: not lost, sent at the next one
+  const send = gw.app.mailer.send;
+  gw.app.mailer.send = async () => {
+    throw new Error('connect ECONNREFUSED');
+  };
+  const failures: string[] = [];
+  expect(await checkLowBalances(gw.app.db, gw.app.mailer, null, (e) => failures.push(e.message))).toBe(0);
+  gw.app.mailer.send = send;
+  expect(failures).toContain('connect ECONNREFUSED');
   await check();
   await check(); // once per crossing, however often it is checked
   expect(alerts()).toBe(1);
@@ -219,5 +228,46 @@ test('the admin sees suspected farming and takes back free credits not yet spent
   expect((await admin('POST', `/admin/api/accounts/${referrer.account.id}/revoke-free-credits`)).body.revoked_usd).toBe('0.000000');
   expect(await balance(referrer)).toBe('5.000000');
   expect((await admin('POST', '/admin/api/accounts/987654321/revoke-free-credits')).status).toBe(404);
+  expect((await verifyLedger(gw.app.db)).problems).toEqual([]);
+});
+
+test("mailed links point at console.public_url, never at a host the requester wrote (a reset link to someone else's address)", async () => {
+  const email = `victim-${unique()}@example.com`;
+  await signUp(email);
+  // fetch will not send another Host: node:http will, as any script can
+  const status = await new Promise<number>((resolve, reject) => {
+    const body = JSON.stringify({ email });
+    const req = http.request(`${gw.url}/console/api/password-reset`, { method: 'POST', headers: { host: 'attacker.example', 'x-forwarded-host': 'attacker.example', 'x-forwarded-proto': 'https', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  expect(status).toBe(202);
+  const mail = smtp.messages.filter((m) => m.to.includes(email)).at(-1)!;
+  expect(mail.text).toMatch(/https:\/\/console\.switchyard\.test\/console\/reset\?token=/);
+  expect(mail.text).not.toContain('attacker.example');
+  expect(smtp.messages.filter((m) => m.to.includes(email))[0].text).toMatch(/https:\/\/console\.switchyard\.test\/console\/verify\?token=/);
+});
+
+test('confirmations at the same moment: the monthly cap is not overshot, one mailbox gets one starter credit, and nobody gets a 500', async () => {
+  const referrerEmail = `racer-${unique()}@example.com`;
+  const referrer = await signUp(referrerEmail);
+  expect(await confirm(referrerEmail)).toBe(200);
+  const code = (await referrer.get('/console/api/account')).body.referral_code;
+  // the cap here is 2: four referred accounts confirm at once
+  const friends = await Promise.all(Array.from({ length: 4 }, (_, i) => signUp(`racefriend${i}-${unique()}@example.com`, code)));
+  const statuses = await Promise.all(friends.map((f) => confirm(f.account.email)));
+  expect(statuses).toEqual([200, 200, 200, 200]);
+  expect(await balance(referrer)).toBe('41.000000'); // 1 + 2 × 20
+  expect((await Promise.all(friends.map(balance))).sort()).toEqual(['1.000000', '1.000000', '21.000000', '21.000000']);
+  // one mailbox, four spellings, confirmed at once: one starter credit, every address confirmed
+  const name = `twin${unique()}`;
+  const spellings = [`${name}@gmail.com`, `${name}+a@gmail.com`, `${name.slice(0, 2)}.${name.slice(2)}@gmail.com`, `${name}+b@googlemail.com`];
+  const twins = await Promise.all(spellings.map((e) => signUp(e)));
+  expect(await Promise.all(spellings.map((e) => confirm(e)))).toEqual([200, 200, 200, 200]);
+  expect((await Promise.all(twins.map(balance))).sort()).toEqual(['0.000000', '0.000000', '0.000000', '1.000000']);
+  for (const t of twins) expect((await t.get('/console/api/account')).body.email_verified).toBe(true);
   expect((await verifyLedger(gw.app.db)).problems).toEqual([]);
 });

@@ -81,6 +81,10 @@ test('the console settings: defaults, and errors that name the setting', () => {
   expect(() => parseConfig(`console: { topup_min_usd: 50, topup_max_usd: 10 }\n${MODELS}`)).toThrow(/console\.topup_max_usd: must not be below topup_min_usd/);
   expect(() => parseConfig(`console: { public_url: "https://x.example/path" }\n${MODELS}`)).toThrow(/console\.public_url/);
   expect(() => parseConfig(`console: { referal_credits_usd: 5 }\n${MODELS}`)).toThrow(/unknown setting 'referal_credits_usd'/);
+  // mailed links must not take their host from the request (a reset link for someone else's address, Host: attacker)
+  expect(() => parseConfig(`mail: { smtp_url: "smtp://127.0.0.1:25" }\n${MODELS}`, 'c.yaml')).toThrow(/^c\.yaml:1:\d+: mail\.smtp_url: mailed links need console\.public_url/);
+  expect(parseConfig(`mail: { smtp_url: "smtp://127.0.0.1:25" }\nconsole: { public_url: "https://sy.example" }\n${MODELS}`).mail.smtp_url).toBe('smtp://127.0.0.1:25');
+  expect(parseConfig(MODELS).mail.smtp_url).toBeNull(); // no SMTP: links go to the log, no public_url needed
 });
 
 describe('addressKey: what per-address limits count', () => {
@@ -97,4 +101,17 @@ describe('addressKey: what per-address limits count', () => {
   ])('%s → %s', (address, key) => {
     expect(addressKey(address)).toBe(key);
   });
+});
+
+describe('which addresses are one mailbox (once-per-mailbox credits)', () => {
+  const { emailKey, normaliseEmail } = require('../../src/accounts/accounts') as typeof import('../../src/accounts/accounts');
+  test.each([
+    ['a.d.a+farm@gmail.com', 'ada@gmail.com'], // Gmail ignores dots and +tags
+    ['A.DA@GoogleMail.com', 'ada@gmail.com'], // googlemail.com is gmail.com
+    ['a.da+x@example.com', 'a.da@example.com'], // elsewhere dots count (Google Workspace domains too); +tags do not
+    ['ada@mail.gmail.com', 'ada@mail.gmail.com'], // not gmail.com itself
+  ])('%s is the mailbox %s', (address, key) => expect(emailKey(normaliseEmail(address))).toBe(key));
+  test.each(['me@gmail.com,1', 'x<me@gmail.com>y.z', 'ada@gmail.com.', '"ada"@gmail.com', 'ada@-gmail.com', 'ada@gmail'])('%s is refused', (address) =>
+    expect(() => normaliseEmail(address)).toThrow(/not an email address/),
+  );
 });

@@ -12,6 +12,7 @@ import * as m009 from './009_card_reversals';
 import * as m010 from './010_low_balance';
 import * as m011 from './011_registration_address';
 import * as m012 from './012_key_budgets';
+import * as m013 from './013_login_addresses';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -26,6 +27,7 @@ const migrations: Record<string, Knex.Migration> = {
   '010_low_balance': m010,
   '011_registration_address': m011,
   '012_key_budgets': m012,
+  '013_login_addresses': m013,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
