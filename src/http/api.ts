@@ -307,23 +307,29 @@ function guardOf(op: Operation): Guard {
   return { scheme: 'bearer', scope, metered: (METERED_OPERATIONS as readonly string[]).includes(id), anthropic };
 }
 
-/** The client's address (proxy-addr, as Express finds it): the rightmost X-Forwarded-For entry no trusted proxy wrote. */
+/** Which proxies are believed (server.trust_proxy), compiled once per configuration: proxy-addr's form. */
 const trusts = new WeakMap<object, (addr: string, i: number) => boolean>();
-function clientAddress(req: IncomingMessage, server: App['config']['server']): string {
+function trustOf(server: App['config']['server']): ((addr: string, i: number) => boolean) | null {
   const trust = server.trust_proxy;
-  if (trust === false) return req.socket.remoteAddress ?? '';
+  if (trust === false) return null;
   let compiled = trusts.get(server);
   if (!compiled) trusts.set(server, (compiled = typeof trust === 'number' ? (_a: string, i: number) => i < trust : proxyaddr.compile(trust)));
-  return proxyaddr(req, compiled);
+  return compiled;
 }
 
-/** What handlers learn about the exchange: headers, client address, the origin for absolute links. */
+/**
+ * What handlers learn about the exchange: headers, the client's address (proxy-addr, as Express finds it: the
+ * rightmost X-Forwarded-For entry no trusted proxy wrote), and the scheme and origin for absolute links and Secure
+ * cookies (console.public_url when set; X-Forwarded-Proto only from a trusted proxy, never from a client).
+ */
 function httpInfo(req: IncomingMessage, app: App, rawBody: Buffer | null): HttpInfo {
-  const forwarded = String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase();
+  const trust = trustOf(app.config.server);
+  const socket = req.socket.remoteAddress ?? '';
+  const forwarded = trust?.(socket, 0) ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase() : '';
   const proto = forwarded === 'https' || forwarded === 'http' ? forwarded : 'http';
   return {
     headers: req.headers as Record<string, string | undefined>,
-    remoteAddress: clientAddress(req, app.config.server),
+    remoteAddress: trust ? proxyaddr(req, trust) : socket,
     origin: app.config.console.public_url ?? `${proto}://${req.headers.host ?? 'localhost'}`,
     secure: proto === 'https',
     rawBody: rawBody ?? undefined,

@@ -40,6 +40,15 @@ test('trusted proxies by address: each client the proxy saw has its own allowanc
   });
 });
 
+test('behind a trusted proxy that says the client came over https, the cookie is Secure and links use https', async () => {
+  await withGateway('[127.0.0.1/8]', async (gw) => {
+    const r = await new ConsoleClient(gw.url).call('POST', '/console/api/register', { email: uniqueEmail(), password: PASSWORD }, { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.40' } });
+    expect(r.status).toBe(201);
+    expect(r.cookies[0]).toMatch(/; HttpOnly; SameSite=Lax; Secure$/);
+    expect(r.body.account.referral_link).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/console\/register\?ref=/);
+  });
+});
+
 test('trusted proxies by hop count: one proxy in front, so only the entry it appended counts', async () => {
   await withGateway('1', async (gw) => {
     expect([await register(gw, '198.51.100.1, 203.0.113.9'), await register(gw, '198.51.100.2, 203.0.113.9'), await register(gw, '198.51.100.3, 203.0.113.9')]).toEqual([201, 201, 429]);
