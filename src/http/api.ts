@@ -152,7 +152,7 @@ export class Api {
       if (route.validateParams && !route.validateParams(params)) throw validationError(route.validateParams.errors);
       if (body && typeof body === 'object' && typeof (body as { model?: unknown }).model === 'string') ex.model = (body as { model: string }).model;
       if (gone(ex.res)) throw errors.clientClosed(); // nobody waits for the answer: nothing is sent upstream or charged
-      const reply = await route.run(inputOf(app, ex, body, profile, params, raw));
+      const reply = await route.run(new Input(app, ex, body, profile, params.path, params.query, raw) as unknown as Record<string, unknown>);
       await sendReply(ex, reply);
     } catch (e) {
       sendError(app, ex, e);
@@ -160,15 +160,44 @@ export class Api {
   }
 }
 
-function inputOf(app: App, ex: Exchange, body: unknown, profile: BodyProfile, params: typeof NO_PARAMS, raw: Buffer | null): Record<string, unknown> {
-  const c = ex.caller;
-  const input: Record<string, unknown> = { body, params: params.path, query: params.query, app, requestId: ex.requestId, signal: clientGone(ex.res), headers: ex.req.headers, profile };
-  if (c.principal) input.principal = c.principal;
-  if (c.grant) input.grant = c.grant;
-  if (c.session) input.session = c.session;
-  // What few handlers need of the exchange (cookies, links, the client's address), made only when asked.
-  Object.defineProperty(input, 'http', { get: () => httpInfo(ex.req, app, raw), enumerable: false });
-  return input;
+/**
+ * What a handler is given. A class with its fields set in one order (handlers copy it with object spread, which is
+ * fast on such objects); what few handlers need of the exchange (cookies, links, the client's address) is a getter,
+ * made only when asked.
+ */
+class Input {
+  readonly requestId: string;
+  readonly signal: AbortSignal;
+  readonly headers: IncomingMessage['headers'];
+  principal?: unknown;
+  grant?: unknown;
+  session?: unknown;
+  readonly #ex: Exchange;
+  readonly #raw: Buffer | null;
+
+  constructor(
+    readonly app: App,
+    ex: Exchange,
+    readonly body: unknown,
+    readonly profile: BodyProfile,
+    readonly params: Record<string, unknown>,
+    readonly query: Record<string, unknown>,
+    raw: Buffer | null,
+  ) {
+    this.#ex = ex;
+    this.#raw = raw;
+    this.requestId = ex.requestId;
+    this.signal = clientGone(ex.res);
+    this.headers = ex.req.headers;
+    const c = ex.caller;
+    if (c.principal) this.principal = c.principal;
+    if (c.grant) this.grant = c.grant;
+    if (c.session) this.session = c.session;
+  }
+
+  get http(): HttpInfo {
+    return httpInfo(this.#ex.req, this.app, this.#raw);
+  }
 }
 
 /** The body as JSON and its measure; a body that is not JSON, too deep or not finite is a 400. */

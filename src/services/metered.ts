@@ -103,33 +103,13 @@ export class Metered {
     } catch (e) {
       throw withHeaders(e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e, grant);
     }
-    const { perChoice, choices } = op.output(body, model);
-    const asked = Math.min(perChoice, MAX_ALLOWANCE) * choices;
-    const reserved = tokenEstimate(call.profile, model) + asked;
-    await grant.tokens(reserved);
-    let admission: Admission;
-    try {
-      admission = await this.billing.admit({
-        requestId: call.requestId,
-        principal,
-        model,
-        endpoint: op.name,
-        promptTokens: promptBound(call.profile, model),
-        outputTokens: asked,
-        promptBytes: call.profile.textBytes,
-      });
-    } catch (e) {
-      grant.refund(reserved);
-      throw withHeaders(e, grant);
-    }
-    const allowance = choices ? Math.floor(admission.outputTokens / choices) : 0;
-    const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
+    const { admission, allowance, ended } = await this.admit(op, call, model, body);
     const sent = forwarded(call.headers, op.forwardHeaders);
-    const headers = op.headers ? op.headers(sent, model) : sent;
+    const upstream = { requestId: call.requestId, allowance, headers: op.headers ? op.headers(sent, model) : sent };
     const started = Date.now();
     try {
       if (op.streams(body)) {
-        const streamed = await this.gateway.stream(op, model, body, { requestId: call.requestId, allowance, signal: call.signal, headers });
+        const streamed = await this.gateway.stream(op, model, body, { ...upstream, signal: call.signal });
         admission.track(streamed.progress);
         let meter: Meter | null = null;
         void streamed.meter.then((m) => (meter = m));
@@ -139,7 +119,7 @@ export class Metered {
       // A client that leaves does not stop an answer that is not streamed: the upstream generates it and bills it
       // anyway (it notices a closed connection only when it writes), so the call runs to its end and its usage is
       // charged — exactly what the upstream billed, never a guess.
-      const answer = await this.gateway.call(op, model, body, { requestId: call.requestId, allowance, signal: NEVER, headers });
+      const answer = await this.gateway.call(op, model, body, { ...upstream, signal: NEVER });
       await admission.settle({ status: call.signal.aborted ? 499 : 200, used: answer.meter, ttfbMs: Date.now() - started });
       ended(answer.meter);
       await call.onAnswer?.(answer.body);
@@ -153,6 +133,38 @@ export class Metered {
       ended(used);
       throw withHeaders(e, grant);
     }
+  }
+
+  /**
+   * Counts the request against the key's tokens per minute and admits it (a lease or a hold): the output allowance
+   * per choice the money covers, and how to give back the tokens per minute it did not use.
+   */
+  private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>, model: ModelConfig, body: Req): Promise<{ admission: Admission; allowance: number; ended: (m: Meter | null) => void }> {
+    const { grant, profile } = call;
+    const { perChoice, choices } = op.output(body, model);
+    const asked = Math.min(perChoice, MAX_ALLOWANCE) * choices;
+    const reserved = tokenEstimate(profile, model) + asked;
+    await grant.tokens(reserved);
+    let admission: Admission;
+    try {
+      admission = await this.billing.admit({
+        requestId: call.requestId,
+        principal: call.principal,
+        model,
+        endpoint: op.name,
+        promptTokens: promptBound(profile, model),
+        outputTokens: asked,
+        promptBytes: profile.textBytes,
+      });
+    } catch (e) {
+      grant.refund(reserved);
+      throw withHeaders(e, grant);
+    }
+    return {
+      admission,
+      allowance: choices ? Math.floor(admission.outputTokens / choices) : 0,
+      ended: (m) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0)),
+    };
   }
 
   /** The stream as SSE frames; when it ends, however it ends, what it used is settled. */
