@@ -2,8 +2,11 @@
 
 export type ModelKind = 'chat' | 'completion' | 'embedding';
 
-/** Features that make an upstream charge more than a model's token prices; a model serves them only when allowed. */
-export const FEATURES = ['priority', 'audio', 'web_search'] as const;
+/**
+ * Features that make an upstream charge more than a model's token prices (or more tokens than a request shows); a
+ * model serves them only when allowed: the operator's prices for it must then cover them. See README, Money.
+ */
+export const FEATURES = ['priority', 'audio', 'web_search', 'server_tools', 'long_context', 'data_residency', 'cache_1h'] as const;
 export type Feature = (typeof FEATURES)[number];
 
 export interface Timeouts {

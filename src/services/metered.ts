@@ -121,7 +121,8 @@ export class Metered {
     }
     const allowance = choices ? Math.floor(admission.outputTokens / choices) : 0;
     const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
-    const headers = forwarded(call.headers, op.forwardHeaders);
+    const passed = forwarded(call.headers, op.forwardHeaders);
+    const headers = op.headers ? op.headers(passed, model) : passed;
     const started = Date.now();
     try {
       if (op.streams(body)) {

@@ -3,10 +3,8 @@ import type { ModelConfig } from '../../config';
 import { errors } from '../../errors';
 import type { ChatChunk, ChatRequest, ChatResponse } from '../types';
 import { NOT_GENERATED, OPENAI_SSE, collect, final, readUsage, shownUsage, withoutUsage } from './openai';
+import { standardTier } from './policy';
 import type { Operation, Reader } from './types';
-
-/** Service tiers that bill above the standard price (OpenAI's priority processing, Scale Tier). */
-const PRICIER_TIERS = new Set(['priority', 'scale']);
 
 export const chatReader: Reader<ChatRequest, ChatResponse, ChatChunk> = {
   usage: (res) => readUsage(res.usage),
@@ -55,12 +53,8 @@ export const chat: Operation<ChatRequest, ChatResponse, ChatChunk> = {
     if (!allowed('web_search') && body.web_search_options != null) {
       throw errors.invalidRequest(`Model ${model.id} does not search the web through this gateway`, 'web_search_options');
     }
-    if (!allowed('priority') && typeof body.service_tier === 'string' && PRICIER_TIERS.has(body.service_tier)) {
-      // The answer is the same at the standard tier: served there rather than refused.
-      const { service_tier: _stripped, ...rest } = body;
-      return rest as ChatRequest;
-    }
-    return body;
+    // The answer is the same at the standard tier: served there rather than refused.
+    return standardTier(body, model);
   },
   present: (res, p) => ({ ...res, model: p.model, usage: shownUsage(res.usage, p.usage, p.reported) }),
   presentChunk(chunk, { model, includeUsage }) {

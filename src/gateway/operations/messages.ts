@@ -8,6 +8,7 @@ import type { AnthropicEvent, AnthropicMessage, AnthropicUsage, MessagesRequest 
 import { ANTHROPIC_SSE, fromAnthropicUsage, toAnthropicUsage } from './anthropic';
 import { chatBridge } from './messagesChat';
 import { collect } from './openai';
+import { anthropicBetas, anthropicBody } from './policy';
 import type { Operation, Reader } from './types';
 
 const NOT_TEXT = new Set(['type', 'id', 'name', 'signature', 'cache_control', 'tool_use_id', 'media_type', 'stop_reason', 'stop_sequence', 'role', 'model']);
@@ -28,6 +29,7 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
       cache_read_input_tokens: d.cache_read_input_tokens ?? start?.cached,
       cache_creation_input_tokens: d.cache_creation_input_tokens ?? start?.cacheWrite,
       output_tokens: d.output_tokens,
+      iterations: (d as { iterations?: unknown }).iterations,
     });
     return merged ? { usage: merged, final: true } : previous;
   },
@@ -47,9 +49,6 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
   },
 };
 
-/** Server tools that bill beyond tokens: web search and web fetch (per use). */
-const pricierTool = (t: { type?: string }) => typeof t.type === 'string' && /^web_(search|fetch)/.test(t.type);
-
 export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
   name: 'messages',
   path: '/v1/messages',
@@ -61,13 +60,9 @@ export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEve
   streams: (body) => body.stream === true,
   includeUsage: () => false,
   output: (body) => ({ perChoice: body.max_tokens, choices: 1 }),
-  features(body, model: ModelConfig) {
-    let out = body;
-    // `auto` serves from Anthropic's priority capacity when the organisation has it, at priority prices.
-    if (!model.allow.includes('priority')) out = { ...out, service_tier: 'standard_only' };
-    if (!model.allow.includes('web_search') && out.tools?.some(pricierTool)) out = { ...out, tools: out.tools.filter((t) => !pricierTool(t)) };
-    return out;
-  },
+  // Pricier tiers, server tools, MCP servers, containers, compaction, 1-hour cache writes: see policy.ts.
+  features: (body, model: ModelConfig, profile) => anthropicBody(body, model, !!profile.longCache),
+  headers: (headers, model) => anthropicBetas(headers, model),
   present: (res, p) => ({ ...res, model: p.model, usage: p.reported ? res.usage : toAnthropicUsage(p.usage) }),
   presentChunk: (ev, { model }) => (ev.type === 'message_start' && ev.message ? { ...ev, message: { ...ev.message, model } } : ev),
   tail: () => [],

@@ -8,7 +8,9 @@ import type { ModelConfig } from '../../config';
 import { isCount, type Usage } from '../../usage';
 import { streamErrorOf } from '../router';
 import type { ResponseEvent, ResponseObject, ResponsesRequest } from '../types';
+import { errors } from '../../errors';
 import { collect } from './openai';
+import { allows, keepTools, responsesTool, standardTier } from './policy';
 import { chatBridge, responseUsage } from './responsesChat';
 import type { Framing, Operation, Reader } from './types';
 
@@ -63,8 +65,20 @@ export const RESPONSES_SSE: Framing = {
 /** A response's id: the gateway's request id (`req_<32 hex>` → `resp_<32 hex>`). */
 export const responseId = (requestId: string) => `resp_${requestId.replace(/^req_/, '')}`;
 
-/** Tools that bill beyond tokens (per search, per container, per image) or reach into the operator's own account. */
-const COSTLY = /^(web_search|file_search|code_interpreter|image_generation|computer_use|mcp)/;
+/**
+ * What a request may not point at: anything stored in the operator's own upstream account — another tenant's, or
+ * the operator's, and billed as input the request does not show — and background mode, whose answer (and its cost)
+ * would come after the gateway settled.
+ */
+function refuseStored(body: ResponsesRequest): void {
+  const b = body as ResponsesRequest & { prompt?: unknown; conversation?: unknown; background?: unknown };
+  if (b.prompt != null) throw errors.invalidRequest('Prompts stored at the provider (prompt) cannot be used through this gateway: send the instructions and input themselves', 'prompt');
+  if (b.conversation != null) throw errors.invalidRequest('Conversations stored at the provider (conversation) cannot be used through this gateway: continue one with previous_response_id', 'conversation');
+  if (Array.isArray(b.input) && b.input.some((i) => (i as { type?: unknown })?.type === 'item_reference')) {
+    throw errors.invalidRequest('Items stored at the provider (item_reference) cannot be used through this gateway: send the items themselves', 'input');
+  }
+  if (b.background === true) throw errors.invalidRequest('Background responses cannot be served through this gateway: leave background unset (stream for long answers)', 'background');
+}
 
 export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEvent> = {
   name: 'responses',
@@ -77,13 +91,16 @@ export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEven
   includeUsage: () => false,
   output: (body, model) => ({ perChoice: body.max_output_tokens ?? model.max_output_tokens, choices: 1 }),
   features(body, model: ModelConfig) {
-    let out = body;
-    if (typeof body.service_tier === 'string' && ['priority', 'scale'].includes(body.service_tier) && !model.allow.includes('priority')) {
-      const { service_tier: _stripped, ...rest } = body;
+    refuseStored(body);
+    let out = standardTier(body, model);
+    const tools = keepTools(out.tools, responsesTool(model));
+    if (tools !== out.tools) out = { ...out, tools: tools ?? undefined };
+    // compaction: a summarising pass over the whole conversation, billed on top of the answer
+    const cm = (out as { context_management?: unknown }).context_management;
+    if (cm != null && !allows(model, 'server_tools')) {
+      const { context_management: _stripped, ...rest } = out as ResponsesRequest & { context_management?: unknown };
       out = rest;
     }
-    const allowed = (t: { type: string }) => !COSTLY.test(t.type) || (model.allow.includes('web_search') && t.type.startsWith('web_search'));
-    if (out.tools?.some((t) => !allowed(t))) out = { ...out, tools: out.tools.filter(allowed) };
     return out;
   },
   // The gateway keeps responses (services/responses.ts): each gets an id of the gateway's, from its request's.

@@ -1,0 +1,417 @@
+/**
+ * The hold covers the bill, under attack. A key holding 0.01 USD tries to make the operator pay: on every paid
+ * endpoint and every provider type it sends what an upstream bills beyond the tokens the gateway counted (inline
+ * video, server tools, MCP servers, stored prompts and conversations, compaction, pricier tiers...). The fake
+ * upstreams on loopback bill each request the way the provider documents it (usage counted from what they were
+ * sent), and record it; the test compares that bill, at the configured prices, with what the account was charged.
+ * Every attack must end either refused before anything is sent, or charged the whole bill: never a shortfall.
+ * On the database in DATABASE_URL (SQLite by default, MariaDB in the second pass).
+ */
+import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
+import type { Received } from '../fakes/fakeUpstream';
+import { FakeGemini, geminiResponse, usageOf } from '../fakes/geminiUpstream';
+import { FakeOpenAI, responseObject } from '../fakes/openaiUpstream';
+import { startGateway, type TestGateway } from '../helpers/app';
+import { Price } from '../../src/billing/prices';
+
+let openai: FakeOpenAI;
+let claude: FakeAnthropic;
+let gemini: FakeGemini;
+let gw: TestGateway;
+
+/** What each upstream billed, in tokens, as the provider would for what it was sent. */
+const bills: { model: string; input: number; output: number }[] = [];
+
+// USD per million tokens, as configured below; in micro-USD per million tokens for Price.
+const PRICES: Record<string, Price> = {
+  gpt: new Price({ input: 1_000_000, output: 4_000_000, cached_input: 1_000_000, cache_write: 1_000_000 }),
+  claude: new Price({ input: 3_000_000, output: 15_000_000, cached_input: 3_000_000, cache_write: 3_000_000 }),
+  gem: new Price({ input: 300_000, output: 2_500_000, cached_input: 300_000, cache_write: 300_000 }),
+};
+PRICES['claude-all'] = PRICES.claude;
+PRICES['gpt-all'] = PRICES.gpt;
+
+beforeAll(async () => {
+  openai = await new FakeOpenAI().start();
+  claude = await new FakeAnthropic().start();
+  gemini = await new FakeGemini().start();
+  gw = await startGateway(
+    `
+billing: { min_output_tokens: 16 }
+limits: { rpm: 0, tpm: 0 }
+routing: { breaker_failures: 1000 }
+providers:
+  oa: { type: openai, base_url: "${openai.url}" }
+  an: { type: anthropic, base_url: "${claude.url}", api_key: "\${FAKE_ANTHROPIC_KEY}" }
+  ge: { type: gemini, base_url: "${gemini.url}" }
+models:
+  - { id: gpt, kind: chat, price: { input: 1, output: 4 }, routes: [ { provider: oa } ] }
+  - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
+  - { id: gem, kind: chat, price: { input: 0.3, output: 2.5 }, routes: [ { provider: ge } ] }
+  - { id: claude-all, kind: chat, price: { input: 3, output: 15 }, allow: [priority, server_tools, long_context, data_residency, cache_1h], routes: [ { provider: an } ] }
+  - { id: gpt-all, kind: chat, price: { input: 1, output: 4 }, allow: [priority, server_tools], routes: [ { provider: oa } ] }
+`,
+    { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
+  );
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await openai?.close();
+  await claude?.close();
+  await gemini?.close();
+});
+
+beforeEach(() => {
+  // Every answer below is billed the way its provider bills what it was sent.
+  openai.plans.length = claude.plans.length = gemini.plans.length = 0;
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Upstreams that bill like the provider
+
+/** Text as a provider's tokenizer reads it: about a token per four bytes (the bill the tests compare is far larger). */
+const textTokens = (v: unknown) => Math.ceil(Buffer.byteLength(JSON.stringify(v ?? '')) / 4);
+
+/** Base64 data → its bytes. */
+const raw = (b64: string) => Math.floor((b64.length * 3) / 4);
+
+/**
+ * Anthropic's bill for a Messages request: the text; the tool-use system prompt (346 tokens) and the documented
+ * overhead of its own client tools (computer use 735 + a 499-token system prompt, bash 245, text editor 700); what
+ * server tools and connectors read back into the context (a code run's output, an MCP server's tool results, a
+ * skill's files) ; max_tokens of output; and, with compaction, the summarising pass as an iteration of its own that
+ * the top-level usage leaves out.
+ */
+function anthropicAnswer(r: Received) {
+  const b = r.body;
+  const tools: { type?: string }[] = b.tools ?? [];
+  let input = textTokens({ system: b.system, messages: b.messages, tools });
+  if (tools.length) input += 346;
+  for (const t of tools) {
+    const type = t.type ?? 'custom';
+    if (type.startsWith('computer_')) input += 735 + 499;
+    if (type.startsWith('bash_')) input += 245;
+    if (type.startsWith('text_editor_')) input += 700;
+    if (type.startsWith('code_execution_') || type.startsWith('web_fetch_')) input += 100_000;
+  }
+  if (b.mcp_servers?.length) input += 100_000;
+  if (b.container?.skills?.length) input += 50_000;
+  const output = b.max_tokens;
+  const compacting = (b.context_management?.edits ?? []).some((e: { type: string }) => e.type.startsWith('compact'));
+  if (!compacting) {
+    bills.push({ model: r.body.model, input, output });
+    return message([{ type: 'text', text: 'ok' }], { model: b.model, usage: { input_tokens: input, output_tokens: output } });
+  }
+  // the summary of the whole conversation is written first (3,000 tokens), then the answer reads the summary
+  const iterations = [
+    { type: 'compaction', input_tokens: input, output_tokens: 3_000 },
+    { type: 'message', input_tokens: 3_000, output_tokens: output },
+  ];
+  bills.push({ model: r.body.model, input: input + 3_000, output: 3_000 + output });
+  const msg = message([{ type: 'text', text: 'ok' }], { model: b.model, usage: { input_tokens: 3_000, output_tokens: output } });
+  return { ...msg, usage: { ...msg.usage, iterations } };
+}
+
+/**
+ * Gemini's bill: text at about four bytes a token; inline media by what it is: an image 258 tokens, video 263 tokens
+ * a second (here a 20 kbit/s video), audio 32 tokens a second (an 8 kbit/s recording), a PDF 258 tokens a page
+ * (3 kB a page); maxOutputTokens of output, per candidate.
+ */
+function geminiAnswer(r: Received) {
+  const b = r.body;
+  let input = 0;
+  for (const c of [...(b.contents ?? []), b.systemInstruction ?? { parts: [] }]) {
+    for (const p of c.parts ?? []) {
+      if (p.text) input += textTokens(p.text);
+      const m = p.inlineData;
+      if (!m) continue;
+      const bytes = raw(m.data);
+      if (m.mimeType.startsWith('image/')) input += 258;
+      else if (m.mimeType.startsWith('video/')) input += 263 * Math.ceil(bytes / 2_500);
+      else if (m.mimeType.startsWith('audio/')) input += 32 * Math.ceil(bytes / 1_000);
+      else input += 258 * Math.ceil(bytes / 3_000);
+    }
+  }
+  const output = (b.generationConfig?.maxOutputTokens ?? 65_536) * (b.generationConfig?.candidateCount ?? 1);
+  bills.push({ model: 'gem', input, output });
+  return geminiResponse([{ text: 'ok' }], 'STOP', usageOf(input, output));
+}
+
+/**
+ * OpenAI's bill for a Responses request: the text, plus what the request points at in the operator's OpenAI
+ * account — a stored prompt, a conversation, referenced items — and max_output_tokens of output. In the background
+ * the answer comes later (the request only gets `queued`), billed all the same.
+ */
+function responsesAnswer(r: Received) {
+  const b = r.body;
+  let input = textTokens({ instructions: b.instructions, input: b.input, tools: b.tools });
+  if (b.prompt) input += 50_000;
+  if (b.conversation) input += 80_000;
+  for (const item of Array.isArray(b.input) ? b.input : []) if (item.type === 'item_reference') input += 60_000;
+  const output = b.max_output_tokens;
+  bills.push({ model: b.model, input, output });
+  const usage = { input_tokens: input, input_tokens_details: { cached_tokens: 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + output };
+  const res = responseObject(b, 'ok', usage);
+  return b.background ? { ...res, status: 'queued', output: [], usage: null } : res;
+}
+
+/** The next answer of each fake upstream is billed as its provider bills what it was sent. */
+function billLikeProviders() {
+  openai.plans.length = claude.plans.length = gemini.plans.length = 0;
+  openai.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: responsesAnswer(r) }) });
+  claude.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: anthropicAnswer(r) }) });
+  gemini.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: geminiAnswer(r) }) });
+}
+
+const billed = (since: number) => bills.slice(since).reduce((n, x) => n + PRICES[x.model].cost({ prompt: x.input, completion: x.output, cached: 0, cacheWrite: 0, reasoning: 0 }), 0);
+
+// ---------------------------------------------------------------------------------------------------------------
+// The attacker
+
+const BUDGET = 10_000; // 0.01 USD
+
+interface Outcome {
+  status: number;
+  /** What the upstreams billed for the request, at the configured prices (micro-USD). */
+  billed: number;
+  /** What the account was charged. */
+  charged: number;
+  /** Shortfall rows written for the account. */
+  shortfalls: number;
+}
+
+async function attack(path: string, body: object, headers: Record<string, string> = {}): Promise<Outcome & { json: any }> {
+  const k = await gw.newKey({}, BUDGET);
+  const since = bills.length;
+  billLikeProviders();
+  const res = await fetch(`${gw.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  await gw.settled();
+  openai.plans.length = claude.plans.length = gemini.plans.length = 0;
+  const rows = await gw.app.db('ledger').where('account_id', k.accountId);
+  const charged = -rows.filter((r) => r.kind === 'usage').reduce((n, r) => n + Number(r.amount_micros), 0);
+  let json: any = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
+  return { status: res.status, billed: billed(since), charged, shortfalls: rows.filter((r) => r.kind === 'shortfall').length, json };
+}
+
+/** The operator never pays: the request was refused before anything was billed, or its whole bill was charged. */
+function covered(o: Outcome) {
+  return { charged: o.charged >= o.billed, shortfalls: o.shortfalls };
+}
+const COVERED = { charged: true, shortfalls: 0 };
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('attachments are what their data says they are', () => {
+  const video = `data:video/mp4;base64,${'AAAAIGZ0eXBpc29t'.repeat(100_000)}`; // 1.6 MB of base64: ten minutes at 20 kbit/s
+  const audio = `data:audio/mpeg;base64,${'SUQzBAAAAAAAI1RT'.repeat(10_000)}`;
+
+  test('chat on gemini: a video sent as an "image" data URL is refused, never billed as 4,800 image tokens', async () => {
+    const o = await attack('/v1/chat/completions', { model: 'gem', messages: [{ role: 'user', content: [{ type: 'text', text: 'describe' }, { type: 'image_url', image_url: { url: video } }] }], max_tokens: 16 });
+    expect(covered(o)).toEqual(COVERED);
+    expect(o.status).toBe(400);
+    expect(o.json.error.message).toBe('Video input is not accepted through this gateway');
+  });
+
+  test('/v1/messages bridged to gemini: an "image" block of media type video/mp4 is refused', async () => {
+    const data = video.slice('data:video/mp4;base64,'.length);
+    const o = await attack('/v1/messages', { model: 'gem', max_tokens: 16, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'video/mp4', data } }] }] });
+    expect(covered(o)).toEqual(COVERED);
+    expect(o.status).toBe(400);
+  });
+
+  test('/v1/responses bridged to gemini: an input_image that is a video is refused', async () => {
+    const o = await attack('/v1/responses', { model: 'gem', max_output_tokens: 16, input: [{ role: 'user', content: [{ type: 'input_image', image_url: video }] }] });
+    expect(covered(o)).toEqual(COVERED);
+    expect(o.status).toBe(400);
+  });
+
+  test('audio disguised as an image or a file is audio: refused unless the model allows audio', async () => {
+    for (const part of [
+      { type: 'image_url', image_url: { url: audio } },
+      { type: 'file', file: { file_data: audio, filename: 'a.mp3' } },
+      { type: 'file', file: { file_data: audio.slice(audio.indexOf(',') + 1), filename: 'talk.mp3' } }, // raw base64: Gemini would read the name
+    ]) {
+      const o = await attack('/v1/chat/completions', { model: 'gem', messages: [{ role: 'user', content: [part] }], max_tokens: 16 });
+      expect(covered(o)).toEqual(COVERED);
+      expect({ part: part.type, status: o.status }).toEqual({ part: part.type, status: 400 });
+    }
+  });
+});
+
+describe('/v1/messages on an anthropic route, natively', () => {
+  const ask = { model: 'claude', max_tokens: 100, messages: [{ role: 'user', content: 'Run it.' }] };
+
+  test("Anthropic's own client tools (computer use, bash, text editor) are held at their documented overhead", async () => {
+    const tools = [
+      { type: 'computer_20250124', name: 'computer', display_width_px: 1024, display_height_px: 768 },
+      { type: 'bash_20250124', name: 'bash' },
+      { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool' },
+    ];
+    const o = await attack('/v1/messages', { ...ask, max_tokens: 1000, tools });
+    expect(covered(o)).toEqual(COVERED);
+  });
+
+  test('server tools that run at Anthropic (code execution, web fetch) are dropped unless the model allows them', async () => {
+    for (const tool of [{ type: 'code_execution_20250825', name: 'code_execution' }, { type: 'web_fetch_20250910', name: 'web_fetch' }]) {
+      const o = await attack('/v1/messages', { ...ask, tools: [tool, { name: 'mine', input_schema: { type: 'object' } }] });
+      expect({ tool: tool.type, ...covered(o) }).toEqual({ tool: tool.type, ...COVERED });
+      expect(o.status).toBe(200);
+      expect(claude.last().body.tools.map((t: { name: string }) => t.name)).toEqual(['mine']);
+    }
+  });
+
+  test('MCP servers and containers (skills) are dropped unless the model allows server tools', async () => {
+    let o = await attack('/v1/messages', { ...ask, mcp_servers: [{ type: 'url', url: 'https://mcp.example.com/sse', name: 'docs' }] }, { 'anthropic-beta': 'mcp-client-2025-04-04' });
+    expect(covered(o)).toEqual(COVERED);
+    expect(claude.last().body.mcp_servers).toBeUndefined();
+    expect(claude.last().headers['anthropic-beta']).toBeUndefined();
+    o = await attack('/v1/messages', { ...ask, container: { skills: [{ type: 'anthropic', skill_id: 'pptx', version: 'latest' }] } }, { 'anthropic-beta': 'skills-2025-10-02,code-execution-2025-08-25' });
+    expect(covered(o)).toEqual(COVERED);
+    expect(claude.last().body.container).toBeUndefined();
+  });
+
+  test('server-side compaction is dropped unless allowed; when allowed, every iteration is billed', async () => {
+    const compact = { ...ask, context_management: { edits: [{ type: 'compact_20260112', trigger: { type: 'input_tokens', value: 50_000 } }, { type: 'clear_tool_uses_20250919' }] } };
+    let o = await attack('/v1/messages', compact, { 'anthropic-beta': 'compact-2026-01-12,context-management-2025-06-27' });
+    expect(covered(o)).toEqual(COVERED);
+    expect(claude.last().body.context_management).toEqual({ edits: [{ type: 'clear_tool_uses_20250919' }] });
+    expect(claude.last().headers['anthropic-beta']).toBe('context-management-2025-06-27');
+    // allowed (the operator prices it in): the usage's iterations are what Anthropic bills, and all are charged
+    claude.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: anthropicAnswer(r) }) });
+    const rich = await gw.newKey();
+    const since = bills.length;
+    const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${rich.secret}`, 'content-type': 'application/json', 'anthropic-beta': 'compact-2026-01-12' }, body: JSON.stringify({ ...compact, model: 'claude-all' }) });
+    expect(res.status).toBe(200);
+    await gw.settled();
+    const record = await gw.app.db('usage_records').where('account_id', rich.accountId).first();
+    expect(Number(record.cost_micros)).toBe(billed(since));
+  });
+
+  test('pricier processing is stripped unless allowed: fast mode, US-only inference, the 1M-token context beta, 1-hour cache writes', async () => {
+    claude.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: anthropicAnswer(r) }) });
+    const priced = {
+      ...ask,
+      speed: 'fast',
+      inference_geo: 'us',
+      system: [{ type: 'text', text: 'long instructions', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral', ttl: '1h' } }] }],
+      tools: [{ name: 't', input_schema: { type: 'object' }, cache_control: { type: 'ephemeral', ttl: '1h' } }],
+    };
+    const beta = { 'anthropic-beta': 'context-1m-2025-08-07,fast-mode-2026-02-01,interleaved-thinking-2025-05-14' };
+    expect((await attack('/v1/messages', priced, beta)).status).toBe(200);
+    let sent = claude.last();
+    expect(sent.body.speed).toBeUndefined();
+    expect(sent.body.inference_geo).toBeUndefined();
+    expect(sent.body.service_tier).toBe('standard_only');
+    expect(sent.body.system[0].cache_control).toEqual({ type: 'ephemeral' });
+    expect(sent.body.messages[0].content[0].cache_control).toEqual({ type: 'ephemeral' });
+    expect(sent.body.tools[0].cache_control).toEqual({ type: 'ephemeral' });
+    expect(sent.headers['anthropic-beta']).toBe('interleaved-thinking-2025-05-14');
+    // a model whose prices cover them passes them on
+    const rich = await gw.newKey();
+    const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${rich.secret}`, 'content-type': 'application/json', ...beta }, body: JSON.stringify({ ...priced, model: 'claude-all' }) });
+    expect(res.status).toBe(200);
+    sent = claude.last();
+    expect(sent.body).toMatchObject({ speed: 'fast', inference_geo: 'us' });
+    expect(sent.body.system[0].cache_control).toEqual({ type: 'ephemeral', ttl: '1h' });
+    expect(sent.headers['anthropic-beta']).toBe('context-1m-2025-08-07,fast-mode-2026-02-01,interleaved-thinking-2025-05-14');
+  });
+
+  test("usage with iterations is billed as their sum (the top-level numbers are the last pass's only)", async () => {
+    const iterations = [
+      { type: 'compaction', input_tokens: 1_000, output_tokens: 200 },
+      { type: 'message', input_tokens: 300, output_tokens: 40 },
+    ];
+    const msg = message([{ type: 'text', text: 'ok' }], { usage: { input_tokens: 300, output_tokens: 40 } });
+    claude.plan({ kind: 'json', body: { ...msg, usage: { ...msg.usage, iterations } } });
+    const k = await gw.newKey();
+    await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...ask, model: 'claude-all' }) });
+    await gw.settled();
+    expect(await gw.app.db('usage_records').where('account_id', k.accountId).first()).toMatchObject({ prompt_tokens: 1_300, completion_tokens: 240, cost_micros: 1_300 * 3 + 240 * 15 });
+    // streamed: message_delta carries the iterations
+    const events = streamEvents(message([{ type: 'text', text: 'ok' }], { usage: { input_tokens: 300, output_tokens: 40 } }));
+    const delta = events.find((e) => e.type === 'message_delta')!;
+    (delta.usage as object) = { output_tokens: 40, input_tokens: 300, iterations };
+    claude.plan({ kind: 'sse', events });
+    const s = await gw.newKey();
+    const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${s.secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...ask, model: 'claude-all', stream: true }) });
+    await res.text();
+    await gw.settled();
+    expect(await gw.app.db('usage_records').where('account_id', s.accountId).first()).toMatchObject({ prompt_tokens: 1_300, completion_tokens: 240 });
+  });
+});
+
+describe('/v1/responses on an openai route, natively', () => {
+  const ask = { model: 'gpt', max_output_tokens: 100, input: 'hi' };
+
+  test("what lives in the operator's OpenAI account is refused: stored prompts, conversations, item references", async () => {
+    for (const [param, extra] of [
+      ['prompt', { prompt: { id: 'pmpt_abc', version: '2' } }],
+      ['conversation', { conversation: 'conv_abc' }],
+      ['input', { input: [{ type: 'item_reference', id: 'msg_abc' }, { role: 'user', content: 'and so?' }] }],
+    ] as const) {
+      const o = await attack('/v1/responses', { ...ask, ...extra });
+      expect({ param, ...covered(o), status: o.status }).toEqual({ param, ...COVERED, status: 400 });
+      expect(o.json.error.param).toBe(param);
+    }
+    openai.plans.length = 0;
+  });
+
+  test('background mode is refused: the gateway would never see what the answer cost', async () => {
+    const o = await attack('/v1/responses', { ...ask, background: true });
+    expect(covered(o)).toEqual(COVERED);
+    expect(o.status).toBe(400);
+    expect(o.json.error.param).toBe('background');
+    openai.plans.length = 0;
+  });
+
+  test('tools run by OpenAI are dropped unless allowed: hosted shells, server-side tool search, programmatic calling, compaction', async () => {
+    const tools = [
+      { type: 'function', name: 'f', parameters: { type: 'object' } },
+      { type: 'shell', environment: { type: 'container_auto' } },
+      { type: 'shell' },
+      { type: 'tool_search', execution: 'server' },
+      { type: 'tool_search', execution: 'client' },
+      { type: 'programmatic_tool_calling' },
+      { type: 'code_interpreter', container: { type: 'auto' } },
+      { type: 'apply_patch' },
+      { type: 'some_future_hosted_tool' },
+    ];
+    const k = await gw.newKey();
+    const send = (model: string) =>
+      fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...ask, model, tools, context_management: [{ type: 'compaction' }] }) });
+    expect((await send('gpt')).status).toBe(200);
+    expect(openai.last().body.tools).toEqual([tools[0], tools[2], tools[4], tools[7]]);
+    expect(openai.last().body.context_management).toBeUndefined();
+    expect((await send('gpt-all')).status).toBe(200);
+    expect(openai.last().body.tools).toEqual(tools);
+  });
+});
+
+describe('pricier service tiers (OpenAI: priority, scale, fast) are served at the standard tier unless allowed; unknown ones are refused', () => {
+  test.each([['/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }] }], ['/v1/responses', { input: 'x' }]])('%s', async (path, body) => {
+    const k = await gw.newKey();
+    const send = (model: string, tier: string) =>
+      fetch(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ model, ...body, service_tier: tier }) });
+    for (const tier of ['priority', 'scale', 'fast', 'auto', 'default', 'flex']) {
+      expect((await send('gpt', tier)).status).toBe(200);
+      expect({ tier, sent: openai.last().body.service_tier }).toEqual({ tier, sent: ['auto', 'default', 'flex'].includes(tier) ? tier : undefined });
+      expect((await send('gpt-all', tier)).status).toBe(200);
+      expect({ tier, sent: openai.last().body.service_tier }).toEqual({ tier, sent: tier });
+    }
+    const unknown = await send('gpt', 'ultrafast');
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as any).error.param).toBe('service_tier');
+  });
+});
