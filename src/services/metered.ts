@@ -113,6 +113,7 @@ export class Metered {
         endpoint: op.name,
         promptTokens: promptBound(call.profile, model),
         outputTokens: asked,
+        choices,
         promptBytes: call.profile.textBytes,
       });
     } catch (e) {

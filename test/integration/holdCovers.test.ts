@@ -13,6 +13,7 @@ import { FakeGemini, geminiResponse, usageOf } from '../fakes/geminiUpstream';
 import { FakeOpenAI, responseObject } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { Price } from '../../src/billing/prices';
+import { inspect, promptBound } from '../../src/gateway/bound';
 
 let openai: FakeOpenAI;
 let claude: FakeAnthropic;
@@ -413,5 +414,27 @@ describe('pricier service tiers (OpenAI: priority, scale, fast) are served at th
     const unknown = await send('gpt', 'ultrafast');
     expect(unknown.status).toBe(400);
     expect(((await unknown.json()) as any).error.param).toBe('service_tier');
+  });
+});
+
+describe('output multipliers', () => {
+  test('a balance short for every choice is refused, never sent with an output limit of 0 per choice', async () => {
+    // best_of 20 on a chat model: 20 choices' worth is held; the balance pays 18 output tokens after the prompt
+    const body = { model: 'gem', prompt: 'Say something.', best_of: 20, max_tokens: 100 };
+    const money = PRICES.gem.worstCase(promptBound(inspect(body), { image_tokens: 4_800, file_tokens: 300_000 }), 18);
+    const k = await gw.newKey({}, money);
+    const before = gemini.requests.length;
+    const res = await fetch(`${gw.url}/v1/completions`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const sent = gemini.requests.slice(before).map((r) => r.body.generationConfig?.maxOutputTokens);
+    expect({ status: res.status, sent }).toEqual({ status: 429, sent: [] });
+  });
+
+  test('best_of on chat (an OpenAI-compatible server generates that many) multiplies the allowance like n', async () => {
+    const body = { model: 'gpt', messages: [{ role: 'user', content: 'x' }], max_tokens: 500, best_of: 4 };
+    const k = await gw.newKey({}, 3_000);
+    const affordable = PRICES.gpt.affordableOutput(promptBound(inspect(body), { image_tokens: 4_800, file_tokens: 300_000 }), 3_000)!; // about 700
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    expect(openai.last().body.max_tokens).toBe(Math.floor(affordable / 4));
   });
 });

@@ -43,7 +43,9 @@ export const chat: Operation<ChatRequest, ChatResponse, ChatChunk> = {
   output(body, model) {
     const asked = [body.max_completion_tokens, body.max_tokens].filter((n): n is number => typeof n === 'number');
     const perChoice = (asked.length ? Math.min(...asked) : model.max_output_tokens) + predictionBytes(body);
-    return { perChoice, choices: Math.max(1, body.n ?? 1) };
+    // best_of is not OpenAI's in chat, but OpenAI-compatible servers (vLLM) generate that many and return n
+    const bestOf = (body as { best_of?: unknown }).best_of;
+    return { perChoice, choices: Math.max(1, body.n ?? 1, typeof bestOf === 'number' && Number.isFinite(bestOf) ? Math.min(Math.floor(bestOf), 128) : 1) };
   },
   features(body, model) {
     const allowed = (f: ModelConfig['allow'][number]) => model.allow.includes(f);
