@@ -74,12 +74,18 @@ export class Metered {
 
   /**
    * Anthropic's count_tokens for a model the key may use: free (no hold, no charge), after the same checks of the
-   * key as a paid request.
+   * key as a paid request, and counted against its tokens per minute like one (its prompt's estimate): counting
+   * costs an upstream call or tokenizer time.
    */
-  async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'body' | 'signal' | 'headers'>): Promise<{ input_tokens: number }> {
-    if (!keyAllowsModel(call.principal.key, call.body.model)) throw errors.modelNotFound(call.body.model);
+  async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'signal' | 'headers'>): Promise<{ input_tokens: number }> {
+    if (!keyAllowsModel(call.principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), call.grant);
     const model = this.gateway.models.resolve(call.body.model, op);
-    return this.gateway.countTokens(op, model, call.body, call.signal, forwarded(call.headers, op.forwardHeaders));
+    await call.grant.tokens(tokenEstimate(call.profile, model));
+    try {
+      return await this.gateway.countTokens(op, model, call.body, call.signal, forwarded(call.headers, op.forwardHeaders));
+    } catch (e) {
+      throw withHeaders(e, call.grant);
+    }
   }
 
   /** One model for GET /v1/models/{model}: unknown or not allowed → 404. */
