@@ -6,7 +6,7 @@
  */
 import OpenAI from 'openai';
 import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
-import { FakeOpenAI } from '../fakes/openaiUpstream';
+import { FakeOpenAI, responseObject } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 
 let openai: FakeOpenAI;
@@ -112,6 +112,16 @@ describe('stored responses', () => {
     expect(await gw.app.responses.purge()).toBeGreaterThanOrEqual(1);
     expect(await gw.app.db('responses').where('id', old.id).first()).toBeUndefined();
     expect((await client.responses.retrieve(fresh.id)).id).toBe(fresh.id);
+  });
+  test('a continued conversation the gateway cannot forward (an upstream answer nested too deep) is a 400, not a 500', async () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 70; i++) deep = [deep];
+    const res = responseObject({ model: 'gpt-5-2025' }, 'ok');
+    openai.plan({ kind: 'json', body: { ...res, output: [...res.output, { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'f', arguments: '{}', status: 'completed', extra: deep }] } });
+    const first = await client.responses.create({ model: 'gpt-5', input: 'hi' });
+    const cont = await client.responses.create({ model: 'gpt-5', input: 'and?', previous_response_id: first.id }).catch((e) => e);
+    expect(cont.status).toBe(400);
+    expect(cont.error).toMatchObject({ type: 'invalid_request_error', message: 'The request body is nested deeper than 64 levels' });
   });
 });
 
