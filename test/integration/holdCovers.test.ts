@@ -10,10 +10,11 @@
 import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
 import type { Received } from '../fakes/fakeUpstream';
 import { FakeGemini, geminiResponse, usageOf } from '../fakes/geminiUpstream';
-import { FakeOpenAI, responseObject } from '../fakes/openaiUpstream';
+import { FakeOpenAI, responseFrame, responseObject } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { Price } from '../../src/billing/prices';
 import { inspect, promptBound } from '../../src/gateway/bound';
+import { countText } from '../../src/gateway/tokenizer/count';
 
 let openai: FakeOpenAI;
 let claude: FakeAnthropic;
@@ -436,5 +437,68 @@ describe('output multipliers', () => {
     const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect(res.status).toBe(200);
     expect(openai.last().body.max_tokens).toBe(Math.floor(affordable / 4));
+  });
+});
+
+describe('a stream cut short is billed what it certainly cost', () => {
+  /** Streams `body` to `path`, leaves once `marker` went by, and returns the request's usage record. */
+  async function cut(path: string, body: object, marker: string) {
+    const k = await gw.newKey();
+    const res = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }) });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes(marker)) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    for (let i = 0; i < 100; i++) {
+      await gw.settled();
+      const record = await gw.app.db('usage_records').where('account_id', k.accountId).first();
+      if (record) return record;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error('no usage record');
+  }
+
+  test('gemini: the usage reported so far, thinking included (a stream never shows it), not only the visible words', async () => {
+    const first = geminiResponse([{ text: 'Hi' }], undefined, { promptTokenCount: 1_200, candidatesTokenCount: 1, thoughtsTokenCount: 3_000, totalTokenCount: 4_201 });
+    gemini.plan({ kind: 'stall', events: [first] });
+    const record = await cut('/v1/chat/completions', { model: 'gem', messages: [{ role: 'user', content: 'think hard' }] }, 'Hi');
+    expect(record).toMatchObject({ status: 499, prompt_tokens: 1_200, completion_tokens: 3_001 });
+  });
+
+  test('anthropic through chat: the prompt as Anthropic counted it in message_start', async () => {
+    const msg = message([{ type: 'text', text: 'Hello there' }], { usage: { input_tokens: 5_000, cache_read_input_tokens: 2_000, output_tokens: 9 } });
+    claude.plan({ kind: 'stall', events: streamEvents(msg).slice(0, 4) });
+    const record = await cut('/v1/chat/completions', { model: 'claude', messages: [{ role: 'user', content: 'hi' }] }, 'Hello');
+    expect(record).toMatchObject({ status: 499, prompt_tokens: 7_000, cached_tokens: 2_000 });
+  });
+
+  test('anthropic natively: a redacted_thinking block (encrypted thinking, billed as output) counts', async () => {
+    const data = 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB4URj'.repeat(20);
+    const events = [
+      { type: 'message_start', message: { id: 'msg_r', type: 'message', role: 'assistant', model: 'claude', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 20, output_tokens: 1 } } },
+      { type: 'content_block_start', index: 0, content_block: { type: 'redacted_thinking', data } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Sure' } },
+    ];
+    claude.plan({ kind: 'stall', events });
+    const record = await cut('/v1/messages', { model: 'claude', max_tokens: 4_000, messages: [{ role: 'user', content: 'hi' }] }, 'Sure');
+    expect(record.status).toBe(499);
+    expect(Number(record.completion_tokens)).toBe(countText(data + 'Sure'));
+  });
+
+  test("responses natively: a reasoning item's encrypted content counts (no delta shows that reasoning)", async () => {
+    const encrypted = 'gAAAAABoZ3x5'.repeat(100);
+    const shell = { ...responseObject({ model: 'gpt' }, ''), status: 'in_progress', output: [], usage: null };
+    const events = [
+      { type: 'response.created', sequence_number: 0, response: shell },
+      { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { type: 'reasoning', id: 'rs_1', summary: [] } },
+      { type: 'response.output_item.done', sequence_number: 2, output_index: 0, item: { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: encrypted } },
+      { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_1', output_index: 1, content_index: 0, delta: 'Done' },
+    ].map(responseFrame);
+    openai.plan({ kind: 'stall', events });
+    const record = await cut('/v1/responses', { model: 'gpt', input: 'hi', include: ['reasoning.encrypted_content'] }, 'Done');
+    expect(record.status).toBe(499);
+    expect(Number(record.completion_tokens)).toBe(countText(encrypted + 'Done'));
   });
 });

@@ -2,13 +2,19 @@
 import type { ModelConfig } from '../../config';
 import { errors } from '../../errors';
 import type { ChatChunk, ChatRequest, ChatResponse } from '../types';
-import { NOT_GENERATED, OPENAI_SSE, collect, final, readUsage, shownUsage, withoutUsage } from './openai';
+import { NOT_GENERATED, OPENAI_SSE, collect, readUsage, shownUsage, withoutUsage } from './openai';
 import { standardTier } from './policy';
 import type { Operation, Reader } from './types';
 
 export const chatReader: Reader<ChatRequest, ChatResponse, ChatChunk> = {
   usage: (res) => readUsage(res.usage),
-  chunkUsage: (chunk, previous) => final(readUsage(chunk.usage)) ?? previous,
+  // Usage on a chunk that ends nothing is the usage so far (Gemini and Anthropic report it as they go): what a stream
+  // cut after it has certainly cost. On the usage chunk (no choices) or a finishing chunk it is the whole request's.
+  chunkUsage(chunk, previous) {
+    const usage = readUsage(chunk.usage);
+    if (!usage) return previous;
+    return { usage, final: chunk.choices.length === 0 || chunk.choices.some((c) => c.finish_reason) };
+  },
   prompt: (body) => ({ kind: 'chat', body: { messages: body.messages, tools: body.tools, functions: body.functions } }),
   answerText(res) {
     const out: string[] = [];

@@ -44,6 +44,12 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
     return out.join('');
   },
   chunkText(ev) {
+    // A block may start with content of its own: a redacted_thinking block is all there (encrypted, billed as output);
+    // tool results (web search) are input, not output.
+    if (ev.type === 'content_block_start') {
+      const b = ev.content_block as { text?: unknown; thinking?: unknown; data?: unknown } | undefined;
+      return [b?.text, b?.thinking, b?.data].filter((x): x is string => typeof x === 'string').join('');
+    }
     const d = ev.type === 'content_block_delta' ? ev.delta : undefined;
     return (d?.text ?? '') + (d?.partial_json ?? '') + (d?.thinking ?? '');
   },

@@ -50,7 +50,13 @@ const reader: Reader<ResponsesRequest, ResponseObject, ResponseEvent> = {
     collect(res.output, NOT_TEXT, out);
     return out.join('');
   },
-  chunkText: (ev) => (typeof ev.delta === 'string' ? ev.delta : ''),
+  // Every delta; and a reasoning item's encrypted content, which comes whole when the item is done (the reasoning
+  // it stands for is billed as output, and no delta ever shows it).
+  chunkText(ev) {
+    if (typeof ev.delta === 'string') return ev.delta;
+    const item = ev.type === 'response.output_item.done' ? (ev.item as { type?: unknown; encrypted_content?: unknown } | undefined) : undefined;
+    return item?.type === 'reasoning' && typeof item.encrypted_content === 'string' ? item.encrypted_content : '';
+  },
 };
 
 export const RESPONSES_SSE: Framing = {
