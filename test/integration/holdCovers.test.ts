@@ -9,6 +9,7 @@
  */
 import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
 import type { Received } from '../fakes/fakeUpstream';
+import { AZURE_KEY, FakeAzure } from '../fakes/azureUpstream';
 import { FakeGemini, geminiResponse, usageOf } from '../fakes/geminiUpstream';
 import { FakeOpenAI, responseFrame, responseObject } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
@@ -19,6 +20,7 @@ import { countText } from '../../src/gateway/tokenizer/count';
 let openai: FakeOpenAI;
 let claude: FakeAnthropic;
 let gemini: FakeGemini;
+let azure: FakeAzure;
 let gw: TestGateway;
 
 /** What each upstream billed, in tokens, as the provider would for what it was sent. */
@@ -32,11 +34,13 @@ const PRICES: Record<string, Price> = {
 };
 PRICES['claude-all'] = PRICES.claude;
 PRICES['gpt-all'] = PRICES.gpt;
+PRICES['gpt4o-prod'] = PRICES.gpt;
 
 beforeAll(async () => {
   openai = await new FakeOpenAI().start();
   claude = await new FakeAnthropic().start();
   gemini = await new FakeGemini().start();
+  azure = await new FakeAzure().start();
   gw = await startGateway(
     `
 billing: { min_output_tokens: 16 }
@@ -46,7 +50,9 @@ providers:
   oa: { type: openai, base_url: "${openai.url}" }
   an: { type: anthropic, base_url: "${claude.url}", api_key: "\${FAKE_ANTHROPIC_KEY}" }
   ge: { type: gemini, base_url: "${gemini.url}" }
+  az: { type: azure, base_url: "${azure.url}", api_key: "${AZURE_KEY}" }
 models:
+  - { id: azgpt, kind: chat, price: { input: 1, output: 4 }, routes: [ { provider: az, model: gpt4o-prod } ] }
   - { id: gpt, kind: chat, price: { input: 1, output: 4 }, routes: [ { provider: oa } ] }
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
   - { id: gem, kind: chat, price: { input: 0.3, output: 2.5 }, routes: [ { provider: ge } ] }
@@ -62,6 +68,7 @@ afterAll(async () => {
   await openai?.close();
   await claude?.close();
   await gemini?.close();
+  await azure?.close();
 });
 
 beforeEach(() => {
@@ -158,9 +165,23 @@ function responsesAnswer(r: Received) {
   return b.background ? { ...res, status: 'queued', output: [], usage: null } : res;
 }
 
+/**
+ * Azure OpenAI's bill for a chat request: the text, plus — "on your data" — the documents its search retrieved and
+ * put into the prompt (here 20 of 5,000 tokens); max_completion_tokens of output.
+ */
+function azureAnswer(r: Received) {
+  const b = r.body;
+  let input = textTokens(b.messages) + textTokens(b.tools);
+  if (b.data_sources?.length) input += 20 * 5_000;
+  const output = b.max_completion_tokens;
+  bills.push({ model: 'gpt4o-prod', input, output });
+  return { id: 'chatcmpl-az', object: 'chat.completion', created: 1, model: 'gpt-4o', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } };
+}
+
 /** The next answer of each fake upstream is billed as its provider bills what it was sent. */
 function billLikeProviders() {
-  openai.plans.length = claude.plans.length = gemini.plans.length = 0;
+  openai.plans.length = claude.plans.length = gemini.plans.length = azure.plans.length = 0;
+  azure.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: azureAnswer(r) }) });
   openai.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: responsesAnswer(r) }) });
   claude.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: anthropicAnswer(r) }) });
   gemini.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: geminiAnswer(r) }) });
@@ -194,7 +215,7 @@ async function attack(path: string, body: object, headers: Record<string, string
   });
   const text = await res.text();
   await gw.settled();
-  openai.plans.length = claude.plans.length = gemini.plans.length = 0;
+  openai.plans.length = claude.plans.length = gemini.plans.length = azure.plans.length = 0;
   const rows = await gw.app.db('ledger').where('account_id', k.accountId);
   const charged = -rows.filter((r) => r.kind === 'usage').reduce((n, r) => n + Number(r.amount_micros), 0);
   let json: any = null;
@@ -415,6 +436,33 @@ describe('pricier service tiers (OpenAI: priority, scale, fast) are served at th
     const unknown = await send('gpt', 'ultrafast');
     expect(unknown.status).toBe(400);
     expect(((await unknown.json()) as any).error.param).toBe('service_tier');
+  });
+});
+
+describe('/v1/chat/completions on an azure route', () => {
+  test('"On your data" (data_sources: documents an Azure search puts into the prompt) is dropped unless allowed', async () => {
+    const dataSources = [{ type: 'azure_search', parameters: { endpoint: 'https://attacker.search.windows.net', index_name: 'big', authentication: { type: 'api_key', key: 'theirs' }, top_n_documents: 20 } }];
+    const o = await attack('/v1/chat/completions', { model: 'azgpt', messages: [{ role: 'user', content: 'summarise everything' }], max_tokens: 100, data_sources: dataSources });
+    expect(covered(o)).toEqual(COVERED);
+    expect(o.status).toBe(200);
+    expect(azure.last().body.data_sources).toBeUndefined();
+  });
+});
+
+describe('/v1/completions on a chat model (sent through chat)', () => {
+  test('is held to the same rules as chat: pricier tiers and "on your data" stripped, web search and audio refused, a prediction held as output', async () => {
+    const k = await gw.newKey();
+    const send = (body: object) => fetch(`${gw.url}/v1/completions`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 50, ...body }) });
+    expect((await send({ model: 'gpt', service_tier: 'priority' })).status).toBe(200);
+    expect(openai.last().body.service_tier).toBeUndefined();
+    expect((await send({ model: 'azgpt', data_sources: [{ type: 'azure_search', parameters: {} }] })).status).toBe(200);
+    expect(azure.last().body.data_sources).toBeUndefined();
+    for (const field of [{ web_search_options: {} }, { modalities: ['text', 'audio'] }]) {
+      const res = await send({ model: 'gpt', ...field });
+      expect({ field: Object.keys(field)[0], status: res.status }).toEqual({ field: Object.keys(field)[0], status: 400 });
+    }
+    expect((await send({ model: 'gpt', prediction: { type: 'content', content: 'y'.repeat(300) } })).status).toBe(200);
+    expect(openai.last().body.max_tokens).toBe(350);
   });
 });
 

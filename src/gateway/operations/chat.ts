@@ -3,7 +3,7 @@ import type { ModelConfig } from '../../config';
 import { errors } from '../../errors';
 import type { ChatChunk, ChatRequest, ChatResponse } from '../types';
 import { NOT_GENERATED, OPENAI_SSE, collect, readUsage, shownUsage, withoutUsage } from './openai';
-import { standardTier } from './policy';
+import { standardTier, withoutChatExtensions } from './policy';
 import type { Operation, Reader } from './types';
 
 export const chatReader: Reader<ChatRequest, ChatResponse, ChatChunk> = {
@@ -30,12 +30,28 @@ export const chatReader: Reader<ChatRequest, ChatResponse, ChatChunk> = {
 };
 
 /** The tokens a predicted output may add: rejected prediction tokens are billed as completion tokens. */
-function predictionBytes(body: ChatRequest): number {
+export function predictionBytes(body: Pick<ChatRequest, 'prediction'>): number {
   const p = body.prediction as { content?: unknown } | null | undefined;
   if (!p) return 0;
   const out: string[] = [];
   collect(p.content, new Set(), out);
   return out.reduce((n, s) => n + Buffer.byteLength(s), 0);
+}
+
+/**
+ * Audio and web search refused unless allowed, pricier tiers and Azure's "on your data" stripped (see policy.ts).
+ * Legacy completions sent through chat are held to the same (their unknown fields become the chat request's).
+ */
+export function chatFeatures<T extends Pick<ChatRequest, 'audio' | 'modalities' | 'web_search_options' | 'service_tier'>>(body: T, model: ModelConfig): T {
+  const allowed = (f: ModelConfig['allow'][number]) => model.allow.includes(f);
+  if (!allowed('audio') && (body.audio != null || (body.modalities ?? []).includes('audio'))) {
+    throw errors.invalidRequest(`Model ${model.id} does not produce audio through this gateway`, body.audio != null ? 'audio' : 'modalities');
+  }
+  if (!allowed('web_search') && body.web_search_options != null) {
+    throw errors.invalidRequest(`Model ${model.id} does not search the web through this gateway`, 'web_search_options');
+  }
+  // The answer is the same at the standard tier: served there rather than refused.
+  return withoutChatExtensions(standardTier(body, model), model);
 }
 
 export const chat: Operation<ChatRequest, ChatResponse, ChatChunk> = {
@@ -53,17 +69,7 @@ export const chat: Operation<ChatRequest, ChatResponse, ChatChunk> = {
     const bestOf = (body as { best_of?: unknown }).best_of;
     return { perChoice, choices: Math.max(1, body.n ?? 1, typeof bestOf === 'number' && Number.isFinite(bestOf) ? Math.min(Math.floor(bestOf), 128) : 1) };
   },
-  features(body, model) {
-    const allowed = (f: ModelConfig['allow'][number]) => model.allow.includes(f);
-    if (!allowed('audio') && (body.audio != null || (body.modalities ?? []).includes('audio'))) {
-      throw errors.invalidRequest(`Model ${model.id} does not produce audio through this gateway`, body.audio != null ? 'audio' : 'modalities');
-    }
-    if (!allowed('web_search') && body.web_search_options != null) {
-      throw errors.invalidRequest(`Model ${model.id} does not search the web through this gateway`, 'web_search_options');
-    }
-    // The answer is the same at the standard tier: served there rather than refused.
-    return standardTier(body, model);
-  },
+  features: (body, model) => chatFeatures(body, model),
   present: (res, p) => ({ ...res, model: p.model, usage: shownUsage(res.usage, p.usage, p.reported) }),
   presentChunk(chunk, { model, includeUsage }) {
     if (chunk.choices.length === 0 && chunk.usage) return null; // the usage chunk goes out last (tail)

@@ -31,6 +31,18 @@ export function keepTools<T>(tools: T[] | null | undefined, keep: (t: T) => bool
   return tools.filter(keep);
 }
 
+/**
+ * A chat body without what runs at the provider unless allowed (`server_tools`): Azure OpenAI's "on your data"
+ * (`data_sources`, `dataSources` in older versions: documents a search retrieves are put into the prompt, billed as
+ * input, and the search is run by whatever endpoint the client names) and its vision `enhancements`.
+ */
+export function withoutChatExtensions<T extends object>(body: T, model: Pick<ModelConfig, 'allow'>): T {
+  const b = body as Record<string, unknown>;
+  if (allows(model, 'server_tools') || (b.data_sources == null && b.dataSources == null && b.enhancements == null)) return body;
+  const { data_sources: _a, dataSources: _b, enhancements: _c, ...rest } = b;
+  return rest as T;
+}
+
 const typeOf = (t: unknown): string | undefined => (t && typeof t === 'object' && typeof (t as { type?: unknown }).type === 'string' ? (t as { type: string }).type : undefined);
 
 // -------------------------------------------------------------------------------------------------------------
