@@ -191,6 +191,9 @@ function attachment(o: Record<string, unknown>, p: BodyProfile): string | undefi
       if (typeof o.file_id === 'string') p.fileRefs++;
       else count(p, mediaOf(dataUrlType(o.file_data), mediaOfName(o.filename) ?? mediaOfName(o.file_url) ?? 'file'), dataBytes(o.file_data));
       return 'file_data';
+    case 'container_upload': // anthropic: {file_id} of a file in the operator's Files API
+      if (typeof o.file_id === 'string') p.fileRefs++;
+      return undefined;
     case 'image': // anthropic: {source: {type: base64 | url | file, media_type}}
     case 'document': {
       const source = inner('source');

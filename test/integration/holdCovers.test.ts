@@ -275,6 +275,13 @@ describe('attachments are what their data says they are', () => {
 describe('/v1/messages on an anthropic route, natively', () => {
   const ask = { model: 'claude', max_tokens: 100, messages: [{ role: 'user', content: 'Run it.' }] };
 
+  test("a file in the operator's Anthropic Files API (container_upload, a file source) is refused", async () => {
+    for (const block of [{ type: 'container_upload', file_id: 'file_011' }, { type: 'document', source: { type: 'file', file_id: 'file_011' } }]) {
+      const o = await attack('/v1/messages', { ...ask, messages: [{ role: 'user', content: [block, { type: 'text', text: 'read it' }] }] });
+      expect({ block: block.type, status: o.status, ...covered(o) }).toEqual({ block: block.type, status: 400, ...COVERED });
+    }
+  });
+
   test("Anthropic's own client tools (computer use, bash, text editor) are held at their documented overhead", async () => {
     const tools = [
       { type: 'computer_20250124', name: 'computer', display_width_px: 1024, display_height_px: 768 },
