@@ -527,33 +527,42 @@ describe('a stream cut short is billed what it certainly cost', () => {
     expect(record).toMatchObject({ status: 499, prompt_tokens: 7_000, cached_tokens: 2_000 });
   });
 
-  test('anthropic natively: a redacted_thinking block (encrypted thinking, billed as output) counts', async () => {
+  test('anthropic natively: thinking, tool input and text deltas, and a redacted_thinking block (encrypted thinking, billed as output) count', async () => {
     const data = 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB4URj'.repeat(20);
     const events = [
       { type: 'message_start', message: { id: 'msg_r', type: 'message', role: 'assistant', model: 'claude', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 20, output_tokens: 1 } } },
       { type: 'content_block_start', index: 0, content_block: { type: 'redacted_thinking', data } },
       { type: 'content_block_stop', index: 0 },
-      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
-      { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Sure' } },
+      { type: 'content_block_start', index: 1, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'thinking_delta', thinking: 'Let me weigh this.' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'signature_delta', signature: 'c2lnbmF0dXJl' } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_1', name: 'f', input: {} } },
+      { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '{"city": "Paris"}' } },
+      { type: 'content_block_stop', index: 2 },
+      { type: 'content_block_start', index: 3, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 3, delta: { type: 'text_delta', text: 'Sure' } },
     ];
     claude.plan({ kind: 'stall', events });
     const record = await cut('/v1/messages', { model: 'claude', max_tokens: 4_000, messages: [{ role: 'user', content: 'hi' }] }, 'Sure');
     expect(record.status).toBe(499);
-    expect(Number(record.completion_tokens)).toBe(countText(data + 'Sure'));
+    expect(Number(record.completion_tokens)).toBe(countText(`${data}Let me weigh this.{"city": "Paris"}Sure`));
   });
 
-  test("responses natively: a reasoning item's encrypted content counts (no delta shows that reasoning)", async () => {
+  test("responses natively: reasoning summary, tool argument and text deltas, and a reasoning item's encrypted content (no delta shows that reasoning) count", async () => {
     const encrypted = 'gAAAAABoZ3x5'.repeat(100);
     const shell = { ...responseObject({ model: 'gpt' }, ''), status: 'in_progress', output: [], usage: null };
     const events = [
       { type: 'response.created', sequence_number: 0, response: shell },
       { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { type: 'reasoning', id: 'rs_1', summary: [] } },
-      { type: 'response.output_item.done', sequence_number: 2, output_index: 0, item: { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: encrypted } },
-      { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_1', output_index: 1, content_index: 0, delta: 'Done' },
+      { type: 'response.reasoning_summary_text.delta', sequence_number: 2, item_id: 'rs_1', output_index: 0, summary_index: 0, delta: 'Weighing it.' },
+      { type: 'response.output_item.done', sequence_number: 3, output_index: 0, item: { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Weighing it.' }], encrypted_content: encrypted } },
+      { type: 'response.function_call_arguments.delta', sequence_number: 4, item_id: 'fc_1', output_index: 1, delta: '{"a":1}' },
+      { type: 'response.output_text.delta', sequence_number: 5, item_id: 'msg_1', output_index: 2, content_index: 0, delta: 'Done' },
     ].map(responseFrame);
     openai.plan({ kind: 'stall', events });
     const record = await cut('/v1/responses', { model: 'gpt', input: 'hi', include: ['reasoning.encrypted_content'] }, 'Done');
     expect(record.status).toBe(499);
-    expect(Number(record.completion_tokens)).toBe(countText(encrypted + 'Done'));
+    expect(Number(record.completion_tokens)).toBe(countText(`Weighing it.${encrypted}{"a":1}Done`));
   });
 });
