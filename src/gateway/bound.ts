@@ -3,7 +3,8 @@
  *
  * `inspect` walks a parsed JSON body once. It refuses what the gateway cannot forward safely — nesting deeper than
  * MAX_DEPTH (serialising it again would throw) and numbers that are not finite (`1e309` parses to Infinity) — and
- * measures the body: the UTF-8 bytes of every key, string and number outside attachments, and the attachments
+ * measures the body: the UTF-8 bytes of every key, string and number outside attachments (as JSON writes them,
+ * escapes included), and the attachments
  * themselves (images, audio, files, file references) by their `type`, whatever message or field holds them, and by
  * what their data is: an "image" whose data URL says `audio/mpeg` is audio, and video is refused (Gemini reads
  * inline video at 263 tokens a second: ten minutes of a 20 kbit/s video fit in 1.5 MB and cost 158,000 tokens).
@@ -212,7 +213,15 @@ function attachment(o: Record<string, unknown>, p: BodyProfile): string | undefi
 
 const dataBytes = (v: unknown) => (typeof v === 'string' ? v.length : 0);
 
-const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+/** Characters JSON writes escaped: quotes and backslashes (2 bytes), control characters (up to 6), lone surrogates. */
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * A string's size as JSON text: its UTF-8 bytes, escapes included. Providers render tool schemas, tool calls and
+ * response formats into the prompt as JSON, where a control character is six bytes (`\u0001`): counted as one,
+ * 40,000 of them in a tool's description held a sixth of what Anthropic billed.
+ */
+const utf8Bytes = (s: string) => (ESCAPED.test(s) ? Buffer.byteLength(JSON.stringify(s)) - 2 : Buffer.byteLength(s, 'utf8'));
 
 /**
  * Attachments a model does not take: references to files stored at the upstream (they would read the operator's

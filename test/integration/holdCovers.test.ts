@@ -282,6 +282,20 @@ describe('/v1/messages on an anthropic route, natively', () => {
     }
   });
 
+  test('tool schemas are rendered as JSON: a string is held at its escaped size (a control character is six bytes there)', async () => {
+    const body = { ...ask, max_tokens: 16, tools: [{ name: 'f', description: '\u0001'.repeat(40_000), input_schema: { type: 'object' } }] };
+    // exactly what the request's hold costs: the account pays nothing beyond it
+    const k = await gw.newKey({}, PRICES.claude.worstCase(promptBound(inspect(body), { image_tokens: 4_800, file_tokens: 300_000 }), 16));
+    const since = bills.length;
+    billLikeProviders();
+    const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    await gw.settled();
+    const rows = await gw.app.db('ledger').where('account_id', k.accountId);
+    const charged = -rows.filter((r) => r.kind === 'usage').reduce((n, r) => n + Number(r.amount_micros), 0);
+    expect(covered({ status: 200, billed: billed(since), charged, shortfalls: rows.filter((r) => r.kind === 'shortfall').length })).toEqual(COVERED);
+  });
+
   test("Anthropic's own client tools (computer use, bash, text editor) are held at their documented overhead", async () => {
     const tools = [
       { type: 'computer_20250124', name: 'computer', display_width_px: 1024, display_height_px: 768 },
