@@ -921,7 +921,9 @@ export interface paths {
          *
          *     With `store` (the default) the response is kept in the gateway, per
          *     account: `previous_response_id` continues from it and
-         *     `GET /v1/responses/{id}` reads it. Upstreams never store anything
+         *     `GET /v1/responses/{id}` reads it. A conversation longer than the
+         *     gateway's largest request body is kept but cannot be continued (400
+         *     `conversation_too_long`). Upstreams never store anything
          *     (`store: false` is sent). On an `openai` route the request goes
          *     upstream as written; other routes receive it translated to chat, which
          *     carries function tools only: other tool types are dropped there.
