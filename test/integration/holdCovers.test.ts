@@ -259,6 +259,27 @@ describe('attachments are what their data says they are', () => {
     expect(o.status).toBe(400);
   });
 
+  test("chat on gemini: Gemini's own price-raising fields never reach it (the request is rebuilt from the fields chat has)", async () => {
+    const o = await attack('/v1/chat/completions', {
+      model: 'gem',
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+      cachedContent: 'cachedContents/operators-cache',
+      generationConfig: { maxOutputTokens: 65_536, thinkingConfig: { thinkingBudget: 32_768 }, mediaResolution: 'MEDIA_RESOLUTION_HIGH' },
+      google_search: {},
+    });
+    expect(covered(o)).toEqual(COVERED);
+    expect(o.status).toBe(200);
+    const sent = gemini.last().body;
+    expect(Object.keys(sent).sort()).toEqual(['contents', 'generationConfig', 'toolConfig', 'tools'].filter((k) => k in sent).sort());
+    expect(sent.tools).toEqual([{ functionDeclarations: [{ name: 'f', parametersJsonSchema: { type: 'object' } }] }]);
+    expect(sent.generationConfig).toEqual({ maxOutputTokens: 16 });
+    // and Gemini's tools themselves are not chat tools: refused by the contract
+    const grounded = await attack('/v1/chat/completions', { model: 'gem', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], tools: [{ googleSearch: {} }] });
+    expect({ status: grounded.status, ...covered(grounded) }).toEqual({ status: 400, ...COVERED });
+  });
+
   test('audio disguised as an image or a file is audio: refused unless the model allows audio', async () => {
     for (const part of [
       { type: 'image_url', image_url: { url: audio } },
