@@ -71,6 +71,11 @@ export interface ModelConfig {
   image_tokens: number;
   /** What an inline file (a PDF...) may cost at most, in prompt tokens (held per file). */
   file_tokens: number;
+  /**
+   * Output tokens the upstream may generate beyond the limit it is sent, per choice (DeepSeek's R1 reasons up to
+   * 32,768 tokens beyond max_tokens): held on top of every choice's allowance. 0 by default.
+   */
+  extra_output_tokens: number;
   /** Price-raising features the configured prices already cover (otherwise refused or stripped). */
   allow: Feature[];
   routes: RouteConfig[];

@@ -96,37 +96,8 @@ export class Metered {
   }
 
   async serve<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>): Promise<Served> {
-    const { principal, grant } = call;
-    if (!keyAllowsModel(principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), grant);
-    const model = this.gateway.models.resolve(call.body.model, op);
-    let body: Req;
-    try {
-      checkAttachments(call.profile, model);
-      body = op.features(call.body, model, call.profile);
-    } catch (e) {
-      throw withHeaders(e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e, grant);
-    }
-    const { perChoice, choices } = op.output(body, model);
-    const asked = Math.min(perChoice, MAX_ALLOWANCE) * choices;
-    const reserved = tokenEstimate(call.profile, model) + asked;
-    await grant.tokens(reserved);
-    let admission: Admission;
-    try {
-      admission = await this.billing.admit({
-        requestId: call.requestId,
-        principal,
-        model,
-        endpoint: op.name,
-        promptTokens: promptBound(call.profile, model),
-        outputTokens: asked,
-        choices,
-        promptBytes: call.profile.textBytes,
-      });
-    } catch (e) {
-      grant.refund(reserved);
-      throw withHeaders(e, grant);
-    }
-    const allowance = choices ? Math.floor(admission.outputTokens / choices) : 0;
+    const { grant } = call;
+    const { model, body, admission, allowance, reserved } = await this.admit(op, call);
     const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
     const passed = forwarded(call.headers, op.forwardHeaders);
     const headers = op.headers ? op.headers(passed, model) : passed;
@@ -152,6 +123,47 @@ export class Metered {
       const used = status === 499 ? await this.promptOnly(op, model, body) : null;
       await admission.settle({ status, used });
       ended(used);
+      throw withHeaders(e, grant);
+    }
+  }
+
+  /**
+   * The model, the body as it may go upstream (features: refused or stripped), and its admission: the tokens per
+   * minute and the hold of its prompt bound and output allowance — what an upstream generates beyond the limit it
+   * is sent (`extra_output_tokens`) included, though never sent as part of that limit.
+   */
+  private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>) {
+    const { principal, grant } = call;
+    if (!keyAllowsModel(principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), grant);
+    const model = this.gateway.models.resolve(call.body.model, op);
+    let body: Req;
+    try {
+      checkAttachments(call.profile, model);
+      body = op.features(call.body, model, call.profile);
+    } catch (e) {
+      throw withHeaders(e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e, grant);
+    }
+    const { perChoice, choices } = op.output(body, model);
+    const extra = perChoice > 0 ? model.extra_output_tokens : 0;
+    const asked = (Math.min(perChoice, MAX_ALLOWANCE) + extra) * choices;
+    const reserved = tokenEstimate(call.profile, model) + asked;
+    await grant.tokens(reserved);
+    try {
+      const admission = await this.billing.admit({
+        requestId: call.requestId,
+        principal,
+        model,
+        endpoint: op.name,
+        promptTokens: promptBound(call.profile, model),
+        outputTokens: asked,
+        choices,
+        extraPerChoice: extra,
+        promptBytes: call.profile.textBytes,
+      });
+      const allowance = choices ? Math.floor(admission.outputTokens / choices) - extra : 0;
+      return { model, body, admission, allowance, reserved };
+    } catch (e) {
+      grant.refund(reserved);
       throw withHeaders(e, grant);
     }
   }

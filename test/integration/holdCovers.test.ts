@@ -35,6 +35,7 @@ const PRICES: Record<string, Price> = {
 PRICES['claude-all'] = PRICES.claude;
 PRICES['gpt-all'] = PRICES.gpt;
 PRICES['gpt4o-prod'] = PRICES.gpt;
+PRICES.r1 = new Price({ input: 550_000, output: 2_190_000, cached_input: 550_000, cache_write: 550_000 });
 
 beforeAll(async () => {
   openai = await new FakeOpenAI().start();
@@ -52,6 +53,8 @@ providers:
   ge: { type: gemini, base_url: "${gemini.url}" }
   az: { type: azure, base_url: "${azure.url}", api_key: "${AZURE_KEY}" }
 models:
+  - { id: r1, kind: chat, price: { input: 0.55, output: 2.19 }, extra_output_tokens: 8000, routes: [ { provider: oa, model: r1 } ] }
+  - { id: r1-unset, kind: chat, price: { input: 0.55, output: 2.19 }, routes: [ { provider: oa, model: r1 } ] }
   - { id: azgpt, kind: chat, price: { input: 1, output: 4 }, routes: [ { provider: az, model: gpt4o-prod } ] }
   - { id: gpt, kind: chat, price: { input: 1, output: 4 }, routes: [ { provider: oa } ] }
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
@@ -505,6 +508,44 @@ describe('/v1/completions on a chat model (sent through chat)', () => {
     }
     expect((await send({ model: 'gpt', prediction: { type: 'content', content: 'y'.repeat(300) } })).status).toBe(200);
     expect(openai.last().body.max_tokens).toBe(350);
+  });
+});
+
+describe('upstreams whose limit does not bound their reasoning', () => {
+  /** DeepSeek's R1 as its API documents it: max_tokens bounds the answer; the chain of thought before it (here 8,000 tokens) comes on top. */
+  function reasonerAnswer(r: Received) {
+    const b = r.body;
+    const input = textTokens(b.messages);
+    const output = (b.max_tokens ?? 4_096) + 8_000;
+    bills.push({ model: 'r1', input, output });
+    return { id: 'c-r1', object: 'chat.completion', created: 1, model: 'r1', choices: [{ index: 0, message: { role: 'assistant', content: 'ok', reasoning_content: '...' }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output, completion_tokens_details: { reasoning_tokens: 8_000 } } };
+  }
+  const body = { messages: [{ role: 'user', content: 'prove it' }], max_tokens: 16 };
+  const send = async (model: string, money: number) => {
+    const k = await gw.newKey({}, money);
+    const since = bills.length;
+    openai.plans.length = 0;
+    openai.plan({ kind: 'answer', with: (r) => ({ kind: 'json', body: reasonerAnswer(r) }) });
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ model, ...body }) });
+    await gw.settled();
+    openai.plans.length = 0;
+    const rows = await gw.app.db('ledger').where('account_id', k.accountId);
+    const charged = -rows.filter((x) => x.kind === 'usage').reduce((n, x) => n + Number(x.amount_micros), 0);
+    return { status: res.status, billed: billed(since), charged, shortfalls: rows.filter((x) => x.kind === 'shortfall').length };
+  };
+
+  test('models[].extra_output_tokens holds what such an upstream generates beyond the limit it is sent', async () => {
+    // money for exactly the prompt, 16 tokens of answer and 8,000 of reasoning
+    const money = PRICES.r1.worstCase(promptBound(inspect({ model: 'r1', ...body }), { image_tokens: 4_800, file_tokens: 300_000 }), 16 + 8_000);
+    const o = await send('r1', money);
+    expect(o.status).toBe(200);
+    expect(openai.last().body.max_tokens).toBe(16); // the limit sent is the answer's, not the reserve
+    expect(covered(o)).toEqual(COVERED);
+    // without it, the same money is spent as the answer's limit, and the reasoning comes on top: a shortfall
+    const unset = await send('r1-unset', money);
+    expect(covered(unset)).toEqual({ charged: false, shortfalls: 1 });
+    // too little money for even one token of answer on top of the reserve: refused
+    expect((await send('r1', PRICES.r1.worstCase(50, 8_000))).status).toBe(429);
   });
 });
 
