@@ -859,12 +859,18 @@ export interface paths {
          *     errors as `{"type":"error","error":{"type","message"}}`. The key is
          *     accepted as `x-api-key` or as `Authorization: Bearer`. On an `anthropic`
          *     route the request goes upstream as written (`cache_control`, `thinking`
-         *     and the `anthropic-beta` header pass through); other routes receive it
-         *     translated to chat. `max_tokens` is lowered to what the account's money
-         *     covers (and a thinking budget with it). Features that raise Anthropic's
-         *     prices are served at the standard ones unless the model allows them:
-         *     `service_tier` becomes `standard_only`, `speed` (fast mode) is removed,
-         *     and the 1M-context beta is taken out of `anthropic-beta`. Claude Code
+         *     and the `anthropic-beta` header pass through) except what would make
+         *     the operator pay more than the model's prices, unless the model allows
+         *     it: it is served at the standard tier (`service_tier: standard_only`,
+         *     no `speed: fast`, no `inference_geo` other than `global`), without
+         *     server tools (web search and fetch, code execution, tool search...),
+         *     `mcp_servers`, `container` or compaction, with 5-minute cache writes,
+         *     and without the betas that price higher (`context-1m-*`,
+         *     `fast-mode-*`, `extended-cache-ttl-*`, `mcp-client-*`,
+         *     `code-execution-*`, `skills-*`, `compact-*`, `web-fetch-*`,
+         *     `files-api-*`); other routes receive it translated to chat.
+         *     `max_tokens` is lowered to what the account's money covers (and a
+         *     thinking budget with it). Claude Code
          *     sends `?beta=true`, which is accepted.
          */
         post: operations["createMessage"];
@@ -921,14 +927,20 @@ export interface paths {
          *
          *     With `store` (the default) the response is kept in the gateway, per
          *     account: `previous_response_id` continues from it and
-         *     `GET /v1/responses/{id}` reads it. Upstreams never store anything
+         *     `GET /v1/responses/{id}` reads it. A conversation longer than the
+         *     gateway's largest request body is kept but cannot be continued (400
+         *     `conversation_too_long`). Upstreams never store anything
          *     (`store: false` is sent). On an `openai` route the request goes
          *     upstream as written; other routes receive it translated to chat, which
          *     carries function tools only: a `namespace` tool's functions become
          *     `<namespace>__<name>` functions, other tool types are dropped there.
-         *     `web_search` tools are dropped unless the model allows web search.
-         *     What is stored at the provider (`conversation`, a stored `prompt`,
-         *     `item_reference` items) is refused with a 400.
+         *     Tools OpenAI runs itself are dropped unless the model allows them
+         *     (`web_search*`: web search; file search, code interpreter, image
+         *     generation, remote MCP, hosted shells and tool search, programmatic
+         *     tool calling, computer use preview: server tools), and so is
+         *     `context_management` (compaction). `prompt`, `conversation`,
+         *     `item_reference` input items (all stored at the provider) and
+         *     `background: true` are refused with a 400.
          */
         post: operations["createResponse"];
         delete?: never;
@@ -1071,7 +1083,7 @@ export interface components {
         /**
          * @description Anthropic's Messages request. Fields not listed (`context_management`,
          *     `container`, `mcp_servers`...) are accepted and passed on to `anthropic`
-         *     routes.
+         *     routes, but for those that raise the price (see the operation).
          */
         CreateMessageRequest: {
             /** @description A model id of this gateway. */

@@ -46,6 +46,10 @@ export interface AdmitRequest {
   promptTokens: number;
   /** Output tokens it may generate, all choices together (its own limit, or the model's default); 0 for embeddings. */
   outputTokens: number;
+  /** How many choices share them (n, best_of, prompts): a lowered allowance still gives each at least one token. */
+  choices?: number;
+  /** Of each choice's share, tokens the upstream generates beyond the limit it is sent (the model's extra_output_tokens). */
+  extraPerChoice?: number;
   /** UTF-8 bytes of its prompt text, for checkpoint estimates. */
   promptBytes: number;
 }
@@ -307,7 +311,8 @@ export class Billing {
     if (await store.hold(this.db, row(full), this.expiry(), this.now())) return { hold: full, outputTokens: r.outputTokens };
     if (r.outputTokens === 0) throw await this.refusal(r.principal);
     const fits = price.affordableOutput(r.promptTokens, await store.available(this.db, r.principal.accountId, r.principal.key.id));
-    if (fits === null || fits < this.config.min_output_tokens) throw await this.refusal(r.principal);
+    // Each choice gets at least a token: an upstream limit of 0 is no limit at all for some (an unset proto field).
+    if (fits === null || fits < Math.max(this.config.min_output_tokens, (r.choices ?? 1) * (1 + (r.extraPerChoice ?? 0)))) throw await this.refusal(r.principal);
     const lowered = Math.min(fits, r.outputTokens);
     const amount = price.worstCase(r.promptTokens, lowered);
     if (!(await store.hold(this.db, row(amount), this.expiry(), this.now()))) throw await this.refusal(r.principal);

@@ -229,6 +229,7 @@ function model(m: RawModel, i: number, providers: Record<string, ProviderConfig>
     max_output_tokens: m.max_output_tokens ?? 4096,
     image_tokens: m.image_tokens ?? DEFAULT_IMAGE_TOKENS,
     file_tokens: m.file_tokens ?? DEFAULT_FILE_TOKENS,
+    extra_output_tokens: m.extra_output_tokens ?? 0,
     allow: m.allow ?? [],
     routes: m.routes.map((r, j) => ({
       provider: r.provider,

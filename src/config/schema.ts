@@ -108,6 +108,7 @@ export function configSchema(catalog: ProviderCatalog): object {
             max_output_tokens: int(1),
             image_tokens: int(0),
             file_tokens: int(0),
+            extra_output_tokens: int(0),
             allow: { type: 'array', items: { enum: [...FEATURES] }, uniqueItems: true },
             routes: {
               type: 'array',

@@ -2,8 +2,11 @@
 
 export type ModelKind = 'chat' | 'completion' | 'embedding';
 
-/** Features that make an upstream charge more than a model's token prices; a model serves them only when allowed. */
-export const FEATURES = ['priority', 'audio', 'web_search', 'long_context'] as const;
+/**
+ * Features that make an upstream charge more than a model's token prices (or more tokens than a request shows); a
+ * model serves them only when allowed: the operator's prices for it must then cover them. See README, Money.
+ */
+export const FEATURES = ['priority', 'audio', 'web_search', 'server_tools', 'long_context', 'data_residency', 'cache_1h'] as const;
 export type Feature = (typeof FEATURES)[number];
 
 export interface Timeouts {
@@ -68,6 +71,11 @@ export interface ModelConfig {
   image_tokens: number;
   /** What an inline file (a PDF...) may cost at most, in prompt tokens (held per file). */
   file_tokens: number;
+  /**
+   * Output tokens the upstream may generate beyond the limit it is sent, per choice (DeepSeek's R1 reasons up to
+   * 32,768 tokens beyond max_tokens): held on top of every choice's allowance. 0 by default.
+   */
+  extra_output_tokens: number;
   /** Price-raising features the configured prices already cover (otherwise refused or stripped). */
   allow: Feature[];
   routes: RouteConfig[];

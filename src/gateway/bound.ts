@@ -3,8 +3,11 @@
  *
  * `inspect` walks a parsed JSON body once. It refuses what the gateway cannot forward safely — nesting deeper than
  * MAX_DEPTH (serialising it again would throw) and numbers that are not finite (`1e309` parses to Infinity) — and
- * measures the body: the UTF-8 bytes of every key, string and number outside attachments, and the attachments
- * themselves (images, audio, files, file references) by their `type`, whatever message or field holds them.
+ * measures the body: the UTF-8 bytes of every key, string and number outside attachments (as JSON writes them,
+ * escapes included), and the attachments
+ * themselves (images, audio, files, file references) by their `type`, whatever message or field holds them, and by
+ * what their data is: an "image" whose data URL says `audio/mpeg` is audio, and video is refused (Gemini reads
+ * inline video at 263 tokens a second: ten minutes of a 20 kbit/s video fit in 1.5 MB and cost 158,000 tokens).
  *
  * `promptBound` turns that into prompt tokens no tokenizer can exceed: a byte-level BPE tokenizer (OpenAI's, and
  * SentencePiece with byte fallback) never makes more tokens than the text has UTF-8 bytes, and JSON text has at
@@ -21,6 +24,14 @@ export const MAX_DEPTH = 64;
 export const REQUEST_OVERHEAD = 64;
 /** Tokens providers add when tools are declared (Anthropic's tool-use system prompt, per-tool formatting). */
 export const TOOLS_OVERHEAD = 1_000;
+/**
+ * Tokens a provider's own tool adds, defined by its `type` rather than by a schema in the request: Anthropic's
+ * computer use costs 735 tokens plus a 499-token system prompt, its text editor 700, bash 245; OpenAI's shell,
+ * apply_patch and computer tools carry instructions of their own too.
+ */
+export const BUILTIN_TOOL_TOKENS = 1_500;
+/** Tool types described by the request itself (their schemas are counted as bytes). */
+const DESCRIBED_TOOLS = new Set(['function', 'custom', 'namespace']);
 
 export interface BodyProfile {
   /** UTF-8 bytes of keys, strings and numbers, outside the data of attachments. */
@@ -35,6 +46,10 @@ export interface BodyProfile {
   fileRefs: number;
   /** Tools or legacy functions are declared. */
   tools: boolean;
+  /** Tools a provider defines itself (by `type`: Anthropic's computer use, bash, text editor; OpenAI's shell...). */
+  builtinTools?: number;
+  /** Cache breakpoints asking for a longer life than the default (Anthropic's `ttl: "1h"`, billed at 2× input). */
+  longCache?: number;
 }
 
 export class BodyError extends Error {
@@ -84,12 +99,63 @@ function walk(v: unknown, depth: number, p: BodyProfile, at: string): void {
 
 function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: string): void {
   const skip = attachment(o, p);
+  if (o.type === 'ephemeral' && typeof o.ttl === 'string' && o.ttl !== '5m') p.longCache = (p.longCache ?? 0) + 1;
   for (const k in o) {
     if (!Object.prototype.hasOwnProperty.call(o, k)) continue;
     p.textBytes += utf8Bytes(k);
     if (k === skip) continue;
-    if ((k === 'tools' || k === 'functions') && Array.isArray(o[k]) && (o[k] as unknown[]).length) p.tools = true;
+    if ((k === 'tools' || k === 'functions') && Array.isArray(o[k]) && (o[k] as unknown[]).length) {
+      p.tools = true;
+      if (depth === 0 && k === 'tools') p.builtinTools = (o[k] as unknown[]).filter(builtin).length;
+    }
     walk(o[k], depth + 1, p, depth === 0 ? k : at);
+  }
+}
+
+const builtin = (t: unknown) => !!t && typeof t === 'object' && typeof (t as { type?: unknown }).type === 'string' && !DESCRIBED_TOOLS.has((t as { type: string }).type);
+
+/** What an attachment's data is, from its media type (a data URL's, or the one declared). */
+type Media = 'image' | 'audio' | 'video' | 'file';
+
+function mediaOf(mediaType: string | undefined, otherwise: Media): Media {
+  if (!mediaType) return otherwise;
+  const t = mediaType.trim().toLowerCase();
+  if (t.startsWith('image/')) return 'image';
+  if (t.startsWith('audio/')) return 'audio';
+  if (t.startsWith('video/')) return 'video';
+  return 'file';
+}
+
+/** The media type of a data URL (read from its first bytes only), or undefined for anything else. */
+function dataUrlType(url: unknown): string | undefined {
+  if (typeof url !== 'string' || !url.startsWith('data:')) return undefined;
+  return /^[^;,]*/.exec(url.slice(5, 261))![0] || 'text/plain';
+}
+
+const AUDIO_NAMES = /\.(wav|mp3|mpga|aiff?|aac|ogg|oga|opus|flac|m4a|weba)$/i;
+const VIDEO_NAMES = /\.(mp4|m4v|mov|avi|mkv|webm|mpe?g|wmv|flv|3gpp?)$/i;
+
+/** What a file name or URL says its data is (a provider may go by the name), or undefined. */
+function mediaOfName(name: unknown): Media | undefined {
+  if (typeof name !== 'string') return undefined;
+  const path = name.slice(0, 2048).split(/[?#]/)[0];
+  return AUDIO_NAMES.test(path) ? 'audio' : VIDEO_NAMES.test(path) ? 'video' : undefined;
+}
+
+/** Counts an attachment as what it is; video is refused (a second of it costs Gemini 263 tokens, and nothing bounds its length). */
+function count(p: BodyProfile, media: Media, bytes: number): void {
+  switch (media) {
+    case 'image':
+      p.images++;
+      return;
+    case 'audio':
+      p.audio++;
+      p.audioBytes += bytes;
+      return;
+    case 'video':
+      throw new BodyError('Video input is not accepted through this gateway', null);
+    case 'file':
+      p.files++;
   }
 }
 
@@ -102,35 +168,42 @@ function attachment(o: Record<string, unknown>, p: BodyProfile): string | undefi
   if (typeof type !== 'string') return undefined;
   const inner = (k: string) => (o[k] && typeof o[k] === 'object' ? (o[k] as Record<string, unknown>) : {});
   switch (type) {
-    case 'image_url': // chat: {image_url: {url, detail}}
-      p.images++;
+    case 'image_url': {
+      // chat: {image_url: {url, detail}}
+      const url = typeof o.image_url === 'string' ? o.image_url : inner('image_url').url;
+      count(p, mediaOf(dataUrlType(url), 'image'), dataBytes(url));
       return 'image_url';
+    }
     case 'input_image': // responses: {image_url} or {file_id}
       if (typeof o.file_id === 'string') p.fileRefs++;
-      else p.images++;
+      else count(p, mediaOf(dataUrlType(o.image_url), 'image'), dataBytes(o.image_url));
       return 'image_url';
     case 'input_audio': // chat: {input_audio: {data, format}}
-      p.audio++;
-      p.audioBytes += dataBytes(inner('input_audio').data);
+      count(p, 'audio', dataBytes(inner('input_audio').data));
       return 'input_audio';
     case 'file': {
       // chat: {file: {file_data | file_id, filename}}
       const f = inner('file');
       if (typeof f.file_id === 'string') p.fileRefs++;
-      else p.files++;
+      else count(p, mediaOf(dataUrlType(f.file_data), mediaOfName(f.filename) ?? 'file'), dataBytes(f.file_data));
       return 'file';
     }
     case 'input_file': // responses: {file_data | file_id | file_url}
       if (typeof o.file_id === 'string') p.fileRefs++;
-      else p.files++;
+      else count(p, mediaOf(dataUrlType(o.file_data), mediaOfName(o.filename) ?? mediaOfName(o.file_url) ?? 'file'), dataBytes(o.file_data));
       return 'file_data';
-    case 'image': // anthropic: {source: {type: base64 | url | file}}
+    case 'container_upload': // anthropic: {file_id} of a file in the operator's Files API
+      if (typeof o.file_id === 'string') p.fileRefs++;
+      return undefined;
+    case 'image': // anthropic: {source: {type: base64 | url | file, media_type}}
     case 'document': {
       const source = inner('source');
       if (source.type === 'file') p.fileRefs++;
-      else if (type === 'image') p.images++;
-      else if (source.type === 'text' || source.type === 'content') return undefined; // text: counted as text
-      else p.files++;
+      else if (type === 'document' && (source.type === 'text' || source.type === 'content')) return undefined; // text: counted as text
+      else {
+        const declared = source.type === 'base64' && typeof source.media_type === 'string' ? source.media_type : undefined;
+        count(p, mediaOf(declared, mediaOfName(source.url) ?? (type === 'image' ? 'image' : 'file')), dataBytes(source.data));
+      }
       return 'source';
     }
     default:
@@ -140,7 +213,15 @@ function attachment(o: Record<string, unknown>, p: BodyProfile): string | undefi
 
 const dataBytes = (v: unknown) => (typeof v === 'string' ? v.length : 0);
 
-const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+/** Characters JSON writes escaped: quotes and backslashes (2 bytes), control characters (up to 6), lone surrogates. */
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * A string's size as JSON text: its UTF-8 bytes, escapes included. Providers render tool schemas, tool calls and
+ * response formats into the prompt as JSON, where a control character is six bytes (`\u0001`): counted as one,
+ * 40,000 of them in a tool's description held a sixth of what Anthropic billed.
+ */
+const utf8Bytes = (s: string) => (ESCAPED.test(s) ? Buffer.byteLength(JSON.stringify(s)) - 2 : Buffer.byteLength(s, 'utf8'));
 
 /**
  * Attachments a model does not take: references to files stored at the upstream (they would read the operator's
@@ -157,6 +238,7 @@ export function promptBound(p: BodyProfile, model: Pick<ModelConfig, 'image_toke
     REQUEST_OVERHEAD +
     p.textBytes +
     (p.tools ? TOOLS_OVERHEAD : 0) +
+    (p.builtinTools ?? 0) * BUILTIN_TOOL_TOKENS +
     p.images * model.image_tokens +
     p.files * model.file_tokens +
     // audio: a token per three bytes of base64 data is far above any provider's rate (Gemini: 32 tokens a second)

@@ -6,6 +6,7 @@
  * The gateway knows nothing of keys, accounts or money.
  */
 import type { Config, ModelConfig } from '../config';
+import { errors } from '../errors';
 import type { Usage } from '../usage';
 import { ModelRegistry } from './models';
 import { OPERATIONS, type Operation, type OperationName } from './operations';
@@ -14,7 +15,7 @@ import { createProviders, type Provider } from './providers';
 import type { UpstreamOp } from './providers/types';
 import { Relay, type Streamed } from './relay';
 import { Router, within } from './router';
-import { Tokenizer } from './tokenizer';
+import { Tokenizer, TokenizerBusy } from './tokenizer';
 import type { Meter } from './types';
 
 export interface Answer<T> {
@@ -123,11 +124,20 @@ export class Gateway {
    */
   async countTokens<Req extends { model: string }>(op: Operation<Req>, model: ModelConfig, body: Req, signal: AbortSignal, headers: Record<string, string> = {}): Promise<{ input_tokens: number }> {
     const { value, finish } = await this.router.run(model, signal, async (provider, r, s) => {
-      if (!provider.serves('count_tokens')) return { input_tokens: await this.countPrompt(op, model, body) };
+      if (!provider.serves('count_tokens')) return { input_tokens: await this.estimate(op, body) };
       return provider.send('count_tokens', body as never, { model: r.model, maxOutputTokens: 0, signal: s, headers });
     });
     finish();
     return value;
+  }
+
+  /** A free estimate with the tokenizer: refused (503, Anthropic's 529) while the tokenizer has a queue. */
+  private async estimate<Req extends { model: string }>(op: Operation<Req>, body: Req): Promise<number> {
+    try {
+      return await this.tokenizer.count(op.reader.prompt(body), { optional: true });
+    } catch (e) {
+      throw e instanceof TokenizerBusy ? errors.unavailable() : e;
+    }
   }
 
   /** Refuse new upstream calls (503) while the process finishes the ones in flight. */

@@ -1,11 +1,13 @@
-import { inspect } from '../gateway/bound';
+import { errors } from '../errors';
+import { BodyError, inspect } from '../gateway/bound';
 import { responses } from '../gateway/operations';
 import type { ResponseObject } from '../gateway/types';
 import type { Handler } from './types';
 
 /**
  * POST /v1/responses (OpenAI's Responses API). A continued conversation is sent whole, so it is measured whole
- * (the hold covers the earlier turns too); the answer is kept for the account unless `store` is false.
+ * (the hold covers the earlier turns too, and what the gateway cannot forward is a 400 here as in the request's
+ * own body); the answer is kept for the account unless `store` is false.
  */
 export const createResponse: Handler<'createResponse'> = async ({ app, body, ...call }) => {
   const accountId = call.principal.accountId;
@@ -13,7 +15,15 @@ export const createResponse: Handler<'createResponse'> = async ({ app, body, ...
   return app.metered.serve(responses, {
     ...call,
     body: whole,
-    profile: whole === body ? call.profile : inspect(whole),
+    profile: whole === body ? call.profile : measured(whole),
     onAnswer: (res) => app.responses.keep(accountId, body, input, res as ResponseObject),
   });
 };
+
+function measured(body: unknown) {
+  try {
+    return inspect(body);
+  } catch (e) {
+    throw e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e;
+  }
+}

@@ -106,13 +106,14 @@ interface CommonInput<Op extends OperationId> {
 }
 
 export type PaidOperation = (typeof PAID_OPERATIONS)[number];
+export type MeteredOperation = (typeof METERED_OPERATIONS)[number];
 
 export type HandlerInput<Op extends OperationId> = CommonInput<Op> &
   (Op extends SessionOperation
     ? { session: Session }
     : Op extends AdminOperation | PublicOperation
       ? unknown
-      : Op extends PaidOperation
+      : Op extends MeteredOperation
         ? { principal: KeyPrincipal; grant: LimitGrant }
         : { principal: KeyPrincipal });
 

@@ -75,7 +75,7 @@ export function createApp(o: { config: Config; db: Knex; log: Logger; redis?: Re
     cards: stripe ? new CardPayments(stripe, o.db, o.log) : null,
     adminTokenHash: token ? sha256(token) : null,
     consoleLimits: new ConsoleLimits(o.config.console, redis),
-    responses: new StoredResponses(o.db, o.config.responses.keep_ms),
+    responses: new StoredResponses(o.db, o.config.responses.keep_ms, o.config.server.max_body_bytes),
     metrics: new Metrics(),
     mailer: new Mailer(o.config.mail, o.log),
     metricsTokenHash: metricsToken ? sha256(metricsToken) : null,

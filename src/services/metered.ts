@@ -77,12 +77,18 @@ export class Metered {
 
   /**
    * Anthropic's count_tokens for a model the key may use: free (no hold, no charge), after the same checks of the
-   * key as a paid request.
+   * key as a paid request, and counted against its tokens per minute like one (its prompt's estimate): counting
+   * costs an upstream call or tokenizer time.
    */
-  async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'body' | 'signal' | 'headers'>): Promise<{ input_tokens: number }> {
-    if (!keyAllowsModel(call.principal.key, call.body.model)) throw errors.modelNotFound(call.body.model);
+  async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'signal' | 'headers'>): Promise<{ input_tokens: number }> {
+    if (!keyAllowsModel(call.principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), call.grant);
     const model = this.gateway.models.resolve(call.body.model, op);
-    return this.gateway.countTokens(op, model, call.body, call.signal, forwarded(call.headers, op.forwardHeaders));
+    await call.grant.tokens(tokenEstimate(call.profile, model));
+    try {
+      return await this.gateway.countTokens(op, model, call.body, call.signal, forwarded(call.headers, op.forwardHeaders));
+    } catch (e) {
+      throw withHeaders(e, call.grant);
+    }
   }
 
   /** One model for GET /v1/models/{model}: unknown or not allowed → 404. */
@@ -93,19 +99,11 @@ export class Metered {
   }
 
   async serve<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>): Promise<Served> {
-    const { principal, grant } = call;
-    if (!keyAllowsModel(principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), grant);
-    const model = this.gateway.models.resolve(call.body.model, op);
-    let body: Req;
-    try {
-      checkAttachments(call.profile, model);
-      body = op.features(call.body, model, call.profile);
-    } catch (e) {
-      throw withHeaders(e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e, grant);
-    }
-    const { admission, allowance, ended } = await this.admit(op, call, model, body);
-    const sent = forwarded(call.headers, op.forwardHeaders);
-    const upstream = { requestId: call.requestId, allowance, headers: op.headers ? op.headers(sent, model) : sent };
+    const { grant } = call;
+    const { model, body, admission, allowance, reserved } = await this.admit(op, call);
+    const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
+    const passed = forwarded(call.headers, op.forwardHeaders);
+    const upstream = { requestId: call.requestId, allowance, headers: op.headers ? op.headers(passed, model) : passed };
     const started = Date.now();
     try {
       if (op.streams(body)) {
@@ -136,35 +134,44 @@ export class Metered {
   }
 
   /**
-   * Counts the request against the key's tokens per minute and admits it (a lease or a hold): the output allowance
-   * per choice the money covers, and how to give back the tokens per minute it did not use.
+   * The model, the body as it may go upstream (features: refused or stripped), and its admission: the tokens per
+   * minute and the hold of its prompt bound and output allowance — what an upstream generates beyond the limit it
+   * is sent (`extra_output_tokens`) included, though never sent as part of that limit.
    */
-  private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>, model: ModelConfig, body: Req): Promise<{ admission: Admission; allowance: number; ended: (m: Meter | null) => void }> {
-    const { grant, profile } = call;
-    const { perChoice, choices } = op.output(body, model);
-    const asked = Math.min(perChoice, MAX_ALLOWANCE) * choices;
-    const reserved = tokenEstimate(profile, model) + asked;
-    await grant.tokens(reserved);
-    let admission: Admission;
+  private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>) {
+    const { principal, grant } = call;
+    if (!keyAllowsModel(principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), grant);
+    const model = this.gateway.models.resolve(call.body.model, op);
+    let body: Req;
     try {
-      admission = await this.billing.admit({
+      checkAttachments(call.profile, model);
+      body = op.features(call.body, model, call.profile);
+    } catch (e) {
+      throw withHeaders(e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e, grant);
+    }
+    const { perChoice, choices } = op.output(body, model);
+    const extra = perChoice > 0 ? model.extra_output_tokens : 0;
+    const asked = (Math.min(perChoice, MAX_ALLOWANCE) + extra) * choices;
+    const reserved = tokenEstimate(call.profile, model) + asked;
+    await grant.tokens(reserved);
+    try {
+      const admission = await this.billing.admit({
         requestId: call.requestId,
-        principal: call.principal,
+        principal,
         model,
         endpoint: op.name,
-        promptTokens: promptBound(profile, model),
+        promptTokens: promptBound(call.profile, model),
         outputTokens: asked,
-        promptBytes: profile.textBytes,
+        choices,
+        extraPerChoice: extra,
+        promptBytes: call.profile.textBytes,
       });
+      const allowance = choices ? Math.floor(admission.outputTokens / choices) - extra : 0;
+      return { model, body, admission, allowance, reserved };
     } catch (e) {
       grant.refund(reserved);
       throw withHeaders(e, grant);
     }
-    return {
-      admission,
-      allowance: choices ? Math.floor(admission.outputTokens / choices) : 0,
-      ended: (m) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0)),
-    };
   }
 
   /** The stream as SSE frames; when it ends, however it ends, what it used is settled. */

@@ -9,7 +9,8 @@ import { errors } from '../errors';
 import type { ResponseInputItem, ResponseObject, ResponseOutputItem, ResponsesRequest } from '../gateway/types';
 
 interface Stored {
-  input: ResponseInputItem[];
+  /** null: the conversation was too long to keep for continuing. */
+  input: ResponseInputItem[] | null;
   response: ResponseObject;
 }
 
@@ -28,6 +29,12 @@ export class StoredResponses {
   constructor(
     private readonly db: Knex,
     private readonly keepMs: number,
+    /**
+     * The largest conversation kept for continuing (server.max_body_bytes: what a client could send whole). A longer
+     * one is kept without its history, so that continuing it is refused before anything is read: each turn would
+     * otherwise load, parse and measure all the earlier ones again, without bound, before its money is checked.
+     */
+    private readonly maxBytes = Number.POSITIVE_INFINITY,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -37,6 +44,9 @@ export class StoredResponses {
     if (!body.previous_response_id) return { body: { ...body, input: own }, input: own };
     const previous = await this.load(accountId, body.previous_response_id);
     if (!previous) throw errors.invalidRequest(`Previous response with id '${body.previous_response_id}' not found.`, 'previous_response_id', 'previous_response_not_found');
+    if (!Array.isArray(previous.input)) {
+      throw errors.invalidRequest(`Response '${body.previous_response_id}' cannot be continued: the conversation is longer than one request may be (${this.maxBytes} bytes); send the turns you need as input`, 'previous_response_id', 'conversation_too_long');
+    }
     const input = [...previous.input, ...replayed(previous.response.output), ...own];
     return { body: { ...body, input }, input };
   }
@@ -44,13 +54,16 @@ export class StoredResponses {
   /** Keeps a response (unless the request said `store: false`). */
   async keep(accountId: number, body: ResponsesRequest, input: ResponseInputItem[], response: ResponseObject): Promise<void> {
     if (body.store === false || !response?.id) return;
+    const answer = JSON.stringify(response);
+    let history = JSON.stringify(input);
+    if (history.length + answer.length > this.maxBytes) history = 'null'; // kept, but too long to continue
     await this.db('responses').insert({
       id: response.id,
       account_id: accountId,
       model: response.model,
       previous_response_id: body.previous_response_id ?? null,
-      input: JSON.stringify(input),
-      response: JSON.stringify(response),
+      input: history,
+      response: answer,
       created_at: this.now(),
     });
   }

@@ -29,7 +29,9 @@ export type Plan<E = unknown> =
   /** Accept the request and never answer. */
   | { kind: 'hang' }
   /** Destroy the socket without answering. */
-  | { kind: 'reset' };
+  | { kind: 'reset' }
+  /** An answer computed from the request (e.g. usage counted the way the provider bills what it was sent). */
+  | { kind: 'answer'; with: (r: Received) => Plan<E> };
 
 /** What differs from one provider to the next. */
 export interface Wire<E> {
@@ -107,7 +109,8 @@ export class FakeUpstream<E = unknown> {
       if (!res.writableFinished) this.clientAborts++;
     });
     const w = this.wire;
-    const plan = w.check?.(received) ?? this.plans.shift() ?? w.defaultPlan(received);
+    let plan = w.check?.(received) ?? this.plans.shift() ?? w.defaultPlan(received);
+    if (plan.kind === 'answer') plan = plan.with(received);
     const headers = w.headers?.(this.requests.length);
     switch (plan.kind) {
       case 'json':

@@ -3,7 +3,9 @@
  * allowances, key quotas, rate limits and their headers, the sweeper, and `ledger verify` — on the database in
  * DATABASE_URL (SQLite by default, MariaDB in the second pass).
  */
+import { execFile } from 'node:child_process';
 import net from 'node:net';
+import path from 'node:path';
 import OpenAI from 'openai';
 import { FakeOpenAI, chatStreamEvents } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
@@ -402,9 +404,13 @@ describe('credit leases and write-behind settlement', () => {
 
   test('an upstream that bills more than the account can pay: the charge stops at what it can pay, the shortfall is its own ledger row, reported by ledger verify', async () => {
     const a = await account(200); // a per-request hold
+    const warned = jest.spyOn(gw.app.log, 'warn');
     up.plan(answer('a', { prompt_tokens: 1_000_000, completion_tokens: 0, total_tokens: 1_000_000 })); // 150,000 µUSD
     await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 16 });
     await gw.settled();
+    // never silent: a warning in the log, naming the account and what was not covered
+    expect(warned).toHaveBeenCalledWith(expect.objectContaining({ account: a.accountId, uncovered_micros: 149_800 }), 'the upstream billed more than was held: shortfall recorded');
+    warned.mockRestore();
     expect(await balance(a.accountId)).toBe(0);
     const rows = await ledger(a.accountId);
     expect(rows.map((r) => [r.kind, Number(r.amount_micros), r.uncovered_micros === null ? null : Number(r.uncovered_micros)])).toEqual([
@@ -415,6 +421,12 @@ describe('credit leases and write-behind settlement', () => {
     const v = await verifyLedger(db());
     expect(v.problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
     expect(v.shortfalls).toContainEqual({ account_id: a.accountId, requests: 1, uncovered_micros: 149_800 });
+    // and `switchyard ledger verify` lists it, with a warning on stderr
+    const cli = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', 'ledger', 'verify'], { cwd: path.resolve(__dirname, '../..'), env: { ...process.env, LOG_LEVEL: 'silent' } }, (_e, stdout, stderr) => resolve({ stdout, stderr })),
+    );
+    expect(JSON.parse(cli.stdout).shortfalls).toContainEqual({ account_id: a.accountId, requests: 1, uncovered_micros: 149_800 });
+    expect(cli.stderr).toContain(`warning: account ${a.accountId}: upstreams billed 0.149800 USD more than it could pay (1 requests)`);
     // on a lease: the same, never beyond what the lease holds
     const b = await account(1_000_000);
     up.plan(answer('a', { prompt_tokens: 100_000_000, completion_tokens: 0, total_tokens: 100_000_000 })); // 15 USD

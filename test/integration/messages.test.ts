@@ -38,6 +38,7 @@ models:
     max_output_tokens: 2048
     routes: [ { provider: claude, model: claude-sonnet-4-5 } ]
   - { id: claude-web, kind: chat, price: { input: 3, output: 15 }, allow: [web_search], routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
+  - { id: claude-tools, kind: chat, price: { input: 3, output: 15 }, allow: [web_search, server_tools], routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
   - { id: claude-long, kind: chat, price: { input: 6, output: 22.5 }, allow: [long_context, priority], routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
   - { id: gpt-behind, kind: chat, price: { input: 0.15, output: 0.6 }, routes: [ { provider: up, model: gpt-4o-mini } ] }
   - { id: falls-back, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: dead, model: claude-sonnet-4-5 }, { provider: up, model: gpt-4o-mini } ] }
@@ -468,7 +469,7 @@ describe('money', () => {
     expect(claude.last().body).toMatchObject({ speed: 'fast', service_tier: 'auto' });
   });
 
-  test('server tools (web search and fetch, code execution, MCP) and MCP servers are dropped unless the model allows web_search; client tools stay', async () => {
+  test('server tools are dropped unless the model allows them (web search and fetch: web_search; code execution, MCP toolsets and servers: server_tools); client tools stay', async () => {
     const server = [
       { type: 'web_search_20250305', name: 'web_search', max_uses: 5 },
       { type: 'web_fetch_20250910', name: 'web_fetch' },
@@ -480,6 +481,9 @@ describe('money', () => {
     expect(claude.last().body.tools.map((t: { name: string }) => t.name)).toEqual(['get_weather', 'get_time']);
     expect(claude.last().body.mcp_servers).toBeUndefined();
     expect((await post({ ...base, model: 'claude-web', tools: [...tools, ...server], mcp_servers })).status).toBe(200);
+    expect(claude.last().body.tools.map((t: { name: string }) => t.name)).toEqual(['get_weather', 'get_time', 'web_search', 'web_fetch']);
+    expect(claude.last().body.mcp_servers).toBeUndefined();
+    expect((await post({ ...base, model: 'claude-tools', tools: [...tools, ...server], mcp_servers })).status).toBe(200);
     expect(claude.last().body.tools).toHaveLength(6);
     expect(claude.last().body.mcp_servers).toEqual(mcp_servers);
   });

@@ -94,6 +94,31 @@ describe('no request can stall the process', () => {
   }, 60_000);
 });
 
+describe('a free endpoint cannot pile up work: count_tokens', () => {
+  const count = (secret: string, text: string) =>
+    fetch(`${gw.url}/v1/messages/count_tokens`, { method: 'POST', headers: { 'x-api-key': secret, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: text }] }) });
+
+  test("counts against the key's tokens per minute, like the prompt of a paid request", async () => {
+    const limited = await gw.newKey({ tpmLimit: 1_000 });
+    expect((await count(limited.secret, 'x'.repeat(2_000))).status).toBe(200); // ~500 tokens
+    const res = await count(limited.secret, 'x'.repeat(4_000)); // ~1,000 more: over the minute's 1,000
+    expect(res.status).toBe(429);
+    expect(((await res.json()) as any).error.type).toBe('rate_limit_error');
+  });
+
+  test('beyond half a second of queued tokenizer work, an estimate is refused (529 overloaded) rather than queued, and paid requests go on', async () => {
+    const a = await gw.newKey();
+    const other = await gw.newKey();
+    const text = 'c'.repeat(3 * 1024 * 1024); // 3 MB: about 0.4 s of the worker each
+    const statuses = await Promise.all(Array.from({ length: 6 }, () => count(a.secret, text).then(async (r) => [r.status, ((await r.json()) as any).error?.type])));
+    const refused = statuses.filter(([s]) => s === 529);
+    expect(refused.length).toBeGreaterThanOrEqual(4);
+    expect(refused[0]).toEqual([529, 'overloaded_error']);
+    expect(statuses.filter(([s]) => s === 200).length).toBeGreaterThanOrEqual(1);
+    expect((await chat(other.secret)).status).toBe(200);
+  }, 60_000);
+});
+
 describe('bodies the gateway cannot forward safely', () => {
   test('nesting deeper than 64 levels is a 400, and three of them do not take the route down for everyone', async () => {
     const a = await gw.newKey();

@@ -25,6 +25,7 @@ beforeAll(async () => {
   gw = await startGateway(
     `
 limits: { rpm: 0, tpm: 0 }
+server: { max_body_bytes: 200000 }
 providers:
   up: { type: openai, base_url: "${openai.url}" }
   claude: { type: anthropic, base_url: "${claude.url}", api_key: "\${FAKE_ANTHROPIC_KEY}" }
@@ -135,6 +136,28 @@ describe('stored responses', () => {
     expect(await gw.app.responses.purge()).toBeGreaterThanOrEqual(1);
     expect(await gw.app.db('responses').where('id', old.id).first()).toBeUndefined();
     expect((await client.responses.retrieve(fresh.id)).id).toBe(fresh.id);
+  });
+  test('a conversation longer than one request may be is kept, but continuing it is refused before its history is read', async () => {
+    const first = await client.responses.create({ model: 'gpt-5', input: 'a'.repeat(60_000) });
+    const second = await client.responses.create({ model: 'gpt-5', input: 'b'.repeat(60_000), previous_response_id: first.id });
+    expect(openai.last().body.input).toHaveLength(3); // sent whole; with its answer, 240 kB: more than a client may send at once
+    expect((await client.responses.retrieve(second.id)).id).toBe(second.id);
+    const before = openai.requests.length;
+    const third = await client.responses.create({ model: 'gpt-5', input: 'c', previous_response_id: second.id }).catch((e) => e);
+    expect(third.status).toBe(400);
+    expect(third.error).toMatchObject({ code: 'conversation_too_long', param: 'previous_response_id' });
+    expect(openai.requests.length).toBe(before);
+  });
+
+  test('a continued conversation the gateway cannot forward (an upstream answer nested too deep) is a 400, not a 500', async () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 70; i++) deep = [deep];
+    const res = responseObject({ model: 'gpt-5-2025' }, 'ok');
+    openai.plan({ kind: 'json', body: { ...res, output: [...res.output, { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'f', arguments: '{}', status: 'completed', extra: deep }] } });
+    const first = await client.responses.create({ model: 'gpt-5', input: 'hi' });
+    const cont = await client.responses.create({ model: 'gpt-5', input: 'and?', previous_response_id: first.id }).catch((e) => e);
+    expect(cont.status).toBe(400);
+    expect(cont.error).toMatchObject({ type: 'invalid_request_error', message: 'The request body is nested deeper than 64 levels' });
   });
 });
 

@@ -326,7 +326,10 @@ describe('StreamTranslator', () => {
     ]);
     expect(chunks.map((c) => (c.choices.length ? c.choices[0].finish_reason : 'none'))).toEqual([null, null, null, null, null, null, null, 'tool_calls', 'none']);
     expect(chunks.every((c) => c.id === 'chatcmpl-msg_s' && c.created === 1234 && c.model === 'claude-x' && c.object === 'chat.completion.chunk')).toBe(true);
-    expect(chunks.slice(0, -1).every((c) => c.usage === null && c.choices[0].index === 0 && c.choices[0].logprobs === null)).toBe(true);
+    expect(chunks.slice(0, -1).every((c) => c.choices[0].index === 0 && c.choices[0].logprobs === null)).toBe(true);
+    // the role chunk carries the usage so far (the prompt as Anthropic counted it: a stream cut early pays it); the others none
+    expect(chunks[0].usage).toEqual({ prompt_tokens: 25, completion_tokens: 1, total_tokens: 26, prompt_tokens_details: { cached_tokens: 5 } });
+    expect(chunks.slice(1, -1).every((c) => c.usage === null)).toBe(true);
     expect(chunks[chunks.length - 1]).toEqual({
       id: 'chatcmpl-msg_s',
       object: 'chat.completion.chunk',

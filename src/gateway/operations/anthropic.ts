@@ -5,12 +5,33 @@ import { streamErrorOf } from '../router';
 import type { AnthropicUsage } from '../types';
 import type { Framing } from './types';
 
-/** Anthropic's usage → ours: cache reads and writes are prompt tokens too, priced apart. */
-export function fromAnthropicUsage(u: Partial<AnthropicUsage> | null | undefined): Usage | null {
-  if (!u || !isCount(u.input_tokens) || !isCount(u.output_tokens)) return null;
-  const read = isCount(u.cache_read_input_tokens) ? u.cache_read_input_tokens : 0;
-  const write = isCount(u.cache_creation_input_tokens) ? u.cache_creation_input_tokens : 0;
-  return { prompt: u.input_tokens + read + write, cached: read, cacheWrite: write, completion: u.output_tokens, reasoning: 0 };
+type Counts = { input_tokens?: unknown; output_tokens?: unknown; cache_read_input_tokens?: unknown; cache_creation_input_tokens?: unknown };
+const FIELDS = ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'] as const;
+
+/**
+ * Anthropic's usage → ours: cache reads and writes are prompt tokens too, priced apart. A request that sampled more
+ * than once (server-side compaction summarises first, then answers) reports each pass in `iterations`, and its
+ * top-level numbers are the last pass's only: what Anthropic bills is the sum of the passes.
+ */
+export function fromAnthropicUsage(raw: (Partial<AnthropicUsage> & { iterations?: unknown }) | null | undefined): Usage | null {
+  if (!raw || !isCount(raw.input_tokens) || !isCount(raw.output_tokens)) return null;
+  const u = withIterations(raw as Counts, raw.iterations);
+  const n = (k: (typeof FIELDS)[number]) => (isCount(u[k]) ? (u[k] as number) : 0);
+  const read = n('cache_read_input_tokens');
+  const write = n('cache_creation_input_tokens');
+  return { prompt: n('input_tokens') + read + write, cached: read, cacheWrite: write, completion: n('output_tokens'), reasoning: 0 };
+}
+
+/** The sum of every pass, when the usage lists them (never less than the top-level numbers). */
+function withIterations(u: Counts, iterations: unknown): Counts {
+  if (!Array.isArray(iterations) || !iterations.length) return u;
+  const out: Counts = {};
+  for (const k of FIELDS) {
+    let sum = 0;
+    for (const it of iterations) if (it && typeof it === 'object' && isCount((it as Counts)[k])) sum += (it as Counts)[k] as number;
+    out[k] = Math.max(sum, isCount(u[k]) ? (u[k] as number) : 0);
+  }
+  return out;
 }
 
 /** Ours → Anthropic's (input_tokens counts neither cache reads nor writes). */

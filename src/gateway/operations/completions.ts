@@ -5,7 +5,7 @@
 import { errors } from '../../errors';
 import type { ModelConfig } from '../../config';
 import type { ChatChunk, ChatRequest, ChatResponse, CompletionRequest, CompletionResponse } from '../types';
-import { chatReader } from './chat';
+import { chatFeatures, chatReader, predictionBytes } from './chat';
 import { NOT_GENERATED, OPENAI_SSE, collect, final, readUsage, shownUsage, withoutUsage } from './openai';
 import type { Operation, Reader } from './types';
 
@@ -86,11 +86,14 @@ export const completions: Operation<CompletionRequest, CompletionResponse, Compl
   streams: (body) => body.stream === true,
   includeUsage: (body) => body.stream_options?.include_usage === true,
   output(body) {
-    // best_of generates that many completions server-side, each billed; n of them are returned; per prompt.
+    // best_of generates that many completions server-side, each billed; n of them are returned; per prompt. Sent
+    // through chat, a prediction (an unknown field here) goes along: its rejected tokens are billed as output.
     const perPrompt = Math.max(1, body.n ?? 1, body.best_of ?? 1);
-    return { perChoice: body.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS, choices: perPrompt * prompts(body.prompt) };
+    const perChoice = (body.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS) + predictionBytes(body as Pick<ChatRequest, 'prediction'>);
+    return { perChoice, choices: perPrompt * prompts(body.prompt) };
   },
-  features: (body) => body,
+  // Its unknown fields become the chat request's when it goes through chat: the same rules as chat.
+  features: (body, model) => chatFeatures(body as CompletionRequest & ChatRequest, model),
   present: (res, p) => ({ ...res, model: p.model, usage: shownUsage(res.usage, p.usage, p.reported) }),
   presentChunk(chunk, { model, includeUsage }) {
     if (chunk.choices.length === 0 && chunk.usage) return null;

@@ -8,6 +8,7 @@ import type { AnthropicEvent, AnthropicMessage, AnthropicUsage, MessagesRequest 
 import { ANTHROPIC_SSE, fromAnthropicUsage, toAnthropicUsage } from './anthropic';
 import { chatBridge } from './messagesChat';
 import { collect } from './openai';
+import { anthropicBetas, anthropicBody } from './policy';
 import type { Operation, Reader } from './types';
 
 const NOT_TEXT = new Set(['type', 'id', 'name', 'signature', 'cache_control', 'tool_use_id', 'media_type', 'stop_reason', 'stop_sequence', 'role', 'model']);
@@ -28,6 +29,7 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
       cache_read_input_tokens: d.cache_read_input_tokens ?? start?.cached,
       cache_creation_input_tokens: d.cache_creation_input_tokens ?? start?.cacheWrite,
       output_tokens: d.output_tokens,
+      iterations: (d as { iterations?: unknown }).iterations,
     });
     return merged ? { usage: merged, final: true } : previous;
   },
@@ -42,34 +44,16 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
     return out.join('');
   },
   chunkText(ev) {
+    // A block may start with content of its own: a redacted_thinking block is all there (encrypted, billed as output);
+    // tool results (web search) are input, not output.
+    if (ev.type === 'content_block_start') {
+      const b = ev.content_block as { text?: unknown; thinking?: unknown; data?: unknown } | undefined;
+      return [b?.text, b?.thinking, b?.data].filter((x): x is string => typeof x === 'string').join('');
+    }
     const d = ev.type === 'content_block_delta' ? ev.delta : undefined;
     return (d?.text ?? '') + (d?.partial_json ?? '') + (d?.thinking ?? '');
   },
 };
-
-/**
- * Anthropic's server tools: they run at Anthropic and bill beyond the request's tokens — web search per search, code
- * execution per container hour, MCP toolsets whatever the server returns — and what they fetch or compute enters the
- * prompt unseen by the hold. Served only on models that allow `web_search`, as are `mcp_servers`.
- */
-const pricierTool = (t: { type?: string }) => typeof t.type === 'string' && /^(web_search|web_fetch|code_execution|mcp_toolset)/.test(t.type);
-
-function withoutServerTools(body: MessagesRequest): MessagesRequest {
-  const { mcp_servers: _remote, ...rest } = body as MessagesRequest & { mcp_servers?: unknown };
-  return { ...rest, ...(body.tools ? { tools: body.tools.filter((t) => !pricierTool(t)) } : {}) } as MessagesRequest;
-}
-
-/** Betas that raise Anthropic's token prices: the 1M-token context bills prompts over 200k tokens at a premium. */
-const LONG_CONTEXT_BETA = /^context-1m-/;
-
-/** anthropic-beta without the betas the model's prices do not cover (`long_context` allows the 1M context). */
-function betas(headers: Record<string, string>, model: ModelConfig): Record<string, string> {
-  const beta = headers['anthropic-beta'];
-  if (!beta || model.allow.includes('long_context')) return headers;
-  const kept = beta.split(',').map((b) => b.trim()).filter((b) => b && !LONG_CONTEXT_BETA.test(b));
-  const { 'anthropic-beta': _all, ...rest } = headers;
-  return kept.length ? { ...rest, 'anthropic-beta': kept.join(',') } : rest;
-}
 
 export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
   name: 'messages',
@@ -82,19 +66,9 @@ export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEve
   streams: (body) => body.stream === true,
   includeUsage: () => false,
   output: (body) => ({ perChoice: body.max_tokens, choices: 1 }),
-  headers: betas,
-  features(body, model: ModelConfig) {
-    let out = body;
-    if (!model.allow.includes('priority')) {
-      // `auto` serves from Anthropic's priority capacity when the organisation has it, at priority prices; fast mode
-      // (`speed: fast`) bills a multiple of the standard prices. Both are served at the standard tier and speed.
-      const { speed: _fast, ...rest } = out as MessagesRequest & { speed?: unknown };
-      out = { ...(rest as MessagesRequest), service_tier: 'standard_only' };
-    }
-    const serverTools = out.tools?.some(pricierTool) || (out as { mcp_servers?: unknown }).mcp_servers != null;
-    if (serverTools && !model.allow.includes('web_search')) out = withoutServerTools(out);
-    return out;
-  },
+  // Pricier tiers, server tools, MCP servers, containers, compaction, 1-hour cache writes: see policy.ts.
+  features: (body, model: ModelConfig, profile) => anthropicBody(body, model, !!profile.longCache),
+  headers: (headers, model) => anthropicBetas(headers, model),
   present: (res, p) => ({ ...res, model: p.model, usage: p.reported ? res.usage : toAnthropicUsage(p.usage) }),
   presentChunk: (ev, { model }) => (ev.type === 'message_start' && ev.message ? { ...ev, message: { ...ev.message, model } } : ev),
   tail: () => [],

@@ -5,11 +5,12 @@
  * framed as OpenAI frames them (`event: <type>`, `data: <event>`).
  */
 import type { ModelConfig } from '../../config';
-import { errors } from '../../errors';
 import { isCount, type Usage } from '../../usage';
 import { streamErrorOf } from '../router';
 import type { ResponseEvent, ResponseObject, ResponsesRequest } from '../types';
+import { errors } from '../../errors';
 import { collect } from './openai';
+import { allows, keepTools, responsesTool, standardTier } from './policy';
 import { chatBridge, responseUsage } from './responsesChat';
 import type { Framing, Operation, Reader } from './types';
 
@@ -49,7 +50,13 @@ const reader: Reader<ResponsesRequest, ResponseObject, ResponseEvent> = {
     collect(res.output, NOT_TEXT, out);
     return out.join('');
   },
-  chunkText: (ev) => (typeof ev.delta === 'string' ? ev.delta : ''),
+  // Every delta; and a reasoning item's encrypted content, which comes whole when the item is done (the reasoning
+  // it stands for is billed as output, and no delta ever shows it).
+  chunkText(ev) {
+    if (typeof ev.delta === 'string') return ev.delta;
+    const item = ev.type === 'response.output_item.done' ? (ev.item as { type?: unknown; encrypted_content?: unknown } | undefined) : undefined;
+    return item?.type === 'reasoning' && typeof item.encrypted_content === 'string' ? item.encrypted_content : '';
+  },
 };
 
 const frame = (ev: { type: string }) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
@@ -86,19 +93,19 @@ const shown = (requestId: string, model: string, body: ResponsesRequest) => ({
   max_output_tokens: body.max_output_tokens ?? null,
 });
 
-/** Tools that bill beyond tokens (per search, per container, per image) or reach into the operator's own account. */
-const COSTLY = /^(web_search|file_search|code_interpreter|image_generation|computer_use|mcp)/;
-
 /**
- * What is stored at the upstream, in the operator's own account, and would be read into the prompt there: a
- * conversation, a stored prompt, an item by reference. Its size is unknown to the hold, and it is not the caller's.
+ * What a request may not point at: anything stored in the operator's own upstream account — another tenant's, or
+ * the operator's, and billed as input the request does not show — and background mode, whose answer (and its cost)
+ * would come after the gateway settled.
  */
 function refuseStored(body: ResponsesRequest): void {
-  const b = body as ResponsesRequest & { conversation?: unknown; prompt?: unknown };
-  const stored = (param: string) => errors.invalidRequest(`'${param}' refers to what is stored at the provider, which cannot be used through this gateway: send the items themselves (or continue with previous_response_id)`, param);
-  if (b.conversation != null) throw stored('conversation');
-  if (b.prompt != null) throw stored('prompt');
-  if (Array.isArray(b.input) && b.input.some((i) => i?.type === 'item_reference')) throw stored('input');
+  const b = body as ResponsesRequest & { prompt?: unknown; conversation?: unknown; background?: unknown };
+  if (b.prompt != null) throw errors.invalidRequest('Prompts stored at the provider (prompt) cannot be used through this gateway: send the instructions and input themselves', 'prompt');
+  if (b.conversation != null) throw errors.invalidRequest('Conversations stored at the provider (conversation) cannot be used through this gateway: continue one with previous_response_id', 'conversation');
+  if (Array.isArray(b.input) && b.input.some((i) => (i as { type?: unknown })?.type === 'item_reference')) {
+    throw errors.invalidRequest('Items stored at the provider (item_reference) cannot be used through this gateway: send the items themselves', 'input');
+  }
+  if (b.background === true) throw errors.invalidRequest('Background responses cannot be served through this gateway: leave background unset (stream for long answers)', 'background');
 }
 
 export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEvent> = {
@@ -113,13 +120,15 @@ export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEven
   output: (body, model) => ({ perChoice: body.max_output_tokens ?? model.max_output_tokens, choices: 1 }),
   features(body, model: ModelConfig) {
     refuseStored(body);
-    let out = body;
-    if (typeof body.service_tier === 'string' && ['priority', 'scale'].includes(body.service_tier) && !model.allow.includes('priority')) {
-      const { service_tier: _stripped, ...rest } = body;
+    let out = standardTier(body, model);
+    const tools = keepTools(out.tools, responsesTool(model));
+    if (tools !== out.tools) out = { ...out, tools: tools ?? undefined };
+    // compaction: a summarising pass over the whole conversation, billed on top of the answer
+    const cm = (out as { context_management?: unknown }).context_management;
+    if (cm != null && !allows(model, 'server_tools')) {
+      const { context_management: _stripped, ...rest } = out as ResponsesRequest & { context_management?: unknown };
       out = rest;
     }
-    const allowed = (t: { type: string }) => !COSTLY.test(t.type) || (model.allow.includes('web_search') && t.type.startsWith('web_search'));
-    if (out.tools?.some((t) => !allowed(t))) out = { ...out, tools: out.tools.filter(allowed) };
     return out;
   },
   // The gateway keeps responses (services/responses.ts): each gets an id of the gateway's, from its request's.

@@ -119,6 +119,8 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
    * body without them). Attachments were checked from the profile already.
    */
   features(body: Req, model: ModelConfig, profile: BodyProfile): Req;
+  /** The same for the client headers it passes on (`forwardHeaders`): Anthropic's betas that raise the price. */
+  headers?(headers: Record<string, string>, model: ModelConfig): Record<string, string>;
   present(res: Res, p: Presented, body: Req): Res;
   /** A chunk as the client gets it, or null to hold it back; `includeUsage`: the client asked for the usage chunk. */
   presentChunk(chunk: Chunk, c: ChunkContext): Chunk | null;

@@ -11,19 +11,39 @@ export type { CountJob };
 
 const IDLE_MS = 60_000;
 
+/**
+ * Text waiting to be counted, at most, for a count nobody pays for (Anthropic's count_tokens on another provider):
+ * about half a second of the worker's time. Beyond it such a count is refused (TokenizerBusy) rather than queued,
+ * so a free endpoint cannot pile up work (and memory) in front of the counts that settle paid requests.
+ */
+export const OPTIONAL_PENDING_BYTES = 4 * 1024 * 1024;
+
+export class TokenizerBusy extends Error {
+  override name = 'TokenizerBusy';
+}
+
+/** About how much text a job is (what the worker will read), for the queue's bound. */
+const sizeOf = (job: CountJob) => (job.kind === 'text' ? job.text.length : 0);
+
 export class Tokenizer {
   private worker: Worker | null = null;
   private next = 1;
-  private readonly pending = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void; size: number }>();
   private idle: NodeJS.Timeout | null = null;
+  /** Text queued or being counted (see OPTIONAL_PENDING_BYTES). */
+  private pendingBytes = 0;
 
-  count(job: CountJob): Promise<number> {
+  /** `optional`: a count nobody pays for, refused with TokenizerBusy when the queue is already long. */
+  count(job: CountJob, o: { optional?: boolean } = {}): Promise<number> {
     if (job.kind === 'text' && !job.text) return Promise.resolve(0);
+    const size = sizeOf(job);
+    if (o.optional && this.pendingBytes + size > OPTIONAL_PENDING_BYTES) return Promise.reject(new TokenizerBusy('the tokenizer is busy'));
     const worker = this.start();
     const id = this.next++;
     if (this.idle) clearTimeout(this.idle);
+    this.pendingBytes += size;
     return new Promise<number>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { resolve, reject, size });
       worker.postMessage({ id, job });
     });
   }
@@ -42,6 +62,7 @@ export class Tokenizer {
     w.on('message', (m: { id: number; n?: number; error?: string }) => {
       const p = this.pending.get(m.id);
       this.pending.delete(m.id);
+      this.pendingBytes -= p?.size ?? 0;
       if (m.error !== undefined) p?.reject(new Error(`tokenizer: ${m.error}`));
       else p?.resolve(m.n!);
       if (!this.pending.size) this.idle = setTimeout(() => void this.close(), IDLE_MS).unref();
@@ -49,6 +70,7 @@ export class Tokenizer {
     const fail = (e: Error) => {
       for (const p of this.pending.values()) p.reject(e);
       this.pending.clear();
+      this.pendingBytes = 0;
       if (this.worker === w) this.worker = null;
     };
     w.on('error', fail);

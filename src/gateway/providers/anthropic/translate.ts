@@ -352,7 +352,8 @@ export class StreamTranslator {
         this.id = chatId(ev.message?.id);
         if (ev.message?.model) this.model = ev.message.model;
         this.mergeUsage(ev.message?.usage);
-        return [this.chunk({ role: 'assistant', content: '' })];
+        // the prompt as Anthropic counted it: what a stream cut before message_delta has certainly cost
+        return [{ ...this.chunk({ role: 'assistant', content: '' }), usage: toUsage(this.usage) }];
       }
       case 'content_block_start':
         return [...this.start(), ...this.blockStart(ev)];

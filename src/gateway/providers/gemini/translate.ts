@@ -355,6 +355,15 @@ export class ChatStreamTranslator {
     }
     if (!this.id) this.id = `chatcmpl-${ev.responseId ?? randomId()}`;
     if (ev.usageMetadata) this.usage = toUsage(ev.usageMetadata);
+    const out = this.chunks(ev);
+    // The usage so far (thinking included, which the stream never shows) rides on a chunk that ends nothing: a
+    // stream cut after it is billed at least that. The whole request's comes last, in its own chunk (end()).
+    const carrier = [...out].reverse().find((c) => !c.choices.some((x) => x.finish_reason));
+    if (ev.usageMetadata && carrier) carrier.usage = this.usage;
+    return out;
+  }
+
+  private chunks(ev: GenerateContentResponse): ChatChunk[] {
     const out: ChatChunk[] = [];
     const candidates = ev.candidates ?? [];
     if (!candidates.length && ev.promptFeedback?.blockReason && !this.finished.has(0)) {
