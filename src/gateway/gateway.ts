@@ -30,7 +30,8 @@ export interface CallOptions {
   requestId: string;
   /** Output tokens per choice the upstream may generate (what the hold covers). */
   allowance: number;
-  signal: AbortSignal;
+  /** Fires when the client goes away (the call is cancelled); none: the call runs to its end whatever the client does. */
+  signal?: AbortSignal;
   /** Client headers the operation passes on to a provider that serves it natively. */
   headers?: Record<string, string>;
 }

@@ -57,14 +57,15 @@ export class Router {
     return [...byPriority.keys()].sort((a, b) => a - b).flatMap((p) => this.weightedShuffle(byPriority.get(p)!));
   }
 
-  async run<T>(model: ModelConfig, clientSignal: AbortSignal, attempt: Attempt<T>): Promise<Routed<T>> {
+  /** Tries the routes in order; `clientSignal` (if any) cancels the attempt under way when the client goes away. */
+  async run<T>(model: ModelConfig, clientSignal: AbortSignal | undefined, attempt: Attempt<T>): Promise<Routed<T>> {
     if (this.draining) throw errors.unavailable();
     let last: UpstreamError | undefined;
     for (const route of this.order(model)) {
       if (!this.admit(route)) continue;
       const controller = new AbortController();
       const onClient = () => controller.abort(new UpstreamError('aborted', 'the client went away'));
-      clientSignal.addEventListener('abort', onClient, { once: true });
+      clientSignal?.addEventListener('abort', onClient, { once: true });
       const timer = setTimeout(
         () => controller.abort(new UpstreamError('timeout', `the route took longer than ${route.timeouts.total_ms} ms`)),
         route.timeouts.total_ms,
@@ -72,10 +73,10 @@ export class Router {
       const span = tracer.startSpan(`upstream ${route.provider}`, { kind: SpanKind.CLIENT, attributes: { 'switchyard.model': model.id, 'switchyard.route': `${route.provider}/${route.model}` } });
       const finish = () => {
         clearTimeout(timer);
-        clientSignal.removeEventListener('abort', onClient);
+        clientSignal?.removeEventListener('abort', onClient);
         span.end();
       };
-      if (clientSignal.aborted) onClient();
+      if (clientSignal?.aborted) onClient();
       try {
         const value = await attempt(this.providers.get(route.provider)!, route, controller.signal);
         this.succeeded(route);

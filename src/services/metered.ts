@@ -40,9 +40,6 @@ export interface PaidCall<Req = unknown> {
   onAnswer?: (answer: unknown) => Promise<void>;
 }
 
-/** A signal that never fires: answers that are not streamed run to their end even when their client has left. */
-const NEVER = new AbortController().signal;
-
 /** A per-choice allowance above this is no limit at all; it also keeps money arithmetic far from overflow. */
 const MAX_ALLOWANCE = 2 ** 31 - 1;
 
@@ -117,7 +114,7 @@ export class Metered {
       // A client that leaves does not stop an answer that is not streamed: the upstream generates it and bills it
       // anyway (it notices a closed connection only when it writes), so the call runs to its end and its usage is
       // charged — exactly what the upstream billed, never a guess.
-      const answer = await this.gateway.call(op, model, body, { ...upstream, signal: NEVER });
+      const answer = await this.gateway.call(op, model, body, upstream); // no signal: it runs to its end
       await admission.settle({ status: call.signal.aborted ? 499 : 200, used: answer.meter, ttfbMs: Date.now() - started });
       ended(answer.meter);
       await call.onAnswer?.(answer.body);
