@@ -144,7 +144,7 @@ export class Api {
     const app = this.app;
     try {
       await authorize(app, route.guard, ex.req.headers, ex.path, ex.caller);
-      const raw = route.hasBody ? await readBody(ex.req, app.config.server.max_body_bytes) : null;
+      const raw = route.hasBody ? await readBody(ex.req, ex.res, app.config.server.max_body_bytes) : null;
       const { body, profile } = parse(raw);
       if (route.validateBody && !route.validateBody({ requestBody: body ?? null })) throw validationError(route.validateBody.errors);
       // Path and query parameters are coerced in place by the validator (`/keys/7` → 7, `?limit=10` → 10).
@@ -191,13 +191,15 @@ function parse(raw: Buffer | null): { body: unknown; profile: BodyProfile } {
 /**
  * The request's body, at most `max` bytes (413 beyond: at once when Content-Length says so, else as soon as the
  * bytes arrive), of media type application/json (415 otherwise; a request without Content-Type is taken as JSON).
+ * A client that sent `Expect: 100-continue` is asked for its body only here, once its caller and declared size passed.
  */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+function readBody(req: IncomingMessage, res: ServerResponse, max: number): Promise<Buffer> {
   const type = req.headers['content-type'];
   if (type !== undefined && !isJson(type)) return Promise.reject(errors.unsupportedMediaType());
   if (req.destroyed) return Promise.reject(errors.clientClosed()); // it will send no more, nor end
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > max) return Promise.reject(errors.tooLarge(max));
+  if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -169,6 +169,18 @@ function expecting(path: string, body: string, headers: Record<string, string | 
   });
 }
 
+describe('Expect: 100-continue', () => {
+  test('the body is asked for only once the caller is known and its declared size fits', async () => {
+    const body = chat();
+    const refused = await expecting('/v1/chat/completions', body, { authorization: 'Bearer sk-not-a-key' });
+    expect(refused).toMatchObject({ continued: false, status: 401, body: { error: { code: 'invalid_api_key' } } });
+    const tooBig = await expecting('/v1/chat/completions', body, { authorization: `Bearer ${key}`, 'content-length': LIMIT + 1 });
+    expect(tooBig).toMatchObject({ continued: false, status: 413, body: { error: { code: 'request_too_large' } } });
+    const ok = await expecting('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
+    expect(ok).toMatchObject({ continued: true, status: 200, body: { object: 'chat.completion', model: 'mock-chat' } });
+  });
+});
+
 describe('request lines and paths', () => {
 
   test('percent-encoded parameters are decoded, malformed ones are a 400, a trailing slash is the same path, HEAD is GET without a body', async () => {
