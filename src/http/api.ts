@@ -73,7 +73,7 @@ export class Api {
 
   /** Serves the request if its path is one of the contract's and returns true; false leaves it to Hapi. */
   dispatch(req: IncomingMessage, res: ServerResponse): boolean {
-    const url = req.url ?? '/';
+    const url = originForm(req.url ?? '/');
     const q = url.indexOf('?');
     let p = q < 0 ? url : url.slice(0, q);
     if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
@@ -218,6 +218,17 @@ function readBody(req: IncomingMessage, res: ServerResponse, max: number): Promi
       if (!req.complete) reject(errors.clientClosed());
     });
   });
+}
+
+/** A request line's absolute URL (`POST http://host/v1/...`, which HTTP/1.1 servers must accept) as its path and query. */
+function originForm(url: string): string {
+  if (url.charCodeAt(0) === 47 /* / */) return url;
+  try {
+    const u = new URL(url);
+    return u.pathname + u.search;
+  } catch {
+    return url; // `*` (OPTIONS *) or garbage: not the API's
+  }
 }
 
 function isJson(type: string): boolean {

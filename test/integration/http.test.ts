@@ -182,6 +182,12 @@ describe('Expect: 100-continue', () => {
 });
 
 describe('request lines and paths', () => {
+  test('a request line with an absolute URL is served like its path', async () => {
+    const a = await once(post(`http://127.0.0.1:${port}/v1/chat/completions?beta=true`, chat(), 'Content-Type: application/json\r\n'));
+    expect(a).toMatchObject({ status: 200, body: { object: 'chat.completion' } });
+    const b = await once(`GET http://127.0.0.1:${port}/v1/models/mock-chat HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    expect(b).toMatchObject({ status: 200, body: { id: 'mock-chat' } });
+  });
 
   test('percent-encoded parameters are decoded, malformed ones are a 400, a trailing slash is the same path, HEAD is GET without a body', async () => {
     const auth = `Authorization: Bearer ${key}\r\n`;
