@@ -26,7 +26,7 @@ import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
 import { handlers } from '../handlers';
 import { ADMIN_OPERATIONS, ANTHROPIC_OPERATIONS, METERED_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type HttpInfo, type Reply } from '../handlers/types';
 import type { App } from '../services/app';
-import { clientGone, gone, openExchange, sendError, sendReply, type Exchange } from './exchange';
+import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
 import { authorize, type Guard } from './security';
 import { validationError } from './validation';
 
@@ -91,7 +91,11 @@ export class Api {
     }
     ex.operationId = route.operationId;
     this.active++;
-    void this.serve(route, ex, params, q < 0 ? '' : url.slice(q + 1)).finally(() => this.ended());
+    ex.serving = true;
+    void this.serve(route, ex, params, q < 0 ? '' : url.slice(q + 1)).finally(() => {
+      served(this.app, ex);
+      this.ended();
+    });
     return true;
   }
 

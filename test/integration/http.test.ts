@@ -140,6 +140,8 @@ async function waitFor(cond: () => boolean | Promise<boolean>, what: string): Pr
   throw new Error(`never happened: ${what}`);
 }
 
+const connections = () => new Promise<number>((resolve, reject) => gw.server.listener.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+
 /** switchyard_http_requests_total for an operation and status, as /metrics reports it. */
 async function answered(operation: string, status: number): Promise<number> {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
@@ -266,7 +268,44 @@ describe('clients that stall, leave or pipeline', () => {
     expect(new Set(answers.map((a) => a.headers['x-request-id'])).size).toBe(3);
   });
 
+  test('a client that leaves in the middle of its body: logged and counted as 499, and nothing stays in flight', async () => {
+    const before = await answered('createChatCompletion', 499);
+    const from = lines.length;
+    const c = new Conn().send(`POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n`);
+    expect((await c.next()).status).toBe(100); // the gateway is reading the body now
+    c.send('{"model": "mock-');
+    c.close();
+    await waitFor(() => lines.slice(from).some((l) => l.path === '/v1/chat/completions'), 'the log line');
+    const mine = lines.slice(from).filter((l) => l.path === '/v1/chat/completions');
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ status: 499, error: 'client_closed', key: key.slice(0, 9) });
+    expect(await answered('createChatCompletion', 499)).toBe(before + 1);
+    await gw.server.app.api.idle(60_000); // a request still counted in flight would hold this past the test's timeout
+  });
 
+  test('a client that leaves while its JSON answer is at the upstream: its log line says 499 and what the upstream billed', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const answer = {
+      id: 'chatcmpl-late', object: 'chat.completion', created: 1, model: 'x',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'late' }, logprobs: null, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 8, completion_tokens: 20, total_tokens: 28 },
+    };
+    upstream.plan({ kind: 'json', body: answer, wait: released });
+    const sent = upstream.requests.length;
+    const from = lines.length;
+    const c = new Conn().send(post('/v1/chat/completions', chat('gpt-4o-mini'), 'Content-Type: application/json\r\n'));
+    await waitFor(() => upstream.requests.length > sent, 'the upstream has the request');
+    const open = await connections();
+    c.close();
+    await waitFor(async () => (await connections()) < open, 'the gateway saw the client leave');
+    release(); // the upstream finishes the answer nobody waits for
+    await waitFor(() => lines.slice(from).some((l) => l.path === '/v1/chat/completions'), 'the log line');
+    await gw.server.app.api.idle(60_000);
+    const mine = lines.slice(from).filter((l) => l.path === '/v1/chat/completions');
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ status: 499, model: 'gpt-4o-mini', provider: 'up', usage: { prompt: 8, completion: 20 }, counted: 'upstream' });
+  });
 });
 
 describe('what every answer leaves', () => {
