@@ -47,6 +47,7 @@ export function openExchange(app: App, req: IncomingMessage, res: ServerResponse
     ex.closed = true;
     if (!ex.serving) logExchange(app, ex);
   });
+  if (!res.socket) closeWithConnection(req, res);
   return ex;
 }
 
@@ -54,6 +55,22 @@ export function openExchange(app: App, req: IncomingMessage, res: ServerResponse
 export function served(app: App, ex: Exchange): void {
   ex.serving = false;
   if (ex.closed) logExchange(app, ex);
+}
+
+/**
+ * A pipelined request's answer waits for those before it on its connection and has no socket yet; if the client
+ * leaves meanwhile, Node never closes it. Its connection's close stands in, so that its upstream call is cancelled,
+ * its stream stops waiting for a drain that will not come, and the API's count of requests in flight goes down.
+ */
+function closeWithConnection(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket;
+  const left = () => {
+    if (res.socket || res.writableFinished) return; // answered, or given the socket: Node closes it itself
+    res.destroy();
+    res.emit('close');
+  };
+  socket.once('close', left);
+  res.once('close', () => socket.removeListener('close', left));
 }
 
 function logExchange(app: App, ex: Exchange): void {

@@ -306,6 +306,21 @@ describe('clients that stall, leave or pipeline', () => {
     expect(mine).toHaveLength(1);
     expect(mine[0]).toMatchObject({ status: 499, model: 'gpt-4o-mini', provider: 'up', usage: { prompt: 8, completion: 20 }, counted: 'upstream' });
   });
+
+  test('pipelined streams whose client leaves: both upstream calls are cancelled, both are logged, nothing stays in flight', async () => {
+    const chunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'x', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] };
+    upstream.plan({ kind: 'stall', events: [chunk] }, { kind: 'stall', events: [chunk] });
+    const sent = upstream.requests.length;
+    const aborts = upstream.clientAborts;
+    const from = lines.length;
+    const body = chat('gpt-4o-mini', { stream: true });
+    const c = new Conn().send(post('/v1/chat/completions', body, 'Content-Type: application/json\r\n') + post('/v1/chat/completions', body, 'Content-Type: application/json\r\n'));
+    await waitFor(() => upstream.requests.length === sent + 2, 'the upstream has both requests');
+    c.close();
+    await waitFor(() => upstream.clientAborts === aborts + 2, 'both upstream calls cancelled');
+    await waitFor(() => lines.slice(from).filter((l) => l.path === '/v1/chat/completions').length === 2, 'both log lines');
+    await gw.server.app.api.idle(60_000);
+  });
 });
 
 describe('what every answer leaves', () => {
