@@ -153,7 +153,7 @@ async function answered(operation: string, status: number): Promise<number> {
 function expecting(path: string, body: string, headers: Record<string, string | number>): Promise<{ continued: boolean; status: number; body: any }> {
   return new Promise((resolve, reject) => {
     let continued = false;
-    let answered = false;
+    let done = false;
     const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, agent: false, headers: { expect: '100-continue', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } });
     req.on('continue', () => {
       continued = true;
@@ -162,11 +162,11 @@ function expecting(path: string, body: string, headers: Record<string, string | 
     req.on('response', async (res) => {
       let text = '';
       for await (const c of res) text += c;
-      answered = true;
+      done = true;
       resolve({ continued, status: res.statusCode!, body: text ? JSON.parse(text) : null });
       req.destroy(); // a refused body is never sent
     });
-    req.on('error', (e) => answered || reject(e));
+    req.on('error', (e) => done || reject(e));
     req.flushHeaders();
   });
 }
