@@ -26,7 +26,7 @@ import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
 import { handlers } from '../handlers';
 import { ADMIN_OPERATIONS, ANTHROPIC_OPERATIONS, METERED_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type HttpInfo, type Reply } from '../handlers/types';
 import type { App } from '../services/app';
-import { clientGone, gone, openExchange, sendError, sendReply, type Exchange } from './exchange';
+import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
 import { authorize, type Guard } from './security';
 import { validationError } from './validation';
 
@@ -73,7 +73,7 @@ export class Api {
 
   /** Serves the request if its path is one of the contract's and returns true; false leaves it to Hapi. */
   dispatch(req: IncomingMessage, res: ServerResponse): boolean {
-    const url = req.url ?? '/';
+    const url = originForm(req.url ?? '/');
     const q = url.indexOf('?');
     let p = q < 0 ? url : url.slice(0, q);
     if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
@@ -91,7 +91,11 @@ export class Api {
     }
     ex.operationId = route.operationId;
     this.active++;
-    void this.serve(route, ex, params, q < 0 ? '' : url.slice(q + 1)).finally(() => this.ended());
+    ex.serving = true;
+    void this.serve(route, ex, params, q < 0 ? '' : url.slice(q + 1)).finally(() => {
+      served(this.app, ex);
+      this.ended();
+    });
     return true;
   }
 
@@ -144,7 +148,7 @@ export class Api {
     const app = this.app;
     try {
       await authorize(app, route.guard, ex.req.headers, ex.path, ex.caller);
-      const raw = route.hasBody ? await readBody(ex.req, app.config.server.max_body_bytes) : null;
+      const raw = route.hasBody ? await readBody(ex.req, ex.res, app.config.server.max_body_bytes) : null;
       const { body, profile } = parse(raw);
       if (route.validateBody && !route.validateBody({ requestBody: body ?? null })) throw validationError(route.validateBody.errors);
       // Path and query parameters are coerced in place by the validator (`/keys/7` → 7, `?limit=10` → 10).
@@ -220,13 +224,15 @@ function parse(raw: Buffer | null): { body: unknown; profile: BodyProfile } {
 /**
  * The request's body, at most `max` bytes (413 beyond: at once when Content-Length says so, else as soon as the
  * bytes arrive), of media type application/json (415 otherwise; a request without Content-Type is taken as JSON).
+ * A client that sent `Expect: 100-continue` is asked for its body only here, once its caller and declared size passed.
  */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+function readBody(req: IncomingMessage, res: ServerResponse, max: number): Promise<Buffer> {
   const type = req.headers['content-type'];
   if (type !== undefined && !isJson(type)) return Promise.reject(errors.unsupportedMediaType());
   if (req.destroyed) return Promise.reject(errors.clientClosed()); // it will send no more, nor end
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > max) return Promise.reject(errors.tooLarge(max));
+  if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -245,6 +251,17 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
       if (!req.complete) reject(errors.clientClosed());
     });
   });
+}
+
+/** A request line's absolute URL (`POST http://host/v1/...`, which HTTP/1.1 servers must accept) as its path and query. */
+function originForm(url: string): string {
+  if (url.charCodeAt(0) === 47 /* / */) return url;
+  try {
+    const u = new URL(url);
+    return u.pathname + u.search;
+  } catch {
+    return url; // `*` (OPTIONS *) or garbage: not the API's
+  }
 }
 
 function isJson(type: string): boolean {

@@ -31,17 +31,49 @@ export interface Exchange {
   meter?: () => Meter | null;
   /** The error the request ended with (code and the message the client got), for the log line. */
   error?: { code: string | null; message: string };
+  /**
+   * While the API serves the request (api.ts): a client that leaves first closes the answer, and the log line waits
+   * for the handler's end, to say how it ended (499, a stream's usage) rather than the 200 a response starts with.
+   */
+  serving?: boolean;
+  closed?: boolean;
 }
 
 
 /** Starts an exchange; its metrics and log line are written when the answer is over, however it ends. */
 export function openExchange(app: App, req: IncomingMessage, res: ServerResponse, path: string): Exchange {
   const ex: Exchange = { req, res, requestId: newRequestId(), received: Date.now(), path, operationId: 'other', anthropic: false, caller: {} };
-  res.once('close', () => closed(app, ex));
+  res.once('close', () => {
+    ex.closed = true;
+    if (!ex.serving) logExchange(app, ex);
+  });
+  if (!res.socket) closeWithConnection(req, res);
   return ex;
 }
 
-function closed(app: App, ex: Exchange): void {
+/** The API's handler of the request is over: if its client left before, its log line waited for this. */
+export function served(app: App, ex: Exchange): void {
+  ex.serving = false;
+  if (ex.closed) logExchange(app, ex);
+}
+
+/**
+ * A pipelined request's answer waits for those before it on its connection and has no socket yet; if the client
+ * leaves meanwhile, Node never closes it. Its connection's close stands in, so that its upstream call is cancelled,
+ * its stream stops waiting for a drain that will not come, and the API's count of requests in flight goes down.
+ */
+function closeWithConnection(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket;
+  const left = () => {
+    if (res.socket || res.writableFinished) return; // answered, or given the socket: Node closes it itself
+    res.destroy();
+    res.emit('close');
+  };
+  socket.once('close', left);
+  res.once('close', () => socket.removeListener('close', left));
+}
+
+function logExchange(app: App, ex: Exchange): void {
   const meter = ex.meter?.();
   const c = ex.caller;
   logAnswer(app, {
@@ -68,7 +100,11 @@ function answerHead(ex: Exchange, head: OutgoingHttpHeaders): OutgoingHttpHeader
 /** Writes a JSON answer (or none, for a null body) in one write of head and body. */
 export function sendJson(ex: Exchange, status: number, body: unknown, headers: OutgoingHttpHeaders = {}): void {
   const res = ex.res;
-  if (res.headersSent || res.destroyed) return;
+  if (res.headersSent) return;
+  if (res.destroyed) {
+    res.statusCode = 499; // the client left before its answer: the log line and the metrics say so
+    return;
+  }
   const head = answerHead(ex, { 'cache-control': 'no-cache', ...headers });
   if (isApiConsolePath(ex.path)) head['cache-control'] = 'no-store';
   if (body === null || body === undefined) {

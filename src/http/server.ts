@@ -50,9 +50,9 @@ function inFront(server: Hapi.Server, first: (req: IncomingMessage, res: ServerR
   for (const event of ['request', 'checkContinue'] as const) {
     const hapi = server.listener.listeners(event) as ((req: IncomingMessage, res: ServerResponse) => void)[];
     server.listener.removeAllListeners(event);
+    // Expect: 100-continue: Hapi answers it for its own requests; the API when it reads the body (api.ts, readBody).
     server.listener.on(event, (req: IncomingMessage, res: ServerResponse) => {
       if (!first(req, res)) for (const h of hapi) h(req, res);
-      else if (event === 'checkContinue' && !res.headersSent) res.writeContinue(); // Expect: 100-continue
     });
   }
 }
