@@ -128,17 +128,19 @@ export class Api {
     const parts = p.split('/');
     next: for (const t of this.templates) {
       if (t.segments.length !== parts.length) continue;
+      const found: Record<string, string> = {};
       for (let i = 0; i < parts.length; i++) {
         const s = t.segments[i];
         if (s.startsWith('{')) {
           if (!parts[i]) continue next;
           try {
-            params[s.slice(1, -1)] = decodeURIComponent(parts[i]);
+            found[s.slice(1, -1)] = decodeURIComponent(parts[i]);
           } catch {
             continue next;
           }
         } else if (s !== parts[i]) continue next;
       }
+      Object.assign(params, found); // only the template that matched fills them in
       return t.methods;
     }
     return undefined;

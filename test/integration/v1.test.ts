@@ -216,6 +216,14 @@ describe('completions, embeddings, models', () => {
     expect([b.readFloatLE(0), b.readFloatLE(4), b.readFloatLE(8)]).toEqual([0.5, -0.25, 0.125]);
   });
 
+  test("an upstream embeddings answer that holds no embeddings is the upstream's failure (502), not ours (500)", async () => {
+    for (const body of [{ object: 'list', data: null }, { object: 'list', data: [null] }, { object: 'list', data: [{ embedding: 7 }] }]) {
+      upstream.plan({ kind: 'json', body });
+      const e = await client.embeddings.create({ model: 'text-embedding-3-small', input: 'x', encoding_format: 'float' }).catch((x) => x);
+      expect(e).toMatchObject({ status: 502, code: 'upstream_unavailable' });
+    }
+  });
+
   test('the model list and one model', async () => {
     const models = [];
     for await (const m of client.models.list()) models.push(m);

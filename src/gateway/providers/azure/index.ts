@@ -8,7 +8,7 @@
  */
 import type { SseEvent } from '../../sse';
 import type { ChatChunk, CompletionResponse } from '../../types';
-import { chatBody, completionBody, object, OUTPUT_LIMITS, untilDone } from '../openai';
+import { chatBody, completionBody, embeddingList, object, OUTPUT_LIMITS, untilDone } from '../openai';
 import { defineProvider, type CallContext } from '../types';
 
 /** The latest generally available data-plane version when this was written. */
@@ -42,6 +42,6 @@ export const azure = defineProvider({
       stream: (events) => chunks<ChatChunk>(events),
     },
     completions: { path: (ctx) => deployment(ctx, 'completions'), request: completionBody, response: object, stream: (events) => chunks<CompletionResponse>(events) },
-    embeddings: { path: (ctx) => deployment(ctx, 'embeddings'), request: (body, ctx) => ({ ...body, model: ctx.model }), response: object },
+    embeddings: { path: (ctx) => deployment(ctx, 'embeddings'), request: (body, ctx) => ({ ...body, model: ctx.model }), response: embeddingList },
   },
 });

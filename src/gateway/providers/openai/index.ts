@@ -72,6 +72,14 @@ export function object<T>(json: unknown): T {
   return json as T;
 }
 
+/** An embeddings answer: a list whose `data` are embeddings (floats, or base64 when asked); else a protocol failure. */
+export function embeddingList<T>(json: unknown): T {
+  const data = object<{ data?: unknown }>(json).data;
+  const ok = Array.isArray(data) && data.every((d) => d && typeof d === 'object' && (Array.isArray((d as { embedding?: unknown }).embedding) || typeof (d as { embedding?: unknown }).embedding === 'string'));
+  if (!ok) throw new UpstreamError('protocol', 'the upstream answer is not a list of embeddings');
+  return json as T;
+}
+
 /** The events of a Responses stream, as OpenAI sent them, until the one that ends it; an error event ends it too. */
 async function* responseEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<ResponseEvent> {
   for await (const ev of source) {
@@ -96,7 +104,7 @@ export const openai = defineProvider({
   operations: {
     chat: { path: () => '/chat/completions', request: chatBody, response: object, stream: (events) => untilDone<ChatChunk>(events) },
     completions: { path: () => '/completions', request: completionBody, response: object, stream: (events) => untilDone<CompletionResponse>(events) },
-    embeddings: { path: () => '/embeddings', request: (body, ctx) => ({ ...body, model: ctx.model }), response: object },
+    embeddings: { path: () => '/embeddings', request: (body, ctx) => ({ ...body, model: ctx.model }), response: embeddingList },
     responses: { path: () => '/responses', request: responsesBody, response: object, stream: (events) => responseEvents(events) },
   },
 });
