@@ -33,6 +33,7 @@ import { validationError } from './validation';
 export const CONTRACT = path.join(__dirname, '..', '..', 'openapi', 'openapi.yaml');
 
 const NO_PARAMS = { path: {}, query: {}, header: {} };
+const NO_BYTES = Buffer.alloc(0);
 /** Anthropic's Messages API and what is below it. */
 const ANTHROPIC_PATH = /^\/v1\/messages(\/|$)/;
 const EMPTY: BodyProfile = { textBytes: 0, images: 0, audio: 0, audioBytes: 0, files: 0, fileRefs: 0, tools: false };
@@ -228,12 +229,14 @@ function parse(raw: Buffer | null): { body: unknown; profile: BodyProfile } {
  * bytes arrive), of media type application/json (415 otherwise; a request without Content-Type is taken as JSON).
  * A client that sent `Expect: 100-continue` is asked for its body only here, once its caller and declared size passed.
  */
-function readBody(req: IncomingMessage, res: ServerResponse, max: number): Promise<Buffer> {
+function readBody(req: IncomingMessage, res: ServerResponse, max: number): Buffer | Promise<Buffer> {
   const type = req.headers['content-type'];
-  if (type !== undefined && !isJson(type)) return Promise.reject(errors.unsupportedMediaType());
-  if (req.destroyed) return Promise.reject(errors.clientClosed()); // it will send no more, nor end
+  if (type !== undefined && !isJson(type)) throw errors.unsupportedMediaType();
+  if (req.destroyed) throw errors.clientClosed(); // it will send no more, nor end
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > max) return Promise.reject(errors.tooLarge(max));
+  if (declared > max) throw errors.tooLarge(max);
+  // Usually the whole body came with its headers and is already buffered: taken at once, without waiting for events.
+  if (req.headers['content-length'] !== undefined && req.readableFlowing === null && req.readableLength === declared) return declared ? (req.read() as Buffer) : NO_BYTES;
   if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
