@@ -5,6 +5,7 @@
  */
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
+import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import { AccountError, createAccount, getAccount, listAccounts, setLowBalance, type Account } from './accounts/accounts';
 import { CHANNEL, type KeyChange } from './accounts/keyCache';
@@ -215,14 +216,29 @@ async function run(argv: string[]): Promise<void> {
   const o = options(name.includes(' ') ? rest : [action, ...rest].filter((a) => a !== undefined));
   const db = connect();
   const redis = await connectRedis(process.env.REDIS_URL, createLogger('error'));
+  const announced: Promise<unknown>[] = [];
   try {
     await migrate(db);
-    const announce = (change: KeyChange) => void redis?.publish(CHANNEL, JSON.stringify(change)).catch(() => undefined);
+    // The connection may still be opening (it refuses commands until then): each announcement waits for it.
+    const announce = (change: KeyChange) => void (redis && announced.push(whenReady(redis).then(() => redis.publish(CHANNEL, JSON.stringify(change))).catch(() => undefined)));
     print(await command.run({ db, o, announce }));
   } finally {
-    await redis?.quit().catch(() => undefined);
+    await Promise.all(announced);
+    redis?.disconnect(); // not quit(): a connection still opening refuses it and would keep the process alive
     await db.destroy();
   }
+}
+
+/** Resolves once the Redis connection is ready, or after 2 s (then the publish fails: the processes see the change when their cached entry expires). */
+function whenReady(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 2_000);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 function options(args: string[]): Opts {
