@@ -17,6 +17,7 @@ import { connect, migrate } from './db';
 import { DuplicateLedgerEntry, entries } from './db/ledger';
 import { usageRecords } from './db/queries/usage';
 import { createLogger } from './log';
+import { CLUSTER_ENV, gatherWorkerMetrics } from './metrics';
 import { start, stopOnSignals } from './main';
 import { formatUsd, parseUsd } from './money';
 import { connectRedis } from './redis';
@@ -326,7 +327,8 @@ async function supervise(n: number): Promise<void> {
   await migrate(db);
   await db.destroy();
   let stopping = false;
-  const fork = () => cluster.fork();
+  gatherWorkerMetrics(); // /metrics of any worker: the whole gateway's
+  const fork = () => cluster.fork({ [CLUSTER_ENV]: '1' });
   for (let i = 0; i < n; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {

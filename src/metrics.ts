@@ -3,7 +3,12 @@
  * The domain modules know nothing of this: the composition root (services/app.ts) feeds it from their callbacks
  * (a settled request, a failed upstream attempt) and reads their state when scraped (breakers, requests in flight,
  * the write-behind queue, the database pool). `GET /metrics` (src/http/ops.ts) serves `text()`.
+ *
+ * Under `serve --workers N` the port is shared, so a scrape reaches one worker at random: alone, its numbers would
+ * jump from one scrape to the next. So a worker answers with the whole gateway's, which the primary process
+ * gathers from every worker (prom-client's AggregatorRegistry: counters and histograms summed, gauges as each says).
  */
+import cluster from 'node:cluster';
 import client from 'prom-client';
 
 /** Latency buckets in seconds: a loopback upstream answers in milliseconds, an LLM in tens of seconds. */
@@ -26,14 +31,23 @@ export class Metrics {
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry }); // includes nodejs_eventloop_lag_seconds, heap, GC
+    if (inGatewayCluster()) {
+      // The primary asks each worker for its registry (prom-client's own messages over the cluster's channel).
+      client.AggregatorRegistry.setRegistries(this.registry);
+      new client.AggregatorRegistry();
+    }
   }
 
-  /** A gauge read when scraped. */
-  gauge(name: string, help: string, labelNames: string[], read: () => { labels?: Record<string, string>; value: number }[]): void {
+  /**
+   * A gauge read when scraped. Across workers the values are summed, unless `aggregator` says otherwise ('max': a
+   * state that any worker is in).
+   */
+  gauge(name: string, help: string, labelNames: string[], read: () => { labels?: Record<string, string>; value: number }[], aggregator: client.Aggregator = 'sum'): void {
     new client.Gauge({
       name,
       help,
       labelNames,
+      aggregator,
       registers: [this.registry],
       collect() {
         this.reset();
@@ -42,8 +56,9 @@ export class Metrics {
     });
   }
 
+  /** The Prometheus text: this process's metrics, or a worker's view of the whole gateway (see the top). */
   text(): Promise<string> {
-    return this.registry.metrics();
+    return inGatewayCluster() ? fromPrimary() : this.registry.metrics();
   }
 
   get contentType(): string {
@@ -57,4 +72,58 @@ export class Metrics {
   private histogram(name: string, help: string, labelNames: string[]): client.Histogram {
     return new client.Histogram({ name, help, labelNames, buckets: SECONDS, registers: [this.registry] });
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// `serve --workers N`: a worker asks the primary, which gathers every worker's metrics.
+
+/** Set by `gatherWorkerMetrics`'s caller for the workers it forks (another supervisor's workers answer alone). */
+export const CLUSTER_ENV = 'SWITCHYARD_CLUSTER_WORKER';
+const inGatewayCluster = () => cluster.isWorker && process.env[CLUSTER_ENV] === '1' && !!process.send;
+
+const ASK = 'switchyard:metrics?';
+const ANSWER = 'switchyard:metrics';
+/** How long a worker waits for the primary's answer (prom-client gives up on a silent worker after 5 s). */
+const PRIMARY_WAIT_MS = 10_000;
+
+interface Answer {
+  type: typeof ANSWER;
+  id: number;
+  text?: string;
+  error?: string;
+}
+
+const waiting = new Map<number, (a: Answer) => void>();
+let asked = 0;
+
+function fromPrimary(): Promise<string> {
+  if (!asked) process.on('message', (m: Answer) => m?.type === ANSWER && waiting.get(m.id)?.(m));
+  const id = ++asked;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => answer({ type: ANSWER, id, error: 'the primary process did not answer' }), PRIMARY_WAIT_MS);
+    const answer = (a: Answer) => {
+      clearTimeout(timer);
+      waiting.delete(id);
+      if (a.error !== undefined) reject(new Error(`metrics of the workers: ${a.error}`));
+      else resolve(a.text ?? '');
+    };
+    waiting.set(id, answer);
+    process.send!({ type: ASK, id });
+  });
+}
+
+/**
+ * In the primary process of `serve --workers N`: answers each worker's request with every worker's metrics. The
+ * workers must be forked with `CLUSTER_ENV=1` in their environment.
+ */
+export function gatherWorkerMetrics(): void {
+  const registry = new client.AggregatorRegistry();
+  cluster.on('message', (worker, m: { type?: string; id?: number }) => {
+    if (m?.type !== ASK) return;
+    const reply = (a: Omit<Answer, 'type' | 'id'>) => worker.send({ type: ANSWER, id: m.id, ...a }, undefined, () => undefined); // a worker that left needs no answer
+    registry.clusterMetrics().then(
+      (text) => reply({ text }),
+      (e: Error) => reply({ error: e.message }),
+    );
+  });
 }

@@ -127,8 +127,9 @@ function observe(app: App): void {
     for (const [k, n] of Object.entries(classes)) if (n > 0) m.tokens.inc({ model: s.model, class: k }, n);
     if (cost > 0) m.spend.inc({ model: s.model }, cost);
   };
-  m.gauge('switchyard_breaker_open', 'Whether a route is skipped, cooling down after failures (1) or not (0)', ['route'], () =>
+  m.gauge('switchyard_breaker_open', 'Whether a route is skipped, cooling down after failures (1) or not (0); across workers, 1 if any skips it', ['route'], () =>
     app.gateway.router.breakerStates().map((b) => ({ labels: { route: b.route }, value: b.open ? 1 : 0 })),
+    'max',
   );
   m.gauge('switchyard_requests_in_flight', 'Admitted requests not yet settled (streams included)', [], () => [{ value: app.billing.depth.inFlight }]);
   m.gauge('switchyard_settlements_queued', 'Settled requests waiting to be written (write-behind)', [], () => [{ value: app.billing.depth.queued }]);
