@@ -215,7 +215,7 @@ async function run(argv: string[]): Promise<void> {
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command: ${name}`);
   const o = options(name.includes(' ') ? rest : [action, ...rest].filter((a) => a !== undefined));
-  const db = connect();
+  const db = connect(undefined, { queryTimeoutMs: 0 }); // a report on a large database may take long (and can be interrupted)
   const redis = await connectRedis(process.env.REDIS_URL, createLogger('error'));
   const announced: Promise<unknown>[] = [];
   try {
