@@ -111,6 +111,9 @@ models:
     expect(value('switchyard_upstream_errors_total{route="dead/dead-model",cause="connect"}')).toBe(2);
     expect(value('switchyard_breaker_open{route="dead/dead-model"}')).toBe(1);
     expect(value('switchyard_breaker_open{route="up/up-model"}')).toBe(0);
+    expect(value('switchyard_breaker_state{route="dead/dead-model",state="open"}')).toBe(1);
+    expect(value('switchyard_breaker_state{route="dead/dead-model",state="closed"}')).toBe(0);
+    expect(value('switchyard_breaker_state{route="up/up-model",state="closed"}')).toBe(1);
     expect(value('switchyard_requests_in_flight')).toBe(0);
     expect(value('switchyard_settlements_queued')).toBe(0);
     expect(text).toMatch(/^switchyard_db_pool_connections\{state="used"\} \d+$/m);

@@ -50,11 +50,14 @@ test('the breaker: open after N consecutive failures, one probe after the cool-d
   await expect(router.run(single, signal, fail)).rejects.toMatchObject({ status: 502 });
   await expect(router.run(single, signal, ok)).rejects.toMatchObject({ status: 503 });
   expect(calls).toEqual(['r', 'r']);
+  expect(router.breakerStates()).toEqual([{ route: 'r/m', state: 'open' }]);
   now = 1001; // cool-down over: one probe goes through
+  expect(router.breakerStates()).toEqual([{ route: 'r/m', state: 'half_open' }]);
   const probe = await router.run(single, signal, ok);
   probe.finish();
   expect(probe.value).toBe('ok');
   expect(calls).toEqual(['r', 'r', 'r']);
+  expect(router.breakerStates()).toEqual([{ route: 'r/m', state: 'closed' }]);
 });
 
 test('a process that is draining refuses new upstream calls with 503', async () => {
