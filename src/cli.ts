@@ -320,29 +320,35 @@ async function serve(args: string[]): Promise<void> {
 /**
  * `serve --workers N`: this process migrates the database, then runs N worker processes (node:cluster) that share
  * the port, one database and one Redis, as independent gateways do. SIGTERM / SIGINT / SIGHUP go to every worker;
- * a worker that dies is replaced; the primary exits once every worker has stopped after SIGTERM.
+ * a worker that dies is replaced; the primary exits once every worker has stopped after SIGTERM (0 when each of
+ * them exited 0).
  */
 async function supervise(n: number): Promise<void> {
   const db = connect();
   await migrate(db);
   await db.destroy();
   let stopping = false;
+  let failed = false; // a worker that did not stop cleanly: the primary exits 1, so that it shows
   gatherWorkerMetrics(); // /metrics of any worker: the whole gateway's
   const fork = () => cluster.fork({ [CLUSTER_ENV]: '1' });
+  const workers = () => Object.values(cluster.workers ?? {});
+  const exitWhenAllStopped = () => workers().length || process.exit(failed ? 1 : 0);
   for (let i = 0; i < n; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
-      if (!Object.keys(cluster.workers ?? {}).length) process.exit(0);
+      failed ||= code !== 0;
+      exitWhenAllStopped();
       return;
     }
     process.stderr.write(`${JSON.stringify({ level: 40, msg: 'a worker stopped; starting another', pid: worker.process.pid, code, signal })}\n`);
-    setTimeout(fork, 1000).unref();
+    setTimeout(() => stopping || fork(), 1000).unref(); // none once the gateway is stopping
   });
-  const each = (signal: NodeJS.Signals) => Object.values(cluster.workers ?? {}).forEach((w) => w?.process.kill(signal));
+  const each = (signal: NodeJS.Signals) => workers().forEach((w) => w?.process.kill(signal));
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       stopping = true;
       each('SIGTERM');
+      exitWhenAllStopped(); // every worker had died and none was started again yet
     });
   }
   process.on('SIGHUP', () => each('SIGHUP'));

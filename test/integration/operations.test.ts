@@ -285,11 +285,19 @@ models:
     expect(Number(third.cost_micros)).toBe(costAt(third, 15_000_000, 60_000_000));
   });
 
-  test('serve --workers 2: both workers serve one port; the rate limit, the books and /metrics are the whole gateway\'s; SIGTERM stops them all', async () => {
+  test('serve --workers 2: a worker that dies is replaced; both serve one port; the rate limit, the books and /metrics are the whole gateway\'s; SIGTERM stops them all', async () => {
     const gw = await startProcess(writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')), { ...INFO, REDIS_URL: 'redis://127.0.0.1:6379', METRICS_TOKEN: '' }, ['--workers', '2']);
     running.push(gw);
     const listening = () => (gw.output().match(/switchyard listening/g) ?? []).length;
     await until(async () => listening() === 2); // the second may start a little later
+    // A worker that dies is replaced.
+    const workers = () => fs.readFileSync(`/proc/${gw.proc.pid}/task/${gw.proc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    const [victim] = workers();
+    process.kill(victim, 'SIGKILL');
+    await until(async () => listening() === 3);
+    expect(gw.output()).toContain('a worker stopped; starting another');
+    expect(workers()).toHaveLength(2);
+    expect(workers()).not.toContain(victim);
     const START = 1_000_000;
     const a = await account(START);
     const statuses = await Promise.all(Array.from({ length: 40 }, () => chat(gw.url, a.secret).then((r) => r.status)));
