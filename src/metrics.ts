@@ -6,10 +6,12 @@
  *
  * Under `serve --workers N` the port is shared, so a scrape reaches one worker at random: alone, its numbers would
  * jump from one scrape to the next. So a worker answers with the whole gateway's, which the primary process
- * gathers from every worker (prom-client's AggregatorRegistry: counters and histograms summed, gauges as each says).
+ * gathers from every worker (summed up by prom-client's AggregatorRegistry.aggregate: counters and histograms added,
+ * gauges as each says).
  */
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import client from 'prom-client';
+import { errors } from './errors';
 
 /** Latency buckets in seconds: a loopback upstream answers in milliseconds, an LLM in tens of seconds. */
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -31,11 +33,7 @@ export class Metrics {
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry }); // includes nodejs_eventloop_lag_seconds, heap, GC
-    if (inGatewayCluster()) {
-      // The primary asks each worker for its registry (prom-client's own messages over the cluster's channel).
-      client.AggregatorRegistry.setRegistries(this.registry);
-      new client.AggregatorRegistry();
-    }
+    if (inGatewayCluster()) serveRegistry(this.registry);
   }
 
   /**
@@ -75,55 +73,99 @@ export class Metrics {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// `serve --workers N`: a worker asks the primary, which gathers every worker's metrics.
+// `serve --workers N`: a worker asks the primary, which collects every ready worker's registry and sums them up.
 
 /** Set by `gatherWorkerMetrics`'s caller for the workers it forks (another supervisor's workers answer alone). */
 export const CLUSTER_ENV = 'SWITCHYARD_CLUSTER_WORKER';
 const inGatewayCluster = () => cluster.isWorker && process.env[CLUSTER_ENV] === '1' && !!process.send;
 
-const ASK = 'switchyard:metrics?';
-const ANSWER = 'switchyard:metrics';
-/** How long a worker waits for the primary's answer (prom-client gives up on a silent worker after 5 s). */
-const PRIMARY_WAIT_MS = 10_000;
+/** Worker → primary: its registry can be read; a scrape wants the whole gateway's. Primary → worker: the reverse. */
+type Message =
+  | { type: 'switchyard:metrics-ready' }
+  | { type: 'switchyard:metrics?'; id: number }
+  | { type: 'switchyard:metrics'; id: number; text?: string; error?: string }
+  | { type: 'switchyard:registry?'; id: number }
+  | { type: 'switchyard:registry'; id: number; metrics?: RegistryJson; error?: string };
 
-interface Answer {
-  type: typeof ANSWER;
-  id: number;
-  text?: string;
-  error?: string;
+/** A worker's registry as prom-client sends it between processes. */
+type RegistryJson = Awaited<ReturnType<client.Registry['getMetricsAsJSON']>>;
+
+/** How long the primary waits for a worker's registry, and a worker for the primary's answer. */
+const WAIT_MS = 5_000;
+
+/** To the primary; dropped once the channel is closed (the primary is gone: this worker is going too). */
+function send(m: Message): void {
+  process.send!(m, undefined, undefined, () => undefined);
 }
 
-const waiting = new Map<number, (a: Answer) => void>();
-let asked = 0;
-
-function fromPrimary(): Promise<string> {
-  if (!asked) process.on('message', (m: Answer) => m?.type === ANSWER && waiting.get(m.id)?.(m));
-  const id = ++asked;
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => answer({ type: ANSWER, id, error: 'the primary process did not answer' }), PRIMARY_WAIT_MS);
-    const answer = (a: Answer) => {
+/** Waits for the answer to request `id`, up to WAIT_MS. */
+function waiter<T>(pending: Map<number, (a: T) => void>, id: number, timedOut: T): Promise<T> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(timedOut), WAIT_MS);
+    const done = (a: T) => {
       clearTimeout(timer);
-      waiting.delete(id);
-      if (a.error !== undefined) reject(new Error(`metrics of the workers: ${a.error}`));
-      else resolve(a.text ?? '');
+      pending.delete(id);
+      resolve(a);
     };
-    waiting.set(id, answer);
-    process.send!({ type: ASK, id });
+    pending.set(id, done);
   });
+}
+
+let ids = 0;
+const answers = new Map<number, (m: { text?: string; error?: string }) => void>();
+
+/** In a worker: its registry is readable by the primary from now on; the primary's answers reach `fromPrimary`. */
+function serveRegistry(registry: client.Registry): void {
+  process.on('message', (m: Message) => {
+    if (m?.type === 'switchyard:metrics') answers.get(m.id)?.(m);
+    if (m?.type !== 'switchyard:registry?') return;
+    registry.getMetricsAsJSON().then(
+      (metrics) => send({ type: 'switchyard:registry', id: m.id, metrics }),
+      (e: Error) => send({ type: 'switchyard:registry', id: m.id, error: e.message }),
+    );
+  });
+  send({ type: 'switchyard:metrics-ready' });
+}
+
+/** In a worker: the whole gateway's metrics, from the primary; a 503 when it cannot gather them. */
+async function fromPrimary(): Promise<string> {
+  const id = ++ids;
+  const answer = waiter<{ text?: string; error?: string }>(answers, id, { error: 'the primary process did not answer' });
+  send({ type: 'switchyard:metrics?', id });
+  const { text, error } = await answer;
+  if (error !== undefined || text === undefined) throw errors.unavailable(); // the scrape fails; the next one may not
+  return text;
 }
 
 /**
- * In the primary process of `serve --workers N`: answers each worker's request with every worker's metrics. The
- * workers must be forked with `CLUSTER_ENV=1` in their environment.
+ * In the primary process of `serve --workers N`: answers a worker's request with the metrics of every worker whose
+ * registry is ready (counters and histograms summed, gauges as each one says). A worker that does not answer makes
+ * the scrape fail rather than drop its counts. The workers must be forked with `CLUSTER_ENV=1`.
  */
 export function gatherWorkerMetrics(): void {
-  const registry = new client.AggregatorRegistry();
-  cluster.on('message', (worker, m: { type?: string; id?: number }) => {
-    if (m?.type !== ASK) return;
-    const reply = (a: Omit<Answer, 'type' | 'id'>) => worker.send({ type: ANSWER, id: m.id, ...a }, undefined, () => undefined); // a worker that left needs no answer
-    registry.clusterMetrics().then(
-      (text) => reply({ text }),
-      (e: Error) => reply({ error: e.message }),
+  const ready = new Set<Worker>();
+  const registries = new Map<number, (m: { metrics?: RegistryJson; error?: string }) => void>();
+  let asked = 0;
+  const collect = async (): Promise<string> => {
+    const all = await Promise.all(
+      [...ready].filter((w) => w.isConnected()).map((w) => {
+        const id = ++asked;
+        const answer = waiter<{ metrics?: RegistryJson; error?: string }>(registries, id, { error: `worker ${w.process.pid} did not answer` });
+        w.send({ type: 'switchyard:registry?', id } satisfies Message);
+        return answer;
+      }),
     );
+    const failed = all.find((a) => a.error !== undefined || !a.metrics);
+    if (failed) throw new Error(failed.error);
+    return client.AggregatorRegistry.aggregate(all.map((a) => a.metrics!)).metrics();
+  };
+  cluster.on('message', (worker: Worker, m: Message) => {
+    if (m?.type === 'switchyard:metrics-ready') ready.add(worker);
+    else if (m?.type === 'switchyard:registry') registries.get(m.id)?.(m);
+    else if (m?.type === 'switchyard:metrics?') {
+      const reply = (a: { text?: string; error?: string }) => worker.send({ type: 'switchyard:metrics', id: m.id, ...a } satisfies Message, undefined, () => undefined); // one that left needs no answer
+      collect().then((text) => reply({ text }), (e: Error) => reply({ error: e.message }));
+    }
   });
+  cluster.on('exit', (worker) => ready.delete(worker));
 }
