@@ -226,9 +226,11 @@ export class Billing {
     void work.finally(() => this.running.delete(work));
   }
 
-  /** Admitted requests not yet settled, and settlements not yet written (metrics). */
-  get depth(): { inFlight: number; queued: number } {
-    return { inFlight: this.live.size, queued: this.queue.length };
+  /** Admitted requests not yet settled (streams among them: those tracking their progress), and settlements not yet written (metrics). */
+  get depth(): { inFlight: number; streams: number; queued: number } {
+    let streams = 0;
+    for (const l of this.live.values()) if (l.progress) streams++;
+    return { inFlight: this.live.size, streams, queued: this.queue.length };
   }
 
   /** Resolves once no request is in flight and every settlement is written (tests, shutdown). */

@@ -139,6 +139,7 @@ function observe(app: App): void {
     'max',
   );
   m.gauge('switchyard_requests_in_flight', 'Admitted requests not yet settled (streams included)', [], () => [{ value: app.billing.depth.inFlight }]);
+  m.gauge('switchyard_streams_active', 'Streams under way (admitted, answering, not yet settled)', [], () => [{ value: app.billing.depth.streams }]);
   m.gauge('switchyard_settlements_queued', 'Settled requests waiting to be written (write-behind)', [], () => [{ value: app.billing.depth.queued }]);
   m.gauge('switchyard_db_pool_connections', 'Database pool connections, by state (used, free, pending acquires)', ['state'], () => {
     const pool = (app.db.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool;

@@ -115,13 +115,14 @@ models:
     expect(value('switchyard_breaker_state{route="dead/dead-model",state="closed"}')).toBe(0);
     expect(value('switchyard_breaker_state{route="up/up-model",state="closed"}')).toBe(1);
     expect(value('switchyard_requests_in_flight')).toBe(0);
+    expect(value('switchyard_streams_active')).toBe(0);
     expect(value('switchyard_settlements_queued')).toBe(0);
     expect(text).toMatch(/^switchyard_db_pool_connections\{state="used"\} \d+$/m);
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
     expect(text).toMatch(/^switchyard_time_to_first_byte_seconds_count\{model="priced",route="up"\} 1$/m);
   });
 
-  test('/metrics: a stream is counted in flight while it runs; once its client has gone, its settlement is queued until written', async () => {
+  test('/metrics: a stream is counted (in flight, active stream) while it runs; once its client has gone, its settlement is queued until written', async () => {
     const scrape = async (name: string) => {
       const text = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-for-the-test-0123' } })).text();
       return Number(text.split('\n').find((l) => l.startsWith(`${name} `))?.split(' ')[1]);
@@ -136,8 +137,10 @@ models:
     let text = '';
     while (!text.includes('Hello')) text += new TextDecoder().decode((await reader.read()).value);
     expect(await scrape('switchyard_requests_in_flight')).toBe(1);
+    expect(await scrape('switchyard_streams_active')).toBe(1);
     client.abort();
     await until(async () => (await scrape('switchyard_requests_in_flight')) === 0);
+    expect(await scrape('switchyard_streams_active')).toBe(0);
     expect(await scrape('switchyard_settlements_queued')).toBe(1); // write-behind
     await gw.settled();
     expect(await scrape('switchyard_settlements_queued')).toBe(0);
