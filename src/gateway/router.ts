@@ -39,7 +39,10 @@ export type BreakerPosition = 'closed' | 'open' | 'half_open';
 
 export class Router {
   private readonly breakers = new Map<string, BreakerState>();
-  /** Set while the process shuts down: new upstream calls are refused with 503. */
+  /**
+   * Set while the process shuts down. New requests are refused at the door (503, before their body is read) and
+   * readiness fails; a request that came in before still gets its upstream call.
+   */
   draining = false;
   /** Told of every failed attempt (metrics): the route (`provider/model`) and why. */
   onFailure: ((route: string, cause: string) => void) | null = null;
@@ -59,7 +62,6 @@ export class Router {
   }
 
   async run<T>(model: ModelConfig, clientSignal: AbortSignal, attempt: Attempt<T>): Promise<Routed<T>> {
-    if (this.draining) throw errors.unavailable();
     let last: UpstreamError | undefined;
     for (const route of this.order(model)) {
       if (!this.admit(route)) continue;

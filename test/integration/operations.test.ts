@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import type { Knex } from 'knex';
 import { createAccount } from '../../src/accounts/accounts';
 import { createKey, type NewKey } from '../../src/accounts/keys';
@@ -193,6 +194,33 @@ models:
     expect(await db('holds').where('account_id', a.accountId)).toEqual([]);
     expect(await db('leases').where('account_id', a.accountId)).toEqual([]);
     expect((await verifyLedger(db)).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
+  });
+
+  test('SIGTERM: a request that arrived before it is served, even though its body was still being uploaded', async () => {
+    const gw = await startProcess(writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')), INFO);
+    running.push(gw);
+    const a = await account();
+    const body = JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'x'.repeat(4000) }], max_tokens: 20 });
+    const { port } = new URL(gw.url);
+    const req = http.request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on('error', reject);
+    });
+    req.write(body.slice(0, 100)); // the headers and the start of the body: the key is checked, the rest is awaited
+    await until(async () => (await db('api_keys').where('account_id', a.accountId).first()).last_used_at !== null); // checked
+    gw.proc.kill('SIGTERM');
+    await until(async () => gw.output().includes('shutting down'));
+    req.end(body.slice(100));
+    const res = await answered;
+    expect(res).toMatchObject({ status: 200 });
+    expect(JSON.parse(res.text).object).toBe('chat.completion');
+    await gw.stop();
+    expect(gw.proc.exitCode).toBe(0);
+    expect(await db('usage_records').where({ account_id: a.accountId, status: 200 })).toHaveLength(1);
   });
 
   test('SIGTERM: a stream still running when the grace period ends is cut and billed for what it sent; exit 0, nothing left held', async () => {
