@@ -73,15 +73,14 @@ export class Metrics {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// `serve --workers N`: a worker asks the primary, which collects every ready worker's registry and sums them up.
+// `serve --workers N`: a worker asks the primary, which collects the registry of every worker that listens and sums them up.
 
 /** Set by `gatherWorkerMetrics`'s caller for the workers it forks (another supervisor's workers answer alone). */
 export const CLUSTER_ENV = 'SWITCHYARD_CLUSTER_WORKER';
 const inGatewayCluster = () => cluster.isWorker && process.env[CLUSTER_ENV] === '1' && !!process.send;
 
-/** Worker → primary: its registry can be read; a scrape wants the whole gateway's. Primary → worker: the reverse. */
+/** Worker → primary: a scrape wants the whole gateway's metrics; the worker's registry. Primary → worker: the reverse. */
 type Message =
-  | { type: 'switchyard:metrics-ready' }
   | { type: 'switchyard:metrics?'; id: number }
   | { type: 'switchyard:metrics'; id: number; text?: string; error?: string }
   | { type: 'switchyard:registry?'; id: number }
@@ -90,18 +89,19 @@ type Message =
 /** A worker's registry as prom-client sends it between processes. */
 type RegistryJson = Awaited<ReturnType<client.Registry['getMetricsAsJSON']>>;
 
-/** How long the primary waits for a worker's registry, and a worker for the primary's answer. */
-const WAIT_MS = 5_000;
+/** How long the primary waits for a worker's registry, and a worker for the primary's answer (a little longer). */
+const REGISTRY_WAIT_MS = 5_000;
+const ANSWER_WAIT_MS = 7_000;
 
 /** To the primary; dropped once the channel is closed (the primary is gone: this worker is going too). */
 function send(m: Message): void {
   process.send!(m, undefined, undefined, () => undefined);
 }
 
-/** Waits for the answer to request `id`, up to WAIT_MS. */
-function waiter<T>(pending: Map<number, (a: T) => void>, id: number, timedOut: T): Promise<T> {
+/** Waits for the answer to request `id`, up to `ms`. */
+function waiter<T>(pending: Map<number, (a: T) => void>, id: number, ms: number, timedOut: T): Promise<T> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => done(timedOut), WAIT_MS);
+    const timer = setTimeout(() => done(timedOut), ms);
     const done = (a: T) => {
       clearTimeout(timer);
       pending.delete(id);
@@ -114,7 +114,7 @@ function waiter<T>(pending: Map<number, (a: T) => void>, id: number, timedOut: T
 let ids = 0;
 const answers = new Map<number, (m: { text?: string; error?: string }) => void>();
 
-/** In a worker: its registry is readable by the primary from now on; the primary's answers reach `fromPrimary`. */
+/** In a worker: the primary may read its registry from now on; the primary's answers reach `fromPrimary`. */
 function serveRegistry(registry: client.Registry): void {
   process.on('message', (m: Message) => {
     if (m?.type === 'switchyard:metrics') answers.get(m.id)?.(m);
@@ -124,13 +124,12 @@ function serveRegistry(registry: client.Registry): void {
       (e: Error) => send({ type: 'switchyard:registry', id: m.id, error: e.message }),
     );
   });
-  send({ type: 'switchyard:metrics-ready' });
 }
 
 /** In a worker: the whole gateway's metrics, from the primary; a 503 when it cannot gather them. */
 async function fromPrimary(): Promise<string> {
   const id = ++ids;
-  const answer = waiter<{ text?: string; error?: string }>(answers, id, { error: 'the primary process did not answer' });
+  const answer = waiter<{ text?: string; error?: string }>(answers, id, ANSWER_WAIT_MS, { error: 'the primary process did not answer' });
   send({ type: 'switchyard:metrics?', id });
   const { text, error } = await answer;
   if (error !== undefined || text === undefined) throw errors.unavailable(); // the scrape fails; the next one may not
@@ -138,9 +137,10 @@ async function fromPrimary(): Promise<string> {
 }
 
 /**
- * In the primary process of `serve --workers N`: answers a worker's request with the metrics of every worker whose
- * registry is ready (counters and histograms summed, gauges as each one says). A worker that does not answer makes
- * the scrape fail rather than drop its counts. The workers must be forked with `CLUSTER_ENV=1`.
+ * In the primary process of `serve --workers N`: answers a worker's request with the metrics of every worker that
+ * listens (counters and histograms summed, gauges as each one says). One still starting is left out: it serves
+ * nothing yet, and it may be too busy (compiling the contract's validators) to answer. A worker that listens and
+ * does not answer makes the scrape fail rather than drop its counts. The workers must be forked with `CLUSTER_ENV=1`.
  */
 export function gatherWorkerMetrics(): void {
   const ready = new Set<Worker>();
@@ -150,7 +150,7 @@ export function gatherWorkerMetrics(): void {
     const all = await Promise.all(
       [...ready].filter((w) => w.isConnected()).map((w) => {
         const id = ++asked;
-        const answer = waiter<{ metrics?: RegistryJson; error?: string }>(registries, id, { error: `worker ${w.process.pid} did not answer` });
+        const answer = waiter<{ metrics?: RegistryJson; error?: string }>(registries, id, REGISTRY_WAIT_MS, { error: `worker ${w.process.pid} did not answer` });
         w.send({ type: 'switchyard:registry?', id } satisfies Message);
         return answer;
       }),
@@ -160,12 +160,12 @@ export function gatherWorkerMetrics(): void {
     return client.AggregatorRegistry.aggregate(all.map((a) => a.metrics!)).metrics();
   };
   cluster.on('message', (worker: Worker, m: Message) => {
-    if (m?.type === 'switchyard:metrics-ready') ready.add(worker);
-    else if (m?.type === 'switchyard:registry') registries.get(m.id)?.(m);
+    if (m?.type === 'switchyard:registry') registries.get(m.id)?.(m);
     else if (m?.type === 'switchyard:metrics?') {
       const reply = (a: { text?: string; error?: string }) => worker.send({ type: 'switchyard:metrics', id: m.id, ...a } satisfies Message, undefined, () => undefined); // one that left needs no answer
       collect().then((text) => reply({ text }), (e: Error) => reply({ error: e.message }));
     }
   });
+  cluster.on('listening', (worker) => ready.add(worker));
   cluster.on('exit', (worker) => ready.delete(worker));
 }
