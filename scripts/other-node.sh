@@ -24,6 +24,9 @@ sqlite=$(node -p "require('./package.json').dependencies['better-sqlite3']")
 want="node $version, better-sqlite3 $sqlite"
 
 if [ ! -f "$dir/ready" ] || [ "$(cat "$dir/ready")" != "$want" ]; then
+  for tool in python3 make g++; do
+    command -v "$tool" >/dev/null || { echo "other-node: compiling better-sqlite3 for Node $version needs python3, make and g++; $tool is missing: install them (Debian: apt-get install -y python3 make g++)" >&2; exit 1; }
+  done
   echo "other-node: preparing .cache/node-$version ($want)"
   rm -rf "$dir"
   mkdir -p "$dir"

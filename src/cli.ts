@@ -5,6 +5,7 @@
  */
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
+import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import { AccountError, createAccount, getAccount, listAccounts, setLowBalance, type Account } from './accounts/accounts';
 import { CHANNEL, type KeyChange } from './accounts/keyCache';
@@ -16,6 +17,7 @@ import { connect, migrate } from './db';
 import { DuplicateLedgerEntry, entries } from './db/ledger';
 import { usageRecords } from './db/queries/usage';
 import { createLogger } from './log';
+import { CLUSTER_ENV, gatherWorkerMetrics } from './metrics';
 import { start, stopOnSignals } from './main';
 import { formatUsd, parseUsd } from './money';
 import { connectRedis } from './redis';
@@ -231,16 +233,31 @@ async function run(argv: string[]): Promise<void> {
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command: ${name}`);
   const o = options(name.includes(' ') ? rest : [action, ...rest].filter((a) => a !== undefined));
-  const db = connect();
+  const db = connect(undefined, { queryTimeoutMs: 0 }); // a report on a large database may take long (and can be interrupted)
   const redis = await connectRedis(process.env.REDIS_URL, createLogger('error'));
+  const announced: Promise<unknown>[] = [];
   try {
     await migrate(db);
-    const announce = (change: KeyChange) => void redis?.publish(CHANNEL, JSON.stringify(change)).catch(() => undefined);
+    // The connection may still be opening (it refuses commands until then): each announcement waits for it.
+    const announce = (change: KeyChange) => void (redis && announced.push(whenReady(redis).then(() => redis.publish(CHANNEL, JSON.stringify(change))).catch(() => undefined)));
     print(await command.run({ db, o, announce }));
   } finally {
-    await redis?.quit().catch(() => undefined);
+    await Promise.all(announced);
+    redis?.disconnect(); // not quit(): a connection still opening refuses it and would keep the process alive
     await db.destroy();
   }
+}
+
+/** Resolves once the Redis connection is ready, or after 2 s (then the publish fails: the processes see the change when their cached entry expires). */
+function whenReady(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 2_000);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 function options(args: string[]): Opts {
@@ -321,28 +338,35 @@ async function serve(args: string[]): Promise<void> {
 /**
  * `serve --workers N`: this process migrates the database, then runs N worker processes (node:cluster) that share
  * the port, one database and one Redis, as independent gateways do. SIGTERM / SIGINT / SIGHUP go to every worker;
- * a worker that dies is replaced; the primary exits once every worker has stopped after SIGTERM.
+ * a worker that dies is replaced; the primary exits once every worker has stopped after SIGTERM (0 when each of
+ * them exited 0).
  */
 async function supervise(n: number): Promise<void> {
   const db = connect();
   await migrate(db);
   await db.destroy();
   let stopping = false;
-  const fork = () => cluster.fork();
+  let failed = false; // a worker that did not stop cleanly: the primary exits 1, so that it shows
+  gatherWorkerMetrics(); // /metrics of any worker: the whole gateway's
+  const fork = () => cluster.fork({ [CLUSTER_ENV]: '1' });
+  const workers = () => Object.values(cluster.workers ?? {});
+  const exitWhenAllStopped = () => workers().length || process.exit(failed ? 1 : 0);
   for (let i = 0; i < n; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
-      if (!Object.keys(cluster.workers ?? {}).length) process.exit(0);
+      failed ||= code !== 0;
+      exitWhenAllStopped();
       return;
     }
     process.stderr.write(`${JSON.stringify({ level: 40, msg: 'a worker stopped; starting another', pid: worker.process.pid, code, signal })}\n`);
-    setTimeout(fork, 1000).unref();
+    setTimeout(() => stopping || fork(), 1000).unref(); // none once the gateway is stopping
   });
-  const each = (signal: NodeJS.Signals) => Object.values(cluster.workers ?? {}).forEach((w) => w?.process.kill(signal));
+  const each = (signal: NodeJS.Signals) => workers().forEach((w) => w?.process.kill(signal));
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       stopping = true;
       each('SIGTERM');
+      exitWhenAllStopped(); // every worker had died and none was started again yet
     });
   }
   process.on('SIGHUP', () => each('SIGHUP'));

@@ -108,6 +108,9 @@ interface Live {
   progress?: Progress;
 }
 
+/** At shutdown, how long to wait for the requests the server cut to settle. */
+const STOP_WAIT_MS = 5_000;
+
 /** A lease must pay for at least this many worst cases of the request that opens it. */
 const LEASE_MIN_REQUESTS = 16;
 /** A lease is a fraction of the money available: several processes can each lease some without starving the others. */
@@ -123,6 +126,8 @@ export class Billing {
   private timers: NodeJS.Timeout[] = [];
   private readonly owner = `${os.hostname()}:${process.pid}`;
   private readonly idleWaiters: (() => void)[] = [];
+  /** Settlements under way: out of `live`, their hold not yet written. */
+  private settling = 0;
   /** Leases of keys or accounts that changed: no longer used, given back once their requests are written. */
   private retiring: Lease[] = [];
   /** Sweeps and renewals under way (stop() waits for them). */
@@ -144,13 +149,26 @@ export class Billing {
     this.timers.push(setInterval(() => this.background(this.renew()), Math.max(50, Math.floor(this.config.hold_ttl_ms / 3))).unref());
   }
 
-  /** Writes what is queued and gives every idle lease back (at shutdown, once requests in flight have ended). */
+  /**
+   * At shutdown, once the server has stopped: waits for the requests it cut (a stream still running when the grace
+   * period ended settles a moment after the server stopped, when its abort runs), writes everything queued (every
+   * batch, not only the first), then gives back each lease that carries nothing unwritten. A lease whose requests
+   * could not be written stays, and expires: the sweeper settles it.
+   */
   async stop(): Promise<void> {
     this.timers.forEach(clearInterval);
     this.timers = [];
+    if (!(await this.idle(STOP_WAIT_MS))) this.log.warn({ requests: this.live.size }, 'requests still in flight at shutdown; the sweeper will settle them');
     await Promise.all(this.running); // a sweep or a renewal under way finishes before the database goes away
-    await this.flush();
-    await Promise.all([...this.leases.values(), ...this.retiring].filter((l) => l.inFlight === 0).map((l) => this.close(l)));
+    await this.flush(); // after a write already under way
+    for (let left = Infinity; this.queue.length && this.queue.length < left; ) {
+      left = this.queue.length;
+      await this.flush();
+    }
+    if (this.flushTimer) clearTimeout(this.flushTimer); // a failed write is not retried once the database is gone
+    this.flushTimer = null;
+    const idle = (l: Lease) => l.inFlight === 0 && l.unflushed === 0;
+    await Promise.all([...this.leases.values(), ...this.retiring].filter(idle).map((l) => this.close(l)));
   }
 
   /**
@@ -212,15 +230,32 @@ export class Billing {
     void work.finally(() => this.running.delete(work));
   }
 
-  /** Admitted requests not yet settled, and settlements not yet written (metrics). */
-  get depth(): { inFlight: number; queued: number } {
-    return { inFlight: this.live.size, queued: this.queue.length };
+  /** Admitted requests not yet settled (streams among them: those tracking their progress), and settlements not yet written (metrics). */
+  get depth(): { inFlight: number; streams: number; queued: number } {
+    let streams = 0;
+    for (const l of this.live.values()) if (l.progress) streams++;
+    return { inFlight: this.live.size, streams, queued: this.queue.length };
   }
 
   /** Resolves once no request is in flight and every settlement is written (tests, shutdown). */
   async settled(): Promise<void> {
-    while (this.live.size) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    while (this.live.size || this.settling) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     await this.flush();
+  }
+
+  /** Whether every admitted request has settled (its hold written or its settlement queued) within `ms`. */
+  private async idle(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    const done = (async () => {
+      while (this.live.size || this.settling) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+      return true as const;
+    })();
+    try {
+      return await Promise.race([done, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -358,6 +393,7 @@ export class Billing {
       checkpointed: live.checkpointed,
     };
     this.onSettled?.(s, cost);
+    this.settling++; // until its hold is written (a per-request hold is settled in the database right away)
     try {
       if (live.lease) {
         const lease = live.lease;
@@ -378,7 +414,8 @@ export class Billing {
       // A per-request hold stays in the database; the sweeper settles it once its lease expires.
       this.log.error({ reqId: live.requestId, err: (e as Error).message }, 'settlement failed; the sweeper will settle this request');
     } finally {
-      if (!this.live.size) this.idleWaiters.splice(0).forEach((w) => w());
+      this.settling--;
+      if (!this.live.size && !this.settling) this.idleWaiters.splice(0).forEach((w) => w());
     }
   }
 

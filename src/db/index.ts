@@ -10,7 +10,26 @@ import { migrationSource } from './migrations';
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/switchyard.db';
 
-export function knexConfig(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL): Knex.Config {
+/**
+ * How long a MySQL query may take before it is abandoned (DATABASE_QUERY_TIMEOUT_MS; 0: no limit). A server that
+ * accepts connections and never answers (frozen, or a network partition: no reset ever comes) would otherwise hold
+ * a request, and its pooled connection, forever. Generous: a lock wait or a large console listing stays well below.
+ */
+export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
+
+export interface ConnectOptions {
+  /** See DEFAULT_QUERY_TIMEOUT_MS; the CLI passes 0 (an operator's report may take long, and can be interrupted). */
+  queryTimeoutMs?: number;
+}
+
+function queryTimeout(o: ConnectOptions): number {
+  const env = process.env.DATABASE_QUERY_TIMEOUT_MS;
+  const ms = o.queryTimeoutMs ?? (env === undefined || env === '' ? DEFAULT_QUERY_TIMEOUT_MS : Number(env));
+  if (!Number.isInteger(ms) || ms < 0) throw new Error(`DATABASE_QUERY_TIMEOUT_MS must be a whole number of milliseconds (0: no limit), not '${env}'`);
+  return ms;
+}
+
+export function knexConfig(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL, o: ConnectOptions = {}): Knex.Config {
   const migrations = { migrationSource, tableName: 'knex_migrations' };
   if (url.startsWith('sqlite:')) {
     const filename = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || DEFAULT_DATABASE_URL.slice(7);
@@ -50,7 +69,8 @@ export function knexConfig(url = process.env.DATABASE_URL || DEFAULT_DATABASE_UR
         // server can take a few seconds to accept; mysql2's default is 10 s)...
         connectTimeout: 5_000,
       },
-      pool: { min: 0, max: 10 },
+      // ...give up on a query after DATABASE_QUERY_TIMEOUT_MS...
+      pool: { min: 0, max: 10, afterCreate: limitQueries(queryTimeout(o)) },
       // ...and wait at most 8 s for a pooled connection (knex's default is 60 s).
       acquireConnectionTimeout: 8_000,
       migrations,
@@ -59,8 +79,36 @@ export function knexConfig(url = process.env.DATABASE_URL || DEFAULT_DATABASE_UR
   throw new Error('DATABASE_URL must start with mysql:// or sqlite: (for example sqlite:./data/switchyard.db)');
 }
 
-export function connect(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL): Knex {
-  const config = knexConfig(url);
+/** What knex's mysql2 dialect calls on a connection (`query(options, bindings, callback)`). */
+interface MysqlConnection {
+  query(options: string | { sql: string; timeout?: number }, values?: unknown, cb?: (err: (Error & { code?: string }) | null, ...rest: unknown[]) => void): unknown;
+  destroy(): void;
+}
+
+/**
+ * Gives every query on a new connection mysql2's own time limit. A query that runs out of it fails with
+ * PROTOCOL_SEQUENCE_TIMEOUT (isDatabaseDown: a 503) and its connection is destroyed — the late answer of a server
+ * that comes back would otherwise be read by the next query — so the pool opens a new one.
+ */
+function limitQueries(ms: number) {
+  return (conn: MysqlConnection, done: (err: Error | null, conn: unknown) => void) => {
+    if (ms > 0) {
+      const query = conn.query.bind(conn);
+      conn.query = (options, values, cb) => {
+        const withLimit = typeof options === 'string' ? { sql: options, timeout: ms } : { timeout: ms, ...options };
+        if (typeof values === 'function') [values, cb] = [undefined, values as typeof cb];
+        return query(withLimit, values, (err, ...rest) => {
+          if (err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') conn.destroy();
+          cb?.(err, ...rest);
+        });
+      };
+    }
+    done(null, conn);
+  };
+}
+
+export function connect(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL, o: ConnectOptions = {}): Knex {
+  const config = knexConfig(url, o);
   if (config.client === 'better-sqlite3') {
     const file = (config.connection as { filename: string }).filename;
     if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -68,9 +116,16 @@ export function connect(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL):
   return knex(config);
 }
 
+/** Applies the pending migrations. On MySQL they run on a connection of their own, without the query time limit: a migration may rewrite a large table. */
 export async function migrate(db: Knex): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest()) as [number, string[]];
-  return applied;
+  const config = db.client.config as Knex.Config;
+  const own = config.client === 'mysql2' ? knex({ ...config, pool: { min: 0, max: 4 } }) : db;
+  try {
+    const [, applied] = (await own.migrate.latest()) as [number, string[]];
+    return applied;
+  } finally {
+    if (own !== db) await own.destroy();
+  }
 }
 
 /** Errors that say the database cannot be reached (down, restarting, refusing connections), not that a query is wrong. */
@@ -78,7 +133,7 @@ export function isDatabaseDown(e: unknown): boolean {
   const { code, name } = (e ?? {}) as { code?: string; name?: string };
   return (
     name === 'KnexTimeoutError' ||
-    (!!code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'SQLITE_CANTOPEN', 'SQLITE_IOERR'].includes(code))
+    (!!code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'PROTOCOL_SEQUENCE_TIMEOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'SQLITE_CANTOPEN', 'SQLITE_IOERR'].includes(code))
   );
 }
 

@@ -35,9 +35,14 @@ export interface Routed<T> {
   finish(): void;
 }
 
+export type BreakerPosition = 'closed' | 'open' | 'half_open';
+
 export class Router {
   private readonly breakers = new Map<string, BreakerState>();
-  /** Set while the process shuts down: new upstream calls are refused with 503. */
+  /**
+   * Set while the process shuts down. New requests are refused at the door (503, before their body is read) and
+   * readiness fails; a request that came in before still gets its upstream call.
+   */
   draining = false;
   /** Told of every failed attempt (metrics): the route (`provider/model`) and why. */
   onFailure: ((route: string, cause: string) => void) | null = null;
@@ -59,7 +64,6 @@ export class Router {
 
   /** Tries the routes in order; `clientSignal` (if any) cancels the attempt under way when the client goes away. */
   async run<T>(model: ModelConfig, clientSignal: AbortSignal | undefined, attempt: Attempt<T>): Promise<Routed<T>> {
-    if (this.draining) throw errors.unavailable();
     let last: UpstreamError | undefined;
     for (const route of this.order(model)) {
       if (!this.admit(route)) continue;
@@ -101,10 +105,14 @@ export class Router {
     throw toApiError(last);
   }
 
-  /** Each route's breaker: open (skipped, cooling down) or not (metrics). */
-  breakerStates(): { route: string; open: boolean }[] {
+  /**
+   * Each route's breaker (metrics): closed (used), open (skipped, cooling down) or half-open (cooled down after
+   * failures: one probe at a time, until one succeeds).
+   */
+  breakerStates(): { route: string; state: BreakerPosition }[] {
     const now = this.now();
-    return [...this.breakers.entries()].map(([k, b]) => ({ route: k.replace('\u0000', '/'), open: b.openUntil > now }));
+    const position = (b: BreakerState): BreakerPosition => (b.failures < this.routing.breaker_failures ? 'closed' : b.openUntil > now ? 'open' : 'half_open');
+    return [...this.breakers.entries()].map(([k, b]) => ({ route: k.replace('\u0000', '/'), state: position(b) }));
   }
 
   /** A failure after the route had answered (a stream that broke, `cause` given) or of an attempt: counts against the route's breaker. */

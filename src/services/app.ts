@@ -11,6 +11,7 @@ import { RateLimits } from '../billing/limits';
 import { CardPayments, stripeSettingsFromEnv } from '../billing/stripe';
 import { loadConfig as load, parseConfig as parse, type Config } from '../config';
 import { Gateway } from '../gateway/gateway';
+import type { BreakerPosition } from '../gateway/router';
 import { PROVIDER_CATALOG } from '../gateway/providers';
 import { databaseAnswers } from '../db';
 import { Metrics } from '../metrics';
@@ -115,6 +116,8 @@ export async function readiness(app: App): Promise<{ ready: boolean; database: '
   return { ready: !draining && database === 'ok', database, draining };
 }
 
+const BREAKER_POSITIONS: BreakerPosition[] = ['closed', 'open', 'half_open'];
+
 /** What the metrics read from the services: settled requests, and when scraped, their state. */
 function observe(app: App): void {
   const m = app.metrics;
@@ -127,10 +130,16 @@ function observe(app: App): void {
     for (const [k, n] of Object.entries(classes)) if (n > 0) m.tokens.inc({ model: s.model, class: k }, n);
     if (cost > 0) m.spend.inc({ model: s.model }, cost);
   };
-  m.gauge('switchyard_breaker_open', 'Whether a route is skipped, cooling down after failures (1) or not (0)', ['route'], () =>
-    app.gateway.router.breakerStates().map((b) => ({ labels: { route: b.route }, value: b.open ? 1 : 0 })),
+  m.gauge('switchyard_breaker_open', 'Whether a route is skipped, cooling down after failures (1) or not (0); across workers, 1 if any skips it', ['route'], () =>
+    app.gateway.router.breakerStates().map((b) => ({ labels: { route: b.route }, value: b.state === 'open' ? 1 : 0 })),
+    'max',
+  );
+  m.gauge('switchyard_breaker_state', "Each route's breaker: 1 for the state it is in (closed, open: skipped while cooling down, half_open: one probe at a time), else 0; across workers, 1 if any is in it", ['route', 'state'], () =>
+    app.gateway.router.breakerStates().flatMap((b) => BREAKER_POSITIONS.map((state) => ({ labels: { route: b.route, state }, value: b.state === state ? 1 : 0 }))),
+    'max',
   );
   m.gauge('switchyard_requests_in_flight', 'Admitted requests not yet settled (streams included)', [], () => [{ value: app.billing.depth.inFlight }]);
+  m.gauge('switchyard_streams_active', 'Streams under way (admitted, answering, not yet settled)', [], () => [{ value: app.billing.depth.streams }]);
   m.gauge('switchyard_settlements_queued', 'Settled requests waiting to be written (write-behind)', [], () => [{ value: app.billing.depth.queued }]);
   m.gauge('switchyard_db_pool_connections', 'Database pool connections, by state (used, free, pending acquires)', ['state'], () => {
     const pool = (app.db.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool;

@@ -42,13 +42,18 @@ export async function startProcess(configFile: string, env: NodeJS.ProcessEnv = 
   proc.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
+  // Patient (a loaded 2-core machine compiles the sources for each process); a gateway that never comes up is
+  // killed, so that no test leaves one behind.
   for (let i = 0; ; i++) {
     if (proc.exitCode !== null) throw new Error(`the gateway exited at start-up:\n${out}`);
     try {
       await fetch(`${url}/v1/models`);
       break;
     } catch {
-      if (i > 300) throw new Error(`the gateway did not start:\n${out}`);
+      if (i > 1200) {
+        proc.kill('SIGKILL');
+        throw new Error(`the gateway did not start:\n${out}`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   }

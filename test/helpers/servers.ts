@@ -14,6 +14,11 @@ export interface OwnServer {
   port: number;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a server that accepts connections and never answers (a hung host, a network partition). */
+  freeze(): void;
+  thaw(): void;
+  /** Stops it for good and deletes its data (a MariaDB's data directory is over 100 MB). */
+  remove(): Promise<void>;
 }
 
 function exited(p: ChildProcess): Promise<void> {
@@ -54,9 +59,16 @@ export async function ownMariaDB(): Promise<OwnServer> {
     },
     async stop() {
       if (!proc) return;
+      proc.kill('SIGCONT');
       proc.kill('SIGTERM');
       await exited(proc);
       proc = null;
+    },
+    freeze: () => proc?.kill('SIGSTOP'),
+    thaw: () => proc?.kill('SIGCONT'),
+    async remove() {
+      await server.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
     },
   };
   await server.start();
@@ -83,6 +95,9 @@ export async function ownRedis(): Promise<OwnServer> {
       proc = null;
       out = '';
     },
+    freeze: () => proc?.kill('SIGSTOP'),
+    thaw: () => proc?.kill('SIGCONT'),
+    remove: () => server.stop(),
   };
   await server.start();
   return server;

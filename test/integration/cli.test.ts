@@ -7,7 +7,9 @@
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import type { Knex } from 'knex';
+import { CHANNEL } from '../../src/accounts/keyCache';
 import { connect } from '../../src/db';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -18,12 +20,12 @@ interface Run {
   stderr: string;
 }
 
-function spawn(nodeArgs: string[]): Promise<Run> {
+function spawn(nodeArgs: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       nodeArgs,
-      { cwd: ROOT, env: { ...process.env, DATABASE_URL: process.env.DATABASE_URL, LOG_LEVEL: 'silent' } },
+      { cwd: ROOT, env: { ...process.env, DATABASE_URL: process.env.DATABASE_URL, LOG_LEVEL: 'silent', ...env } },
       (err, stdout, stderr) => resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
     );
   });
@@ -188,6 +190,22 @@ describe('keys', () => {
     expect(Boolean((await db('api_keys').where('id', created.id).first()).enabled)).toBe(true);
     expect(await ok('keys', 'disable', String(created.id))).toMatchObject({ id: created.id, enabled: false });
     expect(Boolean((await db('api_keys').where('id', created.id).first()).enabled)).toBe(false);
+  });
+
+  test('with REDIS_URL a command exits when done, after it announced the change to the gateways on Redis', async () => {
+    const sub = new Redis('redis://127.0.0.1:6379');
+    try {
+      await sub.subscribe(CHANNEL);
+      // The channel is shared with whatever else uses this Redis: wait for this key's announcement.
+      const heard = new Promise<unknown>((resolve) => sub.on('message', (_c, m) => JSON.parse(m).keyId === created.id && resolve(JSON.parse(m))));
+      const r = await spawn(['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', 'keys', 'enable', String(created.id)], { REDIS_URL: 'redis://127.0.0.1:6379' });
+      expect(r.code).toBe(0); // it used to hang: quit() on a connection still opening was refused, and kept it open
+      expect(JSON.parse(r.stdout)).toMatchObject({ id: created.id, enabled: true });
+      await expect(heard).resolves.toEqual({ keyId: created.id });
+      expect((await ok('keys', 'disable', String(created.id))).enabled).toBe(false);
+    } finally {
+      sub.disconnect();
+    }
   });
 
   test('a key with no options may do everything, and each key is different', async () => {

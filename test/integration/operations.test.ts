@@ -6,12 +6,13 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import type { Knex } from 'knex';
 import { createAccount } from '../../src/accounts/accounts';
-import { createKey } from '../../src/accounts/keys';
+import { createKey, type NewKey } from '../../src/accounts/keys';
 import { verifyLedger } from '../../src/billing/verify';
 import { connect } from '../../src/db';
-import { FakeOpenAI } from '../fakes/openaiUpstream';
+import { chatStreamEvents, FakeOpenAI } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { startProcess, writeConfig, type GatewayProcess } from '../helpers/process';
 
@@ -35,15 +36,21 @@ afterAll(async () => {
   await up.close();
 });
 
-async function account(credits = 1_000_000) {
+async function account(credits = 1_000_000, key: Partial<NewKey> = {}) {
   const a = await createAccount(db, `ops-${crypto.randomUUID()}@example.com`, credits);
-  const { secret } = await createKey(db, { accountId: a.id });
+  const { secret } = await createKey(db, { accountId: a.id, ...key });
   return { accountId: a.id, secret };
 }
 
-const chat = (url: string, secret: string, body: object = {}) =>
+/** Polls until `ok` (the test's own time limit ends a wait that never comes true). */
+async function until(ok: () => Promise<boolean>): Promise<void> {
+  while (!(await ok())) await new Promise((r) => setTimeout(r, 25));
+}
+
+const chat = (url: string, secret: string, body: object = {}, signal?: AbortSignal) =>
   fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
+    signal,
     headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50, ...body }),
   });
@@ -55,6 +62,7 @@ describe('health, readiness and metrics', () => {
       `
 routing: { breaker_failures: 2, breaker_cooldown_ms: 60000 }
 limits: { rpm: 0, tpm: 0 }
+billing: { flush_ms: 600000 } # settlements wait in the queue until a test asks for them (gw.settled())
 providers:
   up: { type: openai, base_url: "${up.url}" }
   dead: { type: openai, base_url: "http://127.0.0.1:9/v1", timeouts: { connect_ms: 1000 } }
@@ -104,11 +112,40 @@ models:
     expect(value('switchyard_upstream_errors_total{route="dead/dead-model",cause="connect"}')).toBe(2);
     expect(value('switchyard_breaker_open{route="dead/dead-model"}')).toBe(1);
     expect(value('switchyard_breaker_open{route="up/up-model"}')).toBe(0);
+    expect(value('switchyard_breaker_state{route="dead/dead-model",state="open"}')).toBe(1);
+    expect(value('switchyard_breaker_state{route="dead/dead-model",state="closed"}')).toBe(0);
+    expect(value('switchyard_breaker_state{route="up/up-model",state="closed"}')).toBe(1);
     expect(value('switchyard_requests_in_flight')).toBe(0);
+    expect(value('switchyard_streams_active')).toBe(0);
     expect(value('switchyard_settlements_queued')).toBe(0);
     expect(text).toMatch(/^switchyard_db_pool_connections\{state="used"\} \d+$/m);
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
     expect(text).toMatch(/^switchyard_time_to_first_byte_seconds_count\{model="priced",route="up"\} 1$/m);
+  });
+
+  test('/metrics: a stream is counted (in flight, active stream) while it runs; once its client has gone, its settlement is queued until written', async () => {
+    const scrape = async (name: string) => {
+      const text = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-for-the-test-0123' } })).text();
+      return Number(text.split('\n').find((l) => l.startsWith(`${name} `))?.split(' ')[1]);
+    };
+    expect(await scrape('switchyard_requests_in_flight')).toBe(0);
+    const a = await account();
+    up.plan({ kind: 'stall', events: chatStreamEvents('up-model', ['Hello'], true, {}).slice(0, 2) }); // then nothing
+    const client = new AbortController();
+    const res = await chat(gw.url, a.secret, { stream: true }, client.signal);
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('Hello')) text += new TextDecoder().decode((await reader.read()).value);
+    expect(await scrape('switchyard_requests_in_flight')).toBe(1);
+    expect(await scrape('switchyard_streams_active')).toBe(1);
+    client.abort();
+    await until(async () => (await scrape('switchyard_requests_in_flight')) === 0);
+    expect(await scrape('switchyard_streams_active')).toBe(0);
+    expect(await scrape('switchyard_settlements_queued')).toBe(1); // write-behind
+    await gw.settled();
+    expect(await scrape('switchyard_settlements_queued')).toBe(0);
+    expect(await db('usage_records').where('account_id', a.accountId)).toHaveLength(1);
   });
 });
 
@@ -159,55 +196,179 @@ models:
     expect((await verifyLedger(db)).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
   });
 
-  test('SIGHUP: a new price applies to the next request without a restart; an invalid file is refused and the old configuration kept', async () => {
-    const file = writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0'));
+  test('SIGTERM: a request that arrived before it is served, even though its body was still being uploaded', async () => {
+    const gw = await startProcess(writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')), INFO);
+    running.push(gw);
+    const a = await account();
+    const body = JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'x'.repeat(4000) }], max_tokens: 20 });
+    const { port } = new URL(gw.url);
+    const req = http.request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on('error', reject);
+    });
+    req.write(body.slice(0, 100)); // the headers and the start of the body: the key is checked, the rest is awaited
+    await until(async () => (await db('api_keys').where('account_id', a.accountId).first()).last_used_at !== null); // checked
+    gw.proc.kill('SIGTERM');
+    await until(async () => gw.output().includes('shutting down'));
+    req.end(body.slice(100));
+    const res = await answered;
+    expect(res).toMatchObject({ status: 200 });
+    expect(JSON.parse(res.text).object).toBe('chat.completion');
+    await gw.stop();
+    expect(gw.proc.exitCode).toBe(0);
+    expect(await db('usage_records').where({ account_id: a.accountId, status: 200 })).toHaveLength(1);
+  });
+
+  test('SIGTERM: a stream still running when the grace period ends is cut and billed for what it sent; exit 0, nothing left held', async () => {
+    const gw = await startProcess(
+      writeConfig(`
+limits: { rpm: 0, tpm: 0 }
+server: { shutdown_grace_ms: 1500 }
+providers: { up: { type: openai, base_url: "${up.url}" } }
+models:
+  - { id: priced, kind: chat, price: { input: 0.15, output: 0.60 }, routes: [ { provider: up, model: up-model } ] }
+`),
+      INFO,
+    );
+    running.push(gw);
+    const a = await account();
+    // The upstream sends the role and two words, then nothing more (as a generation that outlives the grace period).
+    up.plan({ kind: 'stall', events: chatStreamEvents('up-model', ['Hello', ' there'], true, {}).slice(0, 3) });
+    const stream = await chat(gw.url, a.secret, { stream: true });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes(' there')) text += new TextDecoder().decode((await reader.read()).value);
+    await gw.stop(); // SIGTERM; resolves when the process has exited
+    expect(gw.proc.exitCode).toBe(0);
+    // The client's stream ended (cut, or closed with an error event), it did not hang.
+    for (;;) {
+      const r = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+      if (r.done) break;
+      text += new TextDecoder().decode(r.value);
+    }
+    expect(text).not.toContain('data: [DONE]');
+    expect(gw.output()).toContain('stopped: settlements written, leases returned');
+    // Charged before the process exited: the two words it delivered, not the whole allowance, and nothing still held.
+    const records = await db('usage_records').where('account_id', a.accountId);
+    expect(records).toHaveLength(1);
+    expect(Number(records[0].completion_tokens)).toBeGreaterThan(0);
+    expect(Number(records[0].completion_tokens)).toBeLessThan(50);
+    expect(await db('holds').where('account_id', a.accountId)).toEqual([]);
+    expect(await db('leases').where('account_id', a.accountId)).toEqual([]);
+    expect((await verifyLedger(db)).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
+  });
+
+  test('SIGHUP: a stream in flight finishes at the old price, requests during the reload are all served, the next pays the new price; an invalid file is refused, naming the place, and the old configuration kept', async () => {
+    const file = writeConfig(SLOW);
     const gw = await startProcess(file, INFO);
     running.push(gw);
     const a = await account();
-    const last = async () => (await db('usage_records').where('account_id', a.accountId).orderBy('id', 'desc').first())!;
+    const record = async (requestId: string) => {
+      await until(async () => (await db('usage_records').where('request_id', requestId)).length === 1);
+      return (await db('usage_records').where('request_id', requestId).first())!;
+    };
     /** µUSD per token: 0.15 / 0.60 USD per million tokens, then 15 / 60 after the reload; rounded up once. */
     const costAt = (r: any, input: number, output: number) => Math.ceil((Number(r.prompt_tokens) * input + Number(r.completion_tokens) * output) / 1_000_000);
-    const settledCount = async (n: number) => {
-      for (let i = 0; i < 100 && (await db('usage_records').where('account_id', a.accountId)).length < n; i++) await new Promise((r) => setTimeout(r, 50));
+    const served = async (body: object = {}) => {
+      const res = await chat(gw.url, a.secret, body);
+      expect(res.status).toBe(200);
+      await res.text();
+      return record(res.headers.get('x-request-id')!);
     };
     // no SMTP server here: start-up said once where mail goes
     expect(gw.output().match(/mail: no mail\.smtp_url configured; verification and password-reset links are written to this log/g)).toHaveLength(1);
-    expect((await chat(gw.url, a.secret)).status).toBe(200);
-    await settledCount(1);
-    const first = await last();
+    const first = await served();
     expect(Number(first.cost_micros)).toBe(costAt(first, 150_000, 600_000));
-    fs.writeFileSync(file, SLOW.replace('latency_ms: 150', 'latency_ms: 0').replace('input: 0.15, output: 0.60', 'input: 15, output: 60'));
+
+    // A stream under way (the mock waits 150 ms before each piece) while the file changes and SIGHUP arrives.
+    const stream = await chat(gw.url, a.secret, { stream: true });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    fs.writeFileSync(file, SLOW.replace('input: 0.15, output: 0.60', 'input: 15, output: 60'));
     gw.proc.kill('SIGHUP');
-    for (let i = 0; i < 100 && !gw.output().includes('configuration reloaded'); i++) await new Promise((r) => setTimeout(r, 20));
-    expect((await chat(gw.url, a.secret)).status).toBe(200);
-    await settledCount(2);
-    const second = await last();
+    const during = Array.from({ length: 10 }, () => served()); // sent as the reload happens: none is dropped
+    await until(async () => gw.output().includes('configuration reloaded'));
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text.trim().endsWith('data: [DONE]')).toBe(true);
+    const streamed = await record(stream.headers.get('x-request-id')!);
+    expect(Number(streamed.status)).toBe(200);
+    expect(Number(streamed.cost_micros)).toBe(costAt(streamed, 150_000, 600_000)); // it started before the reload
+    for (const r of await Promise.all(during)) expect([costAt(r, 150_000, 600_000), costAt(r, 15_000_000, 60_000_000)]).toContain(Number(r.cost_micros));
+    const second = await served();
     expect(Number(second.cost_micros)).toBe(costAt(second, 15_000_000, 60_000_000)); // the new price
-    fs.writeFileSync(file, 'models: [ { id: broken } ]\n');
+
+    fs.writeFileSync(file, SLOW.replace('provider: local', 'provider: lokal'));
     gw.proc.kill('SIGHUP');
-    for (let i = 0; i < 100 && !gw.output().includes('configuration not reloaded'); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(gw.output()).toMatch(/configuration not reloaded[^\n]*/);
-    expect(gw.output()).toMatch(/switchyard\.yaml/); // says which file is wrong
-    expect((await chat(gw.url, a.secret)).status).toBe(200); // still served, at the last good configuration
-    await settledCount(3);
-    const third = await last();
+    await until(async () => gw.output().includes('configuration not reloaded'));
+    // The line says which file, line and column, and what is wrong there.
+    expect(gw.output()).toMatch(/"level":50,[^\n]*"err":"[^"\n]*switchyard\.yaml:6:\d+: models\[0\]\.routes\[0\]\.provider: unknown provider 'lokal'"[^\n]*configuration not reloaded/);
+    const third = await served(); // still served, at the last good configuration
     expect(Number(third.cost_micros)).toBe(costAt(third, 15_000_000, 60_000_000));
   });
 
-  test('serve --workers 2: two processes share the port and the books; SIGTERM stops them all', async () => {
-    const gw = await startProcess(writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')), INFO, ['--workers', '2']);
+  test('serve --workers 2: a worker that dies is replaced; both serve one port; the rate limit, the books and /metrics are the whole gateway\'s; SIGTERM stops them all', async () => {
+    const gw = await startProcess(writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')), { ...INFO, REDIS_URL: 'redis://127.0.0.1:6379', METRICS_TOKEN: '' }, ['--workers', '2']);
     running.push(gw);
     const listening = () => (gw.output().match(/switchyard listening/g) ?? []).length;
-    for (let i = 0; i < 200 && listening() < 2; i++) await new Promise((r) => setTimeout(r, 50)); // the second starts a little later
-    expect(listening()).toBe(2);
-    const a = await account();
+    await until(async () => listening() === 2); // the second may start a little later
+    // A worker that dies is replaced.
+    const workers = () => fs.readFileSync(`/proc/${gw.proc.pid}/task/${gw.proc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    const [victim] = workers();
+    process.kill(victim, 'SIGKILL');
+    await until(async () => gw.output().includes('a worker stopped; starting another'));
+    // Scrapes while the new worker starts are answered by the one that is ready.
+    const scrapes: number[] = [];
+    await until(async () => {
+      scrapes.push((await fetch(`${gw.url}/metrics`)).status);
+      return listening() === 3;
+    });
+    expect(scrapes.filter((s) => s !== 200)).toEqual([]);
+    expect(workers()).toHaveLength(2);
+    expect(workers()).not.toContain(victim);
+    const START = 1_000_000;
+    const a = await account(START);
     const statuses = await Promise.all(Array.from({ length: 40 }, () => chat(gw.url, a.secret).then((r) => r.status)));
     expect(statuses.every((s) => s === 200)).toBe(true);
+    // Each worker reserved money for this key in its own lease (the owner is host:pid): both served requests.
+    const owners = new Set((await db('leases').where('account_id', a.accountId)).map((l) => l.owner));
+    expect(owners.size).toBe(2);
+
+    // A limit of 5 requests a minute holds across the workers (counted in Redis), not 5 per worker.
+    const limited = await account(START, { rpmLimit: 5 });
+    const burst = await Promise.all(Array.from({ length: 20 }, () => chat(gw.url, limited.secret).then((r) => r.status)));
+    expect(burst.filter((s) => s === 200)).toHaveLength(5);
+    expect(burst.filter((s) => s === 429)).toHaveLength(15);
+
+    // Whichever worker a scrape reaches, it reports both workers' requests.
+    const served = async () => {
+      const text = await (await fetch(`${gw.url}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith('switchyard_http_requests_total{operation="createChatCompletion",status="200"} '));
+      return Number(line?.split(' ')[1]);
+    };
+    await until(async () => (await served()) === 45);
+    for (let i = 0; i < 6; i++) expect(await served()).toBe(45);
+
     await gw.stop();
     expect(gw.proc.exitCode).toBe(0);
     expect((gw.output().match(/stopped: settlements written/g) ?? []).length).toBe(2);
-    expect(await db('usage_records').where('account_id', a.accountId)).toHaveLength(40);
-    expect(await db('leases').where('account_id', a.accountId)).toEqual([]);
-    expect((await verifyLedger(db)).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
+    for (const who of [a, limited]) {
+      const records = await db('usage_records').where('account_id', who.accountId);
+      expect(records).toHaveLength(who === a ? 40 : 5);
+      const balance = Number((await db('accounts').where('id', who.accountId).first()).balance_micros);
+      expect(START - balance).toBe(records.reduce((sum, r) => sum + Number(r.cost_micros), 0)); // each charged once
+      expect(await db('leases').where('account_id', who.accountId)).toEqual([]);
+      expect(await db('holds').where('account_id', who.accountId)).toEqual([]);
+      expect((await verifyLedger(db)).problems.filter((p) => p.account_id === who.accountId)).toEqual([]);
+    }
   });
 });

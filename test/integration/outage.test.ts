@@ -28,7 +28,7 @@ const dbs: Knex[] = [];
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop('SIGKILL')));
   await Promise.all(dbs.map((d) => d.destroy()));
-  await Promise.all(servers.map((s) => s.stop()));
+  await Promise.all(servers.map((s) => s.remove()));
 });
 
 async function key(db: Knex) {
@@ -83,6 +83,39 @@ test('database down: /readyz fails and /v1 answers 503 without hanging; both rec
   const v = await verifyLedger(db);
   expect(v.problems).toEqual([]);
   expect(v.ok).toBe(true);
+});
+
+test('database frozen (it accepts connections and never answers): /v1 answers 503 instead of hanging, /readyz fails; both recover', async () => {
+  const mariadb = await ownMariaDB();
+  servers.push(mariadb);
+  // A shorter query limit than the default 10 s keeps the test short; the behaviour is the same.
+  const gw = await startProcess(writeConfig(CONFIG), { DATABASE_URL: mariadb.url, DATABASE_QUERY_TIMEOUT_MS: '2000' });
+  running.push(gw);
+  const db = connect(mariadb.url);
+  dbs.push(db);
+  const before = await key(db);
+  expect((await chat(gw.url, before.secret)).status).toBe(200); // the pool now holds open connections to it
+  const unseen = await key(db); // not cached: its request must ask the database
+
+  mariadb.freeze();
+  const r = await ready(gw.url);
+  expect(r.status).toBe(503);
+  expect(await r.json()).toEqual({ ready: false, database: 'unreachable', draining: false });
+  // Each of these takes a pooled connection whose query never comes back: every one is answered (the fetch
+  // gives up after 20 s), with a 503, and the connections stuck on the frozen server are replaced.
+  const refused = await Promise.all(Array.from({ length: 12 }, () => chat(gw.url, unseen.secret)));
+  for (const res of refused) {
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as any).error.code).toBe('service_unavailable');
+  }
+
+  mariadb.thaw();
+  await eventually(async () => (await ready(gw.url)).status === 200, '/readyz recovers');
+  await eventually(async () => (await chat(gw.url, unseen.secret)).status === 200, '/v1 recovers');
+  await gw.stop();
+  expect(gw.output()).toContain('the database is unreachable: 503');
+  expect(gw.output()).not.toContain('unhandled error'); // an outage, not a bug: no 500s
+  expect((await verifyLedger(db)).problems).toEqual([]);
 });
 
 test('Redis down: the rate limits fall back to each process and requests are served; shared again when it is back', async () => {

@@ -50,17 +50,22 @@ test('the breaker: open after N consecutive failures, one probe after the cool-d
   await expect(router.run(single, signal, fail)).rejects.toMatchObject({ status: 502 });
   await expect(router.run(single, signal, ok)).rejects.toMatchObject({ status: 503 });
   expect(calls).toEqual(['r', 'r']);
+  expect(router.breakerStates()).toEqual([{ route: 'r/m', state: 'open' }]);
   now = 1001; // cool-down over: one probe goes through
+  expect(router.breakerStates()).toEqual([{ route: 'r/m', state: 'half_open' }]);
   const probe = await router.run(single, signal, ok);
   probe.finish();
   expect(probe.value).toBe('ok');
   expect(calls).toEqual(['r', 'r', 'r']);
+  expect(router.breakerStates()).toEqual([{ route: 'r/m', state: 'closed' }]);
 });
 
-test('a process that is draining refuses new upstream calls with 503', async () => {
+test('a process that is draining still calls upstream for a request that came in before (the door refuses new ones)', async () => {
   const router = new Router(providers, config.routing);
   router.draining = true;
-  await expect(router.run(model, new AbortController().signal, async () => 'x')).rejects.toMatchObject({ status: 503 });
+  const routed = await router.run(model, new AbortController().signal, async () => 'x');
+  routed.finish();
+  expect(routed.value).toBe('x');
 });
 
 test('a probe that ends without news of the route (the caller was at fault, or left) does not leave the breaker stuck', async () => {
