@@ -8,6 +8,9 @@ import type { components } from '../generated/openapi';
 export type ErrorBody = components['schemas']['ErrorResponse'];
 
 export class ApiError extends Error {
+  /** What the request's log line says of the failure besides the message (never sent to the client). */
+  logged?: Record<string, string>;
+
   constructor(
     readonly status: number,
     readonly type: string,

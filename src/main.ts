@@ -40,10 +40,11 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
       const deadline = Date.now() + app.config.server.shutdown_grace_ms;
       await Promise.race([app.billing.settled(), new Promise((r) => setTimeout(r, app.config.server.shutdown_grace_ms).unref())]);
       await server.stop({ timeout: Math.max(0, deadline - Date.now()) });
-      await stopApp(app);
+      const left = await stopApp(app);
       redis?.disconnect();
       await db.destroy();
-      log.info('stopped: settlements written, leases returned');
+      if (left.unwritten || left.leasesKept) log.warn(left, 'stopped; what is left is settled by the sweeper of another process (or this one at its next start)');
+      else log.info('stopped: settlements written, leases returned');
     })());
   const reloadConfig = () => {
     try {

@@ -155,7 +155,8 @@ export class Billing {
    * batch, not only the first), then gives back each lease that carries nothing unwritten. A lease whose requests
    * could not be written stays, and expires: the sweeper settles it.
    */
-  async stop(): Promise<void> {
+  /** Returns what it could not finish: settlements not written, leases kept (the sweeper settles both later). */
+  async stop(): Promise<{ unwritten: number; leasesKept: number }> {
     this.timers.forEach(clearInterval);
     this.timers = [];
     if (!(await this.idle(STOP_WAIT_MS))) this.log.warn({ requests: this.live.size }, 'requests still in flight at shutdown; the sweeper will settle them');
@@ -168,7 +169,9 @@ export class Billing {
     if (this.flushTimer) clearTimeout(this.flushTimer); // a failed write is not retried once the database is gone
     this.flushTimer = null;
     const idle = (l: Lease) => l.inFlight === 0 && l.unflushed === 0;
-    await Promise.all([...this.leases.values(), ...this.retiring].filter(idle).map((l) => this.close(l)));
+    const leases = [...this.leases.values(), ...this.retiring];
+    await Promise.all(leases.filter(idle).map((l) => this.close(l)));
+    return { unwritten: this.queue.length, leasesKept: leases.filter((l) => !l.dead).length };
   }
 
   /**

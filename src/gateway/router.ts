@@ -65,6 +65,7 @@ export class Router {
   /** Tries the routes in order; `clientSignal` (if any) cancels the attempt under way when the client goes away. */
   async run<T>(model: ModelConfig, clientSignal: AbortSignal | undefined, attempt: Attempt<T>): Promise<Routed<T>> {
     let last: UpstreamError | undefined;
+    let lastRoute: RouteConfig | undefined;
     for (const route of this.order(model)) {
       if (!this.admit(route)) continue;
       const controller = new AbortController();
@@ -93,6 +94,7 @@ export class Router {
         if (!failure || failure.reason === 'aborted' || failure.reason === 'invalid') this.released(route); // tells nothing about the route
         if (!failure) throw e;
         last = failure;
+        lastRoute = route;
         if (failure.reason === 'aborted' || failure.reason === 'invalid') break; // the request, not the route
         if (failure.reason === 'status' && CALLER_FAULT.has(failure.status!)) {
           this.succeeded(route); // the upstream answered: it is alive, the request was at fault
@@ -102,7 +104,9 @@ export class Router {
       }
     }
     if (!last) throw errors.unavailable(); // every route is cooling down
-    throw toApiError(last);
+    const e = toApiError(last);
+    e.logged = { route: `${lastRoute!.provider}/${lastRoute!.model}`, upstream: last.message }; // which route failed, and how
+    throw e;
   }
 
   /**

@@ -21,7 +21,7 @@ import addFormats from 'ajv-formats';
 import OpenAPIBackend, { type Operation } from 'openapi-backend';
 import proxyaddr from 'proxy-addr';
 import type { Scope } from '../accounts/keys';
-import { errors } from '../errors';
+import { errors, type ApiError } from '../errors';
 import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
 import { handlers } from '../handlers';
 import { ADMIN_OPERATIONS, ANTHROPIC_OPERATIONS, METERED_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type HttpInfo, type Reply } from '../handlers/types';
@@ -150,6 +150,7 @@ export class Api {
   private async serve(route: Route, ex: Exchange, pathParams: Record<string, string>, query: string): Promise<void> {
     const app = this.app;
     try {
+      if (app.gateway.router.draining) throw draining(); // shutting down: new work goes to another process
       await authorize(app, route.guard, ex.req.headers, ex.path, ex.caller);
       const raw = route.hasBody ? await readBody(ex.req, ex.res, app.config.server.max_body_bytes) : null;
       const { body, profile } = parse(raw);
@@ -205,6 +206,13 @@ class Input {
   get http(): HttpInfo {
     return httpInfo(this.#ex.req, this.app, this.#raw);
   }
+}
+
+/** The 503 of a process that is shutting down; the connection is closed after it, so the client's next goes elsewhere. */
+function draining(): ApiError {
+  const e = errors.unavailable();
+  e.headers.connection = 'close';
+  return e;
 }
 
 /** The body as JSON and its measure; a body that is not JSON, too deep or not finite is a 400. */

@@ -29,8 +29,8 @@ export interface Exchange {
   model?: string;
   /** What the request used at an upstream, for the log line (for a stream, read once it has ended). */
   meter?: () => Meter | null;
-  /** The error the request ended with (code and the message the client got), for the log line. */
-  error?: { code: string | null; message: string };
+  /** The error the request ended with (code and the message the client got, and what else the log says). */
+  error?: { code: string | null; message: string; logged?: Record<string, string> };
   /**
    * While the API serves the request (api.ts): a client that leaves first closes the answer, and the log line waits
    * for the handler's end, to say how it ended (499, a stream's usage) rather than the 200 a response starts with.
@@ -85,8 +85,9 @@ function logExchange(app: App, ex: Exchange): void {
     received: ex.received,
     key: c.keyPrefix,
     account: c.accountId,
-    ...(meter && { model: ex.model, provider: meter.provider, usage: meter.usage, counted: meter.counted }),
-    ...(ex.error && { error: ex.error.code, cause: ex.error.message }),
+    ...(ex.model && { model: ex.model }),
+    ...(meter && { provider: meter.provider, usage: meter.usage, counted: meter.counted }),
+    ...(ex.error && { error: ex.error.code, cause: ex.error.message, ...ex.error.logged }),
   });
 }
 
@@ -122,7 +123,7 @@ export function sendJson(ex: Exchange, status: number, body: unknown, headers: O
 /** Writes whatever a request failed with: ours as it is, anything else as a 503 (database away) or a 500. */
 export function sendError(app: App, ex: Exchange, e: unknown): void {
   const err: ApiError = toApiError(e, app, ex.requestId, ex.path);
-  ex.error = { code: err.code, message: err.message };
+  ex.error = { code: err.code, message: err.message, logged: err.logged };
   const shaped = ex.anthropic ? anthropicError(err) : { status: err.status, body: err.toBody() };
   if (ex.res.destroyed) {
     ex.res.statusCode = err.status; // nobody to answer (the client left): the log line still says how it ended

@@ -58,7 +58,6 @@ export async function authorize(app: App, guard: Guard, headers: IncomingHttpHea
 }
 
 async function bearer(app: App, guard: Guard, headers: IncomingHttpHeaders, caller: Caller): Promise<void> {
-  if (app.gateway.router.draining) throw errors.unavailable(); // shutting down: new work goes to another process
   const xApiKey = guard.anthropic ? headers['x-api-key'] : undefined;
   const authorization = headers.authorization ?? (typeof xApiKey === 'string' ? `Bearer ${xApiKey}` : undefined);
   const principal = await app.keys.authenticate(authorization);

@@ -182,11 +182,12 @@ export async function startApp(app: App): Promise<void> {
 }
 
 /** Stops it, once the server no longer takes requests: writes what billing queued, returns its leases. */
-export async function stopApp(app: App): Promise<void> {
-  await app.billing.stop();
+export async function stopApp(app: App): Promise<{ unwritten: number; leasesKept: number }> {
+  const left = await app.billing.stop();
   const chores = housekeeping.get(app);
   chores?.timers.forEach(clearInterval);
   await Promise.all(chores?.running ?? []); // nothing touches the database after stop
   app.keys.close();
   await Promise.all([app.gateway, ...(retired.get(app) ?? [])].map((g) => g.close()));
+  return left;
 }

@@ -344,4 +344,16 @@ describe('what every answer leaves', () => {
     expect(text).not.toContain('sk-upstream-secret-credential');
     expect(a.headers['cache-control']).toBe('no-cache');
   });
+
+  test('an upstream failure: the log line names the model, the route that failed and how, never its URL or credential', async () => {
+    const from = lines.length;
+    upstream.plan({ kind: 'json', status: 401, body: { error: { message: 'Incorrect API key provided: sk-upstream-secret-credential', type: 'invalid_request_error', code: 'invalid_api_key' } } });
+    const a = await once(post('/v1/chat/completions', chat('gpt-4o-mini'), 'Content-Type: application/json\r\n'));
+    expect(a.status).toBe(502);
+    await waitFor(() => lines.length > from, 'the log line');
+    expect(lines[from]).toMatchObject({ status: 502, model: 'gpt-4o-mini', error: 'upstream_unavailable', route: 'up/gpt-4o-mini', upstream: 'the upstream answered HTTP 401' });
+    const text = JSON.stringify(lines.slice(from)) + a.body;
+    expect(text).not.toContain('sk-upstream-secret-credential');
+    expect(text).not.toContain(upstream.url);
+  });
 });

@@ -175,7 +175,9 @@ models:
     expect(await ready!.json()).toMatchObject({ ready: false, draining: true });
     const refused = await chat(gw.url, a.secret);
     expect(refused.status).toBe(503);
+    expect(refused.headers.get('connection')).toBe('close'); // the client's next request goes elsewhere
     expect(((await refused.json()) as any).error.code).toBe('service_unavailable');
+    expect((await fetch(`${gw.url}/console/api/config`)).status).toBe(503); // every operation of the API, not only /v1
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
     for (;;) {
       const { value, done } = await reader.read();
