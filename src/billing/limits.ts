@@ -20,6 +20,9 @@ export interface LimitGrant {
   refund(tokens: number): void;
 }
 
+/** The grant of a key without limits: one shared object (its headers stay empty: nothing writes to them). */
+const UNLIMITED: LimitGrant = Object.freeze({ headers: Object.freeze({}) as Record<string, string>, tokens: async () => undefined, refund: () => undefined });
+
 export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
 
@@ -32,6 +35,7 @@ export class RateLimits {
   async request(key: ApiKey): Promise<LimitGrant> {
     const rpm = key.rpm_limit ?? this.defaults.rpm;
     const tpm = key.tpm_limit ?? this.defaults.tpm;
+    if (rpm <= 0 && tpm <= 0) return UNLIMITED; // nothing to count, no headers to send
     const id = `${key.id}:${key.prefix}`; // the prefix keeps keys of different databases apart in a shared Redis
     const headers: Record<string, string> = {};
     if (rpm > 0) {

@@ -12,6 +12,9 @@ import type { LimitGrant } from '../billing/limits';
 import type { BodyProfile } from '../gateway/bound';
 import type { Meter } from '../gateway/types';
 import type { App } from '../services/app';
+import type { Client } from '../services/metered';
+
+export type { Client };
 import type { operations } from '../../generated/openapi';
 
 export type OperationId = keyof operations;
@@ -96,8 +99,8 @@ interface CommonInput<Op extends OperationId> {
   query: QueryParams<Op>;
   app: App;
   requestId: string;
-  /** Aborted when the client goes away: cancels the upstream request. */
-  signal: AbortSignal;
+  /** The client's side of the exchange: whether it has gone away (a signal, made when first asked for, or a check). */
+  client: Client;
   http: HttpInfo;
   /** The request's headers (lower-case names). */
   headers: Record<string, string | string[] | undefined>;

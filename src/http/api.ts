@@ -24,7 +24,7 @@ import type { Scope } from '../accounts/keys';
 import { errors, type ApiError } from '../errors';
 import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
 import { handlers } from '../handlers';
-import { ADMIN_OPERATIONS, ANTHROPIC_OPERATIONS, METERED_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type HttpInfo, type Reply } from '../handlers/types';
+import { ADMIN_OPERATIONS, ANTHROPIC_OPERATIONS, METERED_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type Client, type HttpInfo, type Reply } from '../handlers/types';
 import type { App } from '../services/app';
 import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
 import { authorize, type Guard } from './security';
@@ -175,7 +175,7 @@ export class Api {
  */
 class Input {
   readonly requestId: string;
-  readonly signal: AbortSignal;
+  readonly client: Client;
   readonly headers: IncomingMessage['headers'];
   principal?: unknown;
   grant?: unknown;
@@ -195,7 +195,7 @@ class Input {
     this.#ex = ex;
     this.#raw = raw;
     this.requestId = ex.requestId;
-    this.signal = clientGone(ex.res);
+    this.client = new ClientSide(ex.res);
     this.headers = ex.req.headers;
     const c = ex.caller;
     if (c.principal) this.principal = c.principal;
@@ -213,6 +213,18 @@ function draining(): ApiError {
   const e = errors.unavailable();
   e.headers.connection = 'close';
   return e;
+}
+
+/** The client's side of the exchange; its signal (an EventTarget, costly to make) only when a stream asks for it. */
+class ClientSide implements Client {
+  #signal: AbortSignal | null = null;
+  constructor(private readonly res: ServerResponse) {}
+  get signal(): AbortSignal {
+    return (this.#signal ??= clientGone(this.res));
+  }
+  left(): boolean {
+    return this.#signal?.aborted || gone(this.res);
+  }
 }
 
 /** The body as JSON and its measure; a body that is not JSON, too deep or not finite is a 400. */

@@ -24,6 +24,14 @@ export type Served = ({ status?: number; body: unknown } | { sse: AsyncIterable<
   meter?: () => Meter | null;
 };
 
+/** The client's side of an exchange (the HTTP layer makes it). */
+export interface Client {
+  /** Aborted when the client goes away (cancels a stream's upstream call); made when first read. */
+  readonly signal: AbortSignal;
+  /** Whether the client has gone away, without making a signal. */
+  left(): boolean;
+}
+
 export interface PaidCall<Req = unknown> {
   principal: KeyPrincipal;
   /** The rate-limit grant taken when the key was checked (before the body was read). */
@@ -32,8 +40,8 @@ export interface PaidCall<Req = unknown> {
   body: Req;
   /** The body's measure (gateway/bound.ts), taken when it was parsed. */
   profile: BodyProfile;
-  /** Aborted when the client goes away: cancels the upstream request. */
-  signal: AbortSignal;
+  /** The client: its signal cancels a stream's upstream call; whether it left decides a JSON answer's status. */
+  client: Client;
   /** The request's headers (those the operation passes on go upstream to a provider that serves it natively). */
   headers?: Record<string, string | string[] | undefined>;
   /** Called with the whole answer once it is complete (JSON or streamed), before the client gets the end of it. */
@@ -77,12 +85,12 @@ export class Metered {
    * key as a paid request, and counted against its tokens per minute like one (its prompt's estimate): counting
    * costs an upstream call or tokenizer time.
    */
-  async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'signal' | 'headers'>): Promise<{ input_tokens: number }> {
+  async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'client' | 'headers'>): Promise<{ input_tokens: number }> {
     if (!keyAllowsModel(call.principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), call.grant);
     const model = this.gateway.models.resolve(call.body.model, op);
     await call.grant.tokens(tokenEstimate(call.profile, model));
     try {
-      return await this.gateway.countTokens(op, model, call.body, call.signal, forwarded(call.headers, op.forwardHeaders));
+      return await this.gateway.countTokens(op, model, call.body, call.client.signal, forwarded(call.headers, op.forwardHeaders));
     } catch (e) {
       throw withHeaders(e, call.grant);
     }
@@ -104,7 +112,7 @@ export class Metered {
     const started = Date.now();
     try {
       if (op.streams(body)) {
-        const streamed = await this.gateway.stream(op, model, body, { ...upstream, signal: call.signal });
+        const streamed = await this.gateway.stream(op, model, body, { ...upstream, signal: call.client.signal });
         admission.track(streamed.progress);
         let meter: Meter | null = null;
         void streamed.meter.then((m) => (meter = m));
@@ -115,7 +123,7 @@ export class Metered {
       // anyway (it notices a closed connection only when it writes), so the call runs to its end and its usage is
       // charged — exactly what the upstream billed, never a guess.
       const answer = await this.gateway.call(op, model, body, upstream); // no signal: it runs to its end
-      await admission.settle({ status: call.signal.aborted ? 499 : 200, used: answer.meter, ttfbMs: Date.now() - started });
+      await admission.settle({ status: call.client.left() ? 499 : 200, used: answer.meter, ttfbMs: Date.now() - started });
       ended(answer.meter);
       await call.onAnswer?.(answer.body);
       return { body: answer.body, headers: grant.headers, meter: () => answer.meter };
