@@ -10,6 +10,7 @@ import { FakeGemini, geminiResponse, usageOf } from '../fakes/geminiUpstream';
 import { FakeOpenAI, chatStreamEvents } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { inspect, promptBound } from '../../src/gateway/bound';
+import { eventFrames } from '../helpers/frames';
 
 let claude: FakeAnthropic;
 let openai: FakeOpenAI;
@@ -311,17 +312,7 @@ const post = (body: object, key = secret, headers: Record<string, string> = {}) 
     body: JSON.stringify(body),
   });
 
-/** A stream's frames as Anthropic frames them: `event: <type>` and `data: <event>`. */
-function frames(text: string): { event: string; data: any }[] {
-  return text
-    .split('\n\n')
-    .filter(Boolean)
-    .map((f) => {
-      const m = /^event: (\S+)\ndata: (.*)$/s.exec(f);
-      if (!m) throw new Error(`not an Anthropic frame: ${f}`);
-      return { event: m[1], data: JSON.parse(m[2]) };
-    });
-}
+const frames = eventFrames;
 
 describe('translated streams, event by event', () => {
   test("Anthropic's sequence: message_start, ping, one block per text run or tool call, message_delta with the usage, message_stop", async () => {

@@ -10,6 +10,7 @@ import { FakeGemini, geminiResponse, usageOf } from '../fakes/geminiUpstream';
 import { FakeOpenAI, responseObject } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { inspect, promptBound } from '../../src/gateway/bound';
+import { eventFrames } from '../helpers/frames';
 
 let openai: FakeOpenAI;
 let claude: FakeAnthropic;
@@ -194,17 +195,7 @@ describe('to an anthropic route, through chat', () => {
 const post = (body: object, key: string) =>
   fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
 
-/** A stream's frames as OpenAI frames Responses events: `event: <type>` and `data: <event>`. */
-function frames(text: string): { event: string; data: any }[] {
-  return text
-    .split('\n\n')
-    .filter(Boolean)
-    .map((f) => {
-      const m = /^event: (\S+)\ndata: (.*)$/s.exec(f);
-      if (!m) throw new Error(`not a Responses frame: ${f}`);
-      return { event: m[1], data: JSON.parse(m[2]) };
-    });
-}
+const frames = eventFrames;
 
 describe('streams through chat, event by event', () => {
   test('every event numbered from 0 in order; a text item then a function call item, each opened, filled and closed', async () => {
