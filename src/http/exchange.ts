@@ -39,7 +39,6 @@ export interface Exchange {
   closed?: boolean;
 }
 
-
 /** Starts an exchange; its metrics and log line are written when the answer is over, however it ends. */
 export function openExchange(app: App, req: IncomingMessage, res: ServerResponse, path: string): Exchange {
   const ex: Exchange = { req, res, requestId: newRequestId(), received: Date.now(), path, operationId: 'other', anthropic: false, caller: {} };
