@@ -7,7 +7,7 @@
 import type { Redis } from 'ioredis';
 import type { LimitsConfig } from '../config';
 import type { ApiKey } from '../accounts/keys';
-import { makeLimiter, tooMany, type RateLimiterAbstract, type RateLimiterRes } from '../limiter';
+import { makeLimiter, RateLimiterRes, tooMany, type RateLimiterAbstract } from '../limiter';
 
 const WINDOW_S = 60;
 
@@ -51,10 +51,15 @@ export class RateLimits {
       tokens: async (n) => {
         if (tpm <= 0) return;
         const points = Math.max(1, Math.ceil(n));
+        const limiter = this.limiter('tpm', tpm);
         try {
-          setHeaders(headers, 'tokens', tpm, await this.limiter('tpm', tpm).consume(id, points));
+          // A request larger than the whole limit never fits: refused without touching the counter.
+          if (points > tpm) throw (await limiter.get(id)) ?? new RateLimiterRes(tpm, 0, 0);
+          setHeaders(headers, 'tokens', tpm, await limiter.consume(id, points));
           counted = points;
         } catch (e) {
+          // A refused request spends nothing: the limiter counted its points before it refused them.
+          if (e instanceof RateLimiterRes && points <= tpm) void limiter.reward(id, points).catch(() => undefined);
           if (rpm > 0) void this.limiter('rpm', rpm).reward(id, 1).catch(() => undefined);
           throw exceeded(e, 'tokens', tpm, points, headers);
         }

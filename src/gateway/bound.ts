@@ -99,7 +99,9 @@ function walk(v: unknown, depth: number, p: BodyProfile, at: string): void {
 
 function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: string): void {
   const skip = attachment(o, p);
-  if (o.type === 'ephemeral' && typeof o.ttl === 'string' && o.ttl !== '5m') p.longCache = (p.longCache ?? 0) + 1;
+  // a cache breakpoint with a life other than the default's, wherever it is (policy.ts takes its ttl out)
+  const cc = o.cache_control;
+  if (cc && typeof cc === 'object' && 'ttl' in cc && (cc as { ttl?: unknown }).ttl !== '5m') p.longCache = (p.longCache ?? 0) + 1;
   for (const k in o) {
     if (!Object.prototype.hasOwnProperty.call(o, k)) continue;
     p.textBytes += utf8Bytes(k);

@@ -86,11 +86,10 @@ export class Metered {
    * costs an upstream call or tokenizer time.
    */
   async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'client' | 'headers'>): Promise<{ input_tokens: number }> {
-    if (!keyAllowsModel(call.principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), call.grant);
-    const model = this.gateway.models.resolve(call.body.model, op);
+    const { model, body, headers } = this.policy(op, call);
     await call.grant.tokens(tokenEstimate(call.profile, model));
     try {
-      return await this.gateway.countTokens(op, model, call.body, call.client.signal, forwarded(call.headers, op.forwardHeaders));
+      return await this.gateway.countTokens(op, model, body, call.client.signal, headers);
     } catch (e) {
       throw withHeaders(e, call.grant);
     }
@@ -105,10 +104,9 @@ export class Metered {
 
   async serve<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>): Promise<Served> {
     const { grant } = call;
-    const { model, body, admission, allowance, reserved } = await this.admit(op, call);
+    const { model, body, headers, admission, allowance, reserved } = await this.admit(op, call);
     const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
-    const passed = forwarded(call.headers, op.forwardHeaders);
-    const upstream = { requestId: call.requestId, allowance, headers: op.headers ? op.headers(passed, model) : passed };
+    const upstream = { requestId: call.requestId, allowance, headers };
     const started = Date.now();
     try {
       if (op.streams(body)) {
@@ -145,15 +143,7 @@ export class Metered {
    */
   private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>) {
     const { principal, grant } = call;
-    if (!keyAllowsModel(principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), grant);
-    const model = this.gateway.models.resolve(call.body.model, op);
-    let body: Req;
-    try {
-      checkAttachments(call.profile, model);
-      body = op.features(call.body, model, call.profile);
-    } catch (e) {
-      throw withHeaders(e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e, grant);
-    }
+    const { model, body, headers } = this.policy(op, call);
     const { perChoice, choices } = op.output(body, model);
     const extra = perChoice > 0 ? model.extra_output_tokens : 0;
     const asked = (Math.min(perChoice, MAX_ALLOWANCE) + extra) * choices;
@@ -172,10 +162,28 @@ export class Metered {
         promptBytes: call.profile.textBytes,
       });
       const allowance = choices ? Math.floor(admission.outputTokens / choices) - extra : 0;
-      return { model, body, admission, allowance, reserved };
+      return { model, body, headers, admission, allowance, reserved };
     } catch (e) {
       grant.refund(reserved);
       throw withHeaders(e, grant);
+    }
+  }
+
+  /**
+   * The one gate between a client's request and an upstream, for every operation that sends one (paid or counted):
+   * the key may use the model; attachments it does not take are refused; the operation's price-raising fields are
+   * refused or stripped (policy.ts) and so are the headers it passes on. Nothing is spent before it passes.
+   */
+  private policy<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'headers'>) {
+    if (!keyAllowsModel(call.principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), call.grant);
+    const model = this.gateway.models.resolve(call.body.model, op);
+    try {
+      checkAttachments(call.profile, model);
+      const body = op.features(call.body, model, call.profile);
+      const passed = forwarded(call.headers, op.forwardHeaders);
+      return { model, body, headers: op.headers ? op.headers(passed, model) : passed };
+    } catch (e) {
+      throw withHeaders(e instanceof BodyError ? errors.invalidRequest(e.message, e.param) : e, call.grant);
     }
   }
 

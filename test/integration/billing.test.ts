@@ -475,6 +475,31 @@ describe('rate limits', () => {
     expect(e.error.code).toBe('rate_limit_exceeded');
     expect(e.error.message).toContain('tokens per minute');
   });
+
+  test('a refused request spends nothing of the tokens per minute: too large, over what is left, not allowed', async () => {
+    const a = await account(1_000_000, { tpmLimit: 1_000 });
+    const ask = (extra: object) =>
+      fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'x' }], ...extra }),
+      });
+    const tooLarge = await ask({ max_tokens: 1e15 });
+    expect(tooLarge.status).toBe(429);
+    expect(((await tooLarge.json()) as { error: { message: string } }).error.message).toContain('Request too large for tokens per minute');
+    expect((await ask({ messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }] })).status).toBe(400);
+    expect((await ask({ web_search_options: {} })).status).toBe(400);
+    // about 600 of the 1,000 used; 500 more do not fit, and are refused...
+    up.plan(answer('a', { prompt_tokens: 1, completion_tokens: 600, total_tokens: 601 }));
+    expect((await ask({ max_tokens: 600 })).status).toBe(200);
+    const over = await ask({ max_tokens: 500 });
+    expect(over.status).toBe(429);
+    expect(((await over.json()) as { error: { message: string } }).error.message).toContain('Rate limit reached for tokens per minute');
+    // ...and none of the refusals counted: 350 still fit
+    const ok = await ask({ max_tokens: 350 });
+    expect(ok.status).toBe(200);
+    expect(Number(ok.headers.get('x-ratelimit-remaining-tokens'))).toBeLessThan(60);
+  });
 });
 
 describe('holds that outlive their process', () => {

@@ -118,23 +118,41 @@ function withoutServerSide(out: Loose): void {
   }
 }
 
-/** Every cache breakpoint at the default 5-minute life (1-hour writes cost 2× input, 5-minute ones 1.25×). */
+/**
+ * Every cache breakpoint at the default 5-minute life (1-hour writes cost 2× input, 5-minute ones 1.25×): one walk
+ * over the whole body, so that a `cache_control` anywhere — top level (automatic caching), system, tools, messages,
+ * tool results, documents and the blocks inside them, and wherever Anthropic puts one next — loses its `ttl`.
+ * Copies only the objects on the way to a change; a body without one comes back as it was.
+ */
 function fiveMinuteCache(out: Loose): void {
-  const block = (b: unknown): unknown => {
-    if (!b || typeof b !== 'object' || Array.isArray(b)) return b;
-    const o = b as Loose;
-    const cc = o.cache_control as Loose | null | undefined;
-    let fixed: Loose = o;
-    if (cc && typeof cc === 'object' && 'ttl' in cc) {
-      const { ttl: _ttl, ...rest } = cc;
-      fixed = { ...o, cache_control: rest };
-    }
-    return Array.isArray(o.content) ? { ...fixed, content: o.content.map(block) } : fixed; // tool_result content
-  };
-  const blocks = (v: unknown) => (Array.isArray(v) ? v.map(block) : v);
-  out.system = blocks(out.system);
-  out.tools = blocks(out.tools);
-  if (Array.isArray(out.messages)) out.messages = out.messages.map((m) => (m && typeof m === 'object' ? { ...(m as Loose), content: blocks((m as Loose).content) } : m));
+  Object.assign(out, withoutLongTtl(out));
+}
+
+function withoutLongTtl(v: unknown): unknown {
+  if (!v || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    let copy: unknown[] | null = null;
+    v.forEach((x, i) => {
+      const y = withoutLongTtl(x);
+      if (y !== x) (copy ??= v.slice())[i] = y;
+    });
+    return copy ?? v;
+  }
+  const o = v as Loose;
+  let copy: Loose | null = null;
+  for (const k of Object.keys(o)) {
+    const x = o[k];
+    const y = k === 'cache_control' ? fiveMinutes(x) : withoutLongTtl(x);
+    if (y !== x) (copy ??= { ...o })[k] = y;
+  }
+  return copy ?? o;
+}
+
+/** A cache_control without a `ttl` other than the default's. */
+function fiveMinutes(cc: unknown): unknown {
+  if (!cc || typeof cc !== 'object' || Array.isArray(cc) || !('ttl' in cc) || (cc as Loose).ttl === '5m') return cc;
+  const { ttl: _ttl, ...rest } = cc as Loose;
+  return rest;
 }
 
 // -------------------------------------------------------------------------------------------------------------

@@ -70,8 +70,9 @@ export const anthropic = defineProvider({
     },
     count_tokens: {
       path: () => '/messages/count_tokens',
+      // What only generating reads is not a count_tokens parameter (the tier the policy pins included).
       request: (body, ctx) => {
-        const { max_tokens: _m, stream: _s, ...rest } = body;
+        const { max_tokens: _m, stream: _s, service_tier: _t, ...rest } = body as MessagesRequest & { service_tier?: unknown };
         return { ...rest, model: ctx.model };
       },
       response: object,
