@@ -2790,8 +2790,10 @@ export interface components {
             completion_tokens: number;
             /** @description Of the prompt tokens, those read from the provider's prompt cache (billed at `cached_input`). */
             cached_tokens: number;
-            /** @description Of the prompt tokens, those written to the prompt cache (billed at `cache_write`). */
+            /** @description Of the prompt tokens, those written to the prompt cache (5-minute writes billed at `cache_write`). */
             cache_write_tokens: number;
+            /** @description Of the cache writes, those kept for an hour (billed at `cache_write_1h`). */
+            cache_write_1h_tokens: number;
             /** @description Of the completion tokens, those spent reasoning (billed as output). */
             reasoning_tokens: number;
             /**
@@ -2813,8 +2815,10 @@ export interface components {
             completion_tokens: number;
             /** @description Of the prompt tokens, those read from the provider's prompt cache (billed at `cached_input`). */
             cached_tokens: number;
-            /** @description Of the prompt tokens, those written to the prompt cache (billed at `cache_write`). */
+            /** @description Of the prompt tokens, those written to the prompt cache (5-minute writes billed at `cache_write`). */
             cache_write_tokens: number;
+            /** @description Of the cache writes, those kept for an hour (billed at `cache_write_1h`). */
+            cache_write_1h_tokens: number;
             /** @description Of the completion tokens, those spent reasoning (billed as output). */
             reasoning_tokens: number;
             cost_usd: components["schemas"]["Usd"];
@@ -4422,6 +4426,7 @@ export interface operations {
                      *           "completion_tokens": 567,
                      *           "cached_tokens": 1024,
                      *           "cache_write_tokens": 0,
+                     *           "cache_write_1h_tokens": 0,
                      *           "reasoning_tokens": 0,
                      *           "counted": "upstream",
                      *           "cost_usd": "0.000526",
@@ -4438,6 +4443,7 @@ export interface operations {
                      *           "completion_tokens": 6437702,
                      *           "cached_tokens": 11820544,
                      *           "cache_write_tokens": 0,
+                     *           "cache_write_1h_tokens": 0,
                      *           "reasoning_tokens": 0,
                      *           "cost_usd": "6.248103"
                      *         }

@@ -18,7 +18,8 @@ import { DuplicateLedgerEntry, entries } from './db/ledger';
 import { usageRecords } from './db/queries/usage';
 import { createLogger } from './log';
 import { CLUSTER_ENV, gatherWorkerMetrics } from './metrics';
-import { start, stopOnSignals } from './main';
+import { logPrices, start, stopOnSignals } from './main';
+import { loadConfig } from './services/app';
 import { formatUsd, parseUsd } from './money';
 import { connectRedis } from './redis';
 import { createCodesOnce, grantOnce, setKeyState, setStatus } from './services/admin';
@@ -345,6 +346,15 @@ async function supervise(n: number): Promise<void> {
   const db = connect();
   await migrate(db);
   await db.destroy();
+  const log = createLogger();
+  const prices = () => {
+    try {
+      logPrices(log, loadConfig());
+    } catch {
+      // an invalid file: each worker says where it is wrong
+    }
+  };
+  prices();
   let stopping = false;
   let failed = false; // a worker that did not stop cleanly: the primary exits 1, so that it shows
   gatherWorkerMetrics(); // /metrics of any worker: the whole gateway's
@@ -369,7 +379,10 @@ async function supervise(n: number): Promise<void> {
       exitWhenAllStopped(); // every worker had died and none was started again yet
     });
   }
-  process.on('SIGHUP', () => each('SIGHUP'));
+  process.on('SIGHUP', () => {
+    each('SIGHUP');
+    prices();
+  });
 }
 
 if (require.main === module) void main(process.argv.slice(2));

@@ -4,7 +4,11 @@
  * `server.shutdown_grace_ms`; holds and leases are settled; exit 0), SIGHUP reloads the configuration's models,
  * routes, prices and providers (an invalid file is refused, with where it is wrong, and the old one kept).
  */
+import cluster from 'node:cluster';
 import type { Server } from '@hapi/hapi';
+import type { Logger } from 'pino';
+import type { Config } from './config';
+import { formatUsd } from './money';
 import { connect, migrate } from './db';
 import { buildServer } from './http/server';
 import { createLogger } from './log';
@@ -29,6 +33,7 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
   await startApp(app);
   const server = await buildServer(app, { port: opts.port, host: opts.host });
   await server.start();
+  if (!cluster.isWorker) logPrices(log, config); // with workers, the primary says it once (cli.ts)
   log.info({ url: server.info.uri, config: config.file, models: config.models.length }, 'switchyard listening');
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -50,6 +55,7 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
     try {
       const next = loadConfig(opts.configFile ?? config.file ?? undefined);
       reload(app, next);
+      if (!cluster.isWorker) logPrices(log, next);
       log.info({ config: next.file, models: next.models.length }, 'configuration reloaded');
       return true;
     } catch (e) {
@@ -58,6 +64,19 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
     }
   };
   return { app, server, stop, reload: reloadConfig };
+}
+
+/**
+ * Once per configuration read: the cache prices derived from a provider's multipliers (info), and those set below
+ * what the provider bills (a warning: allowed, since some operators sell at a loss on purpose).
+ */
+export function logPrices(log: Logger, config: Config): void {
+  const usd = (micros: number) => formatUsd(micros).replace(/\.?0+$/, '');
+  for (const n of config.priceNotices) {
+    const at = { model: n.model, class: n.class, usd_per_million: usd(n.price), provider: n.provider, provider_bills: usd(n.billed) };
+    if (n.kind === 'derived') log.info(at, `price.${n.class} of ${n.model} not set: ${usd(n.price)} USD per million tokens, what ${n.provider} bills`);
+    else log.warn(at, `price.${n.class} of ${n.model} is below what ${n.provider} bills (${usd(n.billed)} USD per million tokens): its requests are sold at a loss`);
+  }
 }
 
 export function stopOnSignals(started: Pick<Started, 'stop' | 'reload'>): void {

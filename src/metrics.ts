@@ -16,7 +16,7 @@ import { errors } from './errors';
 /** Latency buckets in seconds: a loopback upstream answers in milliseconds, an LLM in tens of seconds. */
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
-export type TokenClass = 'prompt' | 'completion' | 'cached' | 'cache_write' | 'reasoning';
+export type TokenClass = 'prompt' | 'completion' | 'cached' | 'cache_write' | 'cache_write_1h' | 'reasoning';
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -28,7 +28,7 @@ export class Metrics {
   readonly latency = this.histogram('switchyard_upstream_latency_seconds', 'Admitted requests: time to the end of the answer', ['model', 'route']);
   readonly ttfb = this.histogram('switchyard_time_to_first_byte_seconds', 'Admitted requests: time to the first byte of the answer', ['model', 'route']);
   readonly upstreamErrors = this.counter('switchyard_upstream_errors_total', 'Failed upstream attempts, by route and cause (connect, timeout, status, protocol, aborted...)', ['route', 'cause']);
-  readonly tokens = this.counter('switchyard_tokens_total', 'Tokens, by model and class (prompt includes cached and cache_write; completion includes reasoning)', ['model', 'class']);
+  readonly tokens = this.counter('switchyard_tokens_total', 'Tokens, by model and class (prompt includes cached and cache_write; cache_write includes cache_write_1h; completion includes reasoning)', ['model', 'class']);
   readonly spend = this.counter('switchyard_spend_micro_usd_total', 'Charged, in micro-USD, by model', ['model']);
 
   constructor() {

@@ -9,6 +9,8 @@ export interface Usage {
   cached: number;
   /** Of the prompt: tokens written to the prompt cache (Anthropic bills them above the input price). */
   cacheWrite: number;
+  /** Of the cache writes: those kept for an hour (Anthropic bills them at 2× input, 5-minute ones at 1.25×); 0 if absent. */
+  cacheWrite1h?: number;
   /** Every generated token, reasoning included (OpenAI's `completion_tokens`). */
   completion: number;
   /** Of the completion: reasoning ("thinking") tokens. */
@@ -18,8 +20,10 @@ export interface Usage {
 /** A token count an upstream may be trusted with: a whole, non-negative number. */
 export const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
 
-export function usage(prompt: number, completion: number, more: Partial<Pick<Usage, 'cached' | 'cacheWrite' | 'reasoning'>> = {}): Usage {
-  return { prompt, completion, cached: more.cached ?? 0, cacheWrite: more.cacheWrite ?? 0, reasoning: more.reasoning ?? 0 };
+export function usage(prompt: number, completion: number, more: Partial<Pick<Usage, 'cached' | 'cacheWrite' | 'cacheWrite1h' | 'reasoning'>> = {}): Usage {
+  const u: Usage = { prompt, completion, cached: more.cached ?? 0, cacheWrite: more.cacheWrite ?? 0, reasoning: more.reasoning ?? 0 };
+  if (more.cacheWrite1h) u.cacheWrite1h = more.cacheWrite1h;
+  return u;
 }
 
 export const NO_USAGE: Usage = Object.freeze(usage(0, 0));

@@ -185,7 +185,7 @@ export class Billing {
   }
 
   async admit(r: AdmitRequest): Promise<Admission> {
-    const price = priceOf(r.model.price);
+    const price = priceOf(r.model);
     const full = price.worstCase(r.promptTokens, r.outputTokens);
     const lease = full > 0 ? await this.leaseFor(r.principal, full) : null;
     let hold = full;
@@ -388,6 +388,7 @@ export class Billing {
       completion: u?.completion ?? 0,
       cached: u?.cached ?? 0,
       cacheWrite: u?.cacheWrite ?? 0,
+      cacheWrite1h: u?.cacheWrite1h ?? 0,
       reasoning: u?.reasoning ?? 0,
       latencyMs: now - live.startedAt,
       ttfbMs: outcome.ttfbMs ?? null,
@@ -551,6 +552,7 @@ export class Billing {
         completion: Number(h.completion_tokens),
         cached: 0,
         cacheWrite: 0,
+        cacheWrite1h: 0,
         reasoning: 0,
         latencyMs: null,
         ttfbMs: null,

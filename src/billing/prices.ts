@@ -1,23 +1,29 @@
 /**
  * A model's price as one object. Prices are micro-USD per million tokens, for each class of token; a request costs
- *   ceil((fresh input × input + cache reads × cached_input + cache writes × cache_write + output × output) / 1,000,000)
+ *   ceil((fresh input × input + cache reads × cached_input + 5-minute cache writes × cache_write
+ *         + 1-hour cache writes × cache_write_1h + output × output) / 1,000,000)
  * micro-USD, computed exactly (BigInt) and rounded up once per request, never per token or per class.
  */
-import type { PriceConfig } from '../config';
+import type { ModelConfig, PriceConfig } from '../config';
 import type { Usage } from '../usage';
 
 export class Price {
   /** The highest of the input prices: a hold prices every prompt token at it. */
   private readonly maxInput: number;
 
-  constructor(readonly p: PriceConfig) {
-    this.maxInput = Math.max(p.input, p.cached_input, p.cache_write);
+  /** `longCache`: 1-hour cache writes may happen (the model allows them), so a hold must cover their price. */
+  constructor(
+    readonly p: PriceConfig,
+    longCache = true,
+  ) {
+    this.maxInput = Math.max(p.input, p.cached_input, p.cache_write, longCache ? p.cache_write_1h : 0);
   }
 
   /** What a usage costs, micro-USD. */
   cost(u: Usage): number {
     const fresh = Math.max(0, u.prompt - u.cached - u.cacheWrite);
-    return ceilMillionth([fresh, this.p.input], [u.cached, this.p.cached_input], [u.cacheWrite, this.p.cache_write], [u.completion, this.p.output]);
+    const hour = Math.min(u.cacheWrite1h ?? 0, u.cacheWrite);
+    return ceilMillionth([fresh, this.p.input], [u.cached, this.p.cached_input], [u.cacheWrite - hour, this.p.cache_write], [hour, this.p.cache_write_1h], [u.completion, this.p.output]);
   }
 
   /** The most a request with this prompt bound and output allowance can cost (every prompt token at the highest input price). */
@@ -34,8 +40,8 @@ export class Price {
   }
 }
 
-/** Products of whole numbers below this are exact in a double, and so is a sum of four of them. */
-const EXACT = 2 ** 51;
+/** Products of whole numbers below this are exact in a double, and so is a sum of five of them. */
+const EXACT = 2 ** 50;
 
 /**
  * ceil(Σ tokens × price / 1,000,000), exactly: in doubles when every product is far below 2^53 (the usual case,
@@ -54,9 +60,12 @@ function ceilMillionth(...terms: [number, number][]): number {
 
 const prices = new WeakMap<PriceConfig, Price>();
 
-/** The Price of a configured model (one object per configuration). */
-export function priceOf(p: PriceConfig): Price {
-  let price = prices.get(p);
-  if (!price) prices.set(p, (price = new Price(p)));
+/**
+ * The Price of a configured model (one object per configuration). Its holds count 1-hour cache writes only when the
+ * model allows them: otherwise their `ttl` never reaches the upstream (policy.ts).
+ */
+export function priceOf(model: Pick<ModelConfig, 'price' | 'allow'>): Price {
+  let price = prices.get(model.price);
+  if (!price) prices.set(model.price, (price = new Price(model.price, model.allow.includes('cache_1h'))));
   return price;
 }

@@ -28,6 +28,8 @@ export interface Settlement {
   completion: number;
   cached: number;
   cacheWrite: number;
+  /** Of cacheWrite: the 1-hour writes. */
+  cacheWrite1h: number;
   reasoning: number;
   latencyMs: number | null;
   ttfbMs: number | null;
@@ -263,6 +265,7 @@ function usageRecord(s: Settlement): Record<string, unknown> {
     completion_tokens: s.completion,
     cached_tokens: s.cached,
     cache_write_tokens: s.cacheWrite,
+    cache_write_1h_tokens: s.cacheWrite1h,
     reasoning_tokens: s.reasoning,
     counted: s.counted,
     cost_micros: s.charge,
@@ -345,7 +348,7 @@ export function sweepLease(db: Knex, id: string, now: number): Promise<number> {
         await trx('ledger').insert({ account_id: lease.account_id, kind: 'usage', amount_micros: -charge, balance_after: balance, ref: r.request_id, key_id: lease.key_id, model: r.model, prompt_tokens: prompt, completion_tokens: Number(r.completion_tokens), created_at: now });
       }
       await trx('usage_records').insert(
-        usageRecord({ requestId: r.request_id, accountId: Number(lease.account_id), keyId: Number(lease.key_id), model: r.model, endpoint: r.endpoint, charge, uncovered: 0, status: 500, provider: null, counted: 'checkpoint', prompt, completion: Number(r.completion_tokens), cached: 0, cacheWrite: 0, reasoning: 0, latencyMs: null, ttfbMs: null, at: now, leaseId: id, checkpointed: true }),
+        usageRecord({ requestId: r.request_id, accountId: Number(lease.account_id), keyId: Number(lease.key_id), model: r.model, endpoint: r.endpoint, charge, uncovered: 0, status: 500, provider: null, counted: 'checkpoint', prompt, completion: Number(r.completion_tokens), cached: 0, cacheWrite: 0, cacheWrite1h: 0, reasoning: 0, latencyMs: null, ttfbMs: null, at: now, leaseId: id, checkpointed: true }),
       );
     }
     const amount = Number(lease.amount_micros);

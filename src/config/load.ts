@@ -19,6 +19,8 @@ import {
   type LimitsConfig,
   type ModelConfig,
   type ModelKind,
+  type CacheClass,
+  type PriceNotice,
   type ProviderCatalog,
   type ProviderConfig,
   type RoutingConfig,
@@ -126,7 +128,7 @@ interface RawConfig {
 type RawModel = Omit<Partial<ModelConfig>, 'price' | 'routes'> & {
   id: string;
   kind: ModelKind;
-  price?: { input?: number; output?: number; cached_input?: number; cache_write?: number };
+  price?: { input?: number; output?: number; cached_input?: number; cache_write?: number; cache_write_1h?: number };
   allow?: Feature[];
   routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[];
 };
@@ -148,10 +150,11 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
     };
   }
   const seen = new Set<string>();
+  const priceNotices: PriceNotice[] = [];
   const models = raw.models.map((m, i) => {
     if (seen.has(m.id)) fail(['models', i, 'id'], `duplicate model id '${m.id}'`);
     seen.add(m.id);
-    return model(m, i, providers, catalog, fail);
+    return model(m, i, { providers, catalog, fail, notices: priceNotices });
   });
   const b = raw.billing ?? {};
   return {
@@ -173,6 +176,7 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
     mail: mailConfig(raw, fail),
     providers,
     models,
+    priceNotices,
   };
 }
 
@@ -205,7 +209,14 @@ function trustProxy(v: boolean | number | string[] | undefined, fail: Fail): fal
   return v as number | string[];
 }
 
-function model(m: RawModel, i: number, providers: Record<string, ProviderConfig>, catalog: ProviderCatalog, fail: Fail): ModelConfig {
+interface ModelContext {
+  providers: Record<string, ProviderConfig>;
+  catalog: ProviderCatalog;
+  fail: Fail;
+  notices: PriceNotice[];
+}
+
+function model(m: RawModel, i: number, { providers, catalog, fail, notices }: ModelContext): ModelConfig {
   m.routes.forEach((r, j) => {
     const p = providers[r.provider];
     if (!p) fail(['models', i, 'routes', j, 'provider'], `unknown provider '${r.provider}'`);
@@ -215,6 +226,8 @@ function model(m: RawModel, i: number, providers: Record<string, ProviderConfig>
   });
   const at = (k: string) => ['models', i, 'price', k];
   const input = usdMicros(m.price?.input, '0', at('input'), fail);
+  const types = [...new Set(m.routes.map((r) => providers[r.provider].type))];
+  const cache = (c: CacheClass) => cachePrice(m, c, input, types.map((t) => [t, catalog[t].cache?.[c]] as const), notices, (v) => usdMicros(v, '0', at(c), fail));
   return {
     id: m.id,
     kind: m.kind,
@@ -223,8 +236,9 @@ function model(m: RawModel, i: number, providers: Record<string, ProviderConfig>
     price: {
       input,
       output: usdMicros(m.price?.output, '0', at('output'), fail),
-      cached_input: m.price?.cached_input === undefined ? input : usdMicros(m.price.cached_input, '0', at('cached_input'), fail),
-      cache_write: m.price?.cache_write === undefined ? input : usdMicros(m.price.cache_write, '0', at('cache_write'), fail),
+      cached_input: cache('cached_input'),
+      cache_write: cache('cache_write'),
+      cache_write_1h: cache('cache_write_1h'),
     },
     max_output_tokens: m.max_output_tokens ?? 4096,
     image_tokens: m.image_tokens ?? DEFAULT_IMAGE_TOKENS,
@@ -239,6 +253,29 @@ function model(m: RawModel, i: number, providers: Record<string, ProviderConfig>
       timeouts: { ...providers[r.provider].timeouts, ...r.timeouts },
     })),
   };
+}
+
+/**
+ * A cache class's price: as configured, or — left out — what the model's providers bill for it: the highest of their
+ * multipliers of the input price (rounded up to a whole micro-USD per million), or the input price when none bills
+ * the class apart. A derived price, and a configured one below what a provider bills, are noted for start-up's log.
+ */
+function cachePrice(m: RawModel, c: CacheClass, input: number, billedBy: (readonly [string, number | undefined])[], notices: PriceNotice[], read: (v: number) => number): number {
+  // A provider without a multiplier for the class bills its tokens (if it reports them at all) as input.
+  let top = { provider: '', billed: -1, derived: false };
+  for (const [provider, perMille] of billedBy) {
+    const billed = perMille === undefined ? input : Math.ceil((input * perMille) / 1000);
+    if (billed > top.billed) top = { provider, billed, derived: perMille !== undefined };
+  }
+  const { provider, billed, derived } = top;
+  const configured = m.price?.[c];
+  if (configured === undefined) {
+    if (derived && input) notices.push({ model: m.id, class: c, price: billed, kind: 'derived', provider, billed });
+    return billed;
+  }
+  const price = read(configured);
+  if (derived && price < billed) notices.push({ model: m.id, class: c, price, kind: 'below', provider, billed });
+  return price;
 }
 
 /** A USD amount as written (at most 6 decimals) → micro-USD, exactly. */

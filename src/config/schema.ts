@@ -104,7 +104,7 @@ export function configSchema(catalog: ProviderCatalog): object {
             kind: { enum: ['chat', 'completion', 'embedding'] },
             owned_by: { type: 'string' },
             created: int(0),
-            price: object({ input: usd, output: usd, cached_input: usd, cache_write: usd }),
+            price: object({ input: usd, output: usd, cached_input: usd, cache_write: usd, cache_write_1h: usd }),
             max_output_tokens: int(1),
             image_tokens: int(0),
             file_tokens: int(0),

@@ -48,14 +48,40 @@ export interface RouteConfig {
   timeouts: Timeouts;
 }
 
-/** Micro-USD per million tokens (the configuration says USD per million tokens, read exactly). */
+/**
+ * Micro-USD per million tokens (the configuration says USD per million tokens, read exactly). A cache class the
+ * configuration leaves out is priced from the providers' multipliers of the input price (CacheMultipliers), or at
+ * the input price when none of the model's providers bills the class apart.
+ */
 export interface PriceConfig {
   input: number;
   output: number;
-  /** Cache reads; the input price when not set. */
+  /** Cache reads. */
   cached_input: number;
-  /** Cache writes; the input price when not set. */
+  /** 5-minute cache writes. */
   cache_write: number;
+  /** 1-hour cache writes. */
+  cache_write_1h: number;
+}
+
+/** The classes of prompt token a provider may bill apart from fresh input. */
+export const CACHE_CLASSES = ['cached_input', 'cache_write', 'cache_write_1h'] as const;
+export type CacheClass = (typeof CACHE_CLASSES)[number];
+
+/** What a provider bills for each cache class, in thousandths of the input price (Anthropic: 100, 1250, 2000). */
+export type CacheMultipliers = Partial<Record<CacheClass, number>>;
+
+/** What start-up says about a model's prices: a class priced from a multiplier, or priced below what is billed. */
+export interface PriceNotice {
+  model: string;
+  class: CacheClass;
+  /** Micro-USD per million tokens. */
+  price: number;
+  /** derived: priced from the multiplier; below: configured under what the provider bills (sold at a loss). */
+  kind: 'derived' | 'below';
+  /** The provider type whose multiplier it is, and the price that multiplier gives. */
+  provider: string;
+  billed: number;
 }
 
 export interface ModelConfig {
@@ -98,6 +124,8 @@ export interface Config {
   mail: MailConfig;
   providers: Record<string, ProviderConfig>;
   models: ModelConfig[];
+  /** What start-up logs about prices, once: the cache prices derived, and those set below what is billed. */
+  priceNotices: PriceNotice[];
 }
 
 /** The web console: sign-up credits, sessions, card top-ups, brute-force limits. Amounts in micro-USD. */
@@ -189,6 +217,8 @@ export interface ProviderCatalog {
     serves: readonly ModelKind[];
     /** JSON Schemas of the settings of its own. */
     settings?: Record<string, object>;
+    /** What it bills for cache classes, when it bills them apart from input. */
+    cache?: CacheMultipliers;
   };
 }
 

@@ -20,6 +20,7 @@ export const listUsage: Handler<'listUsage'> = async ({ session, query, app }) =
         completion_tokens: r.completion_tokens,
         cached_tokens: r.cached_tokens,
         cache_write_tokens: r.cache_write_tokens,
+        cache_write_1h_tokens: r.cache_write_1h_tokens,
         reasoning_tokens: r.reasoning_tokens,
         counted: r.counted as never,
         cost_usd: formatUsd(r.cost_micros),

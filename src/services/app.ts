@@ -131,6 +131,7 @@ function observe(app: App): void {
     tokens('completion', s.completion);
     tokens('cached', s.cached);
     tokens('cache_write', s.cacheWrite);
+    tokens('cache_write_1h', s.cacheWrite1h);
     tokens('reasoning', s.reasoning);
     if (cost > 0) m.spend.inc({ model: s.model }, cost);
   };

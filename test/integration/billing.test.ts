@@ -18,7 +18,7 @@ let up: FakeOpenAI;
 let gw: TestGateway;
 
 // 0.15 USD / M input = 150,000 µUSD per M tokens; 0.60 USD / M output = 600,000
-const PRICE = new Price({ input: 150_000, output: 600_000, cached_input: 150_000, cache_write: 150_000 });
+const PRICE = new Price({ input: 150_000, output: 600_000, cached_input: 150_000, cache_write: 150_000, cache_write_1h: 150_000 });
 const MODEL = { image_tokens: 4_800, file_tokens: 300_000 };
 /** The prompt bound of a body (gateway/bound.ts): what a hold counts for the prompt. */
 const bound = (body: object) => promptBound(inspect(body), MODEL);
@@ -71,7 +71,7 @@ describe('exact charges', () => {
     expect(PRICE.cost(usage(1234, 567))).toBe(526); // 185,100,000 + 340,200,000 = 525,300,000 → 525.3 → 526
     expect(PRICE.cost(usage(10, 0))).toBe(2); // 1.5 → 2
     expect(PRICE.cost(usage(0, 0))).toBe(0);
-    expect(new Price({ input: 2_500_000, output: 10_000_000, cached_input: 2_500_000, cache_write: 2_500_000 }).cost(usage(1_000_000, 1_000_000))).toBe(12_500_000);
+    expect(new Price({ input: 2_500_000, output: 10_000_000, cached_input: 2_500_000, cache_write: 2_500_000, cache_write_1h: 2_500_000 }).cost(usage(1_000_000, 1_000_000))).toBe(12_500_000);
   });
 
   test('non-streaming, with upstream usage: one usage row for exactly the cost, hold released', async () => {
@@ -273,7 +273,7 @@ describe('admission', () => {
     const b = await account(2_000);
     up.plan({ kind: 'json', body: { id: 'c', object: 'text_completion', created: 1, model: 'x', choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } } });
     await b.client.completions.create(legacy);
-    const perChoice = new Price({ input: 1_500_000, output: 2_000_000, cached_input: 1_500_000, cache_write: 1_500_000 }).affordableOutput(bound(legacy), 2_000)!;
+    const perChoice = new Price({ input: 1_500_000, output: 2_000_000, cached_input: 1_500_000, cache_write: 1_500_000, cache_write_1h: 1_500_000 }).affordableOutput(bound(legacy), 2_000)!;
     expect(up.last().body.max_tokens).toBe(Math.floor(perChoice / 6)); // 3 prompts × best_of 2
   });
 

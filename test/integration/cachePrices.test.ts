@@ -20,6 +20,7 @@ let gemini: FakeGemini;
 let gw: TestGateway;
 let owner: ConsoleClient;
 let client: OpenAI;
+let secret: string;
 
 beforeAll(async () => {
   openai = await new FakeOpenAI().start();
@@ -38,12 +39,15 @@ models:
   - { id: claude, kind: chat, price: { input: 3, cached_input: 0.3, cache_write: 3.75, output: 15 }, routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
   - { id: gemini, kind: chat, price: { input: 0.3, cached_input: 0.075, output: 2.5 }, routes: [ { provider: g, model: gemini-2.5-flash } ] }
   - { id: writes-dear, kind: chat, price: { input: 1, cache_write: 10, output: 1 }, routes: [ { provider: up, model: gpt-5 } ] }
+  - { id: claude-plain, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
+  - { id: claude-1h, kind: chat, price: { input: 3, output: 15 }, allow: [cache_1h], routes: [ { provider: claude, model: claude-sonnet-4-5 } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
   owner = await registered(gw.url);
   const { body } = await owner.post('/console/api/keys', { name: 'agents' });
   client = new OpenAI({ apiKey: body.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  secret = body.secret;
 });
 
 afterAll(async () => {
@@ -106,6 +110,36 @@ describe('each class at its price, rounded up once', () => {
     expect(data.usage).toMatchObject({ prompt_tokens: 1000, completion_tokens: 80, prompt_tokens_details: { cached_tokens: 600 }, completion_tokens_details: { reasoning_tokens: 30 } });
     // 400 × 0.3 + 600 × 0.075 + 80 × 2.5 = 120 + 45 + 200 = 365 µUSD
     expect(await record(id)).toMatchObject({ prompt_tokens: 1000, cached_tokens: 600, completion_tokens: 80, reasoning_tokens: 30, cost_usd: '0.000365' });
+  });
+});
+
+describe('cache writes by their life, and cache prices left out of the configuration', () => {
+  /** A /v1/messages request (Anthropic's API, served natively); its request id. */
+  async function messages(model: string, stream = false) {
+    const res = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': secret, 'content-type': 'application/json' },
+      body: JSON.stringify({ model, max_tokens: 64, stream, messages: [{ role: 'user', content: 'x' }] }),
+    });
+    await res.text();
+    expect(res.status).toBe(200);
+    return res.headers.get('x-request-id')!;
+  }
+
+  test("a model priced { input: 3, output: 15 } pays Anthropic's multipliers: writes 1.25×, reads 0.1×", async () => {
+    claude.plan({ kind: 'json', body: message([{ type: 'text', text: 'ok' }], { usage: { input_tokens: 10, cache_creation_input_tokens: 10_053, cache_read_input_tokens: 1_000, output_tokens: 10 } }) });
+    // 10 × 3 + 10,053 × 3.75 + 1,000 × 0.3 + 10 × 15 = 30 + 37,698.75 + 300 + 150 → 38,179 µUSD (at the input price: 33,339)
+    expect(await record(await messages('claude-plain'))).toMatchObject({ cache_write_tokens: 10_053, cache_write_1h_tokens: 0, cost_usd: '0.038179' });
+  });
+
+  test('1-hour writes are their own class, read from cache_creation, at 2× input; whole or streamed', async () => {
+    const usage = { input_tokens: 100, cache_creation_input_tokens: 3_000, cache_creation: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 }, output_tokens: 10 };
+    const msg = message([{ type: 'text', text: 'ok' }], { usage: usage as never });
+    claude.plan({ kind: 'json', body: msg }, { kind: 'sse', events: streamEvents(msg) });
+    // 100 × 3 + 1,000 × 3.75 + 2,000 × 6 + 10 × 15 = 300 + 3,750 + 12,000 + 150 = 16,200 µUSD
+    const expected = { prompt_tokens: 3_100, cache_write_tokens: 3_000, cache_write_1h_tokens: 2_000, cost_usd: '0.016200' };
+    expect(await record(await messages('claude-1h'))).toMatchObject(expected);
+    expect(await record(await messages('claude-1h', true))).toMatchObject(expected);
   });
 });
 

@@ -736,6 +736,7 @@ describe('usage, daily usage and ledger', () => {
       completion_tokens: 0,
       cached_tokens: 0,
       cache_write_tokens: 0,
+      cache_write_1h_tokens: 0,
       reasoning_tokens: 0,
       counted: expect.stringMatching(/^(upstream|tokenizer)$/),
       cost_usd: expect.stringMatching(/^\d+\.\d{6}$/),
@@ -744,8 +745,8 @@ describe('usage, daily usage and ledger', () => {
     });
     expect(r.body.next_cursor).toBeNull();
     expect(r.body.totals).toEqual([
-      { model: 'mock-chat', requests: 3, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: expect.any(String) },
-      { model: 'mock-embedding', requests: 1, prompt_tokens: expect.any(Number), completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: expect.any(String) },
+      { model: 'mock-chat', requests: 3, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: expect.any(String) },
+      { model: 'mock-embedding', requests: 1, prompt_tokens: expect.any(Number), completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: expect.any(String) },
     ]);
     const spent = (await c.get('/console/api/account')).body.totals;
     const sum = r.body.data.reduce((a: number, x: any) => a + Math.round(Number(x.cost_usd) * 1e6), 0);

@@ -1,5 +1,5 @@
 /**
- * The hold covers the bill, under attack. A key holding 0.01 USD tries to make the operator pay: on every paid
+ * The hold covers the bill, under attack. A key holding 0.02 USD tries to make the operator pay: on every paid
  * endpoint and every provider type it sends what an upstream bills beyond the tokens the gateway counted (inline
  * video, server tools, MCP servers, stored prompts and conversations, compaction, pricier tiers...). The fake
  * upstreams on loopback bill each request the way the provider documents it (usage counted from what they were
@@ -28,14 +28,15 @@ const bills: { model: string; input: number; output: number }[] = [];
 
 // USD per million tokens, as configured below; in micro-USD per million tokens for Price.
 const PRICES: Record<string, Price> = {
-  gpt: new Price({ input: 1_000_000, output: 4_000_000, cached_input: 1_000_000, cache_write: 1_000_000 }),
-  claude: new Price({ input: 3_000_000, output: 15_000_000, cached_input: 3_000_000, cache_write: 3_000_000 }),
-  gem: new Price({ input: 300_000, output: 2_500_000, cached_input: 300_000, cache_write: 300_000 }),
+  gpt: new Price({ input: 1_000_000, output: 4_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000 }),
+  // no cache prices configured: Anthropic's multipliers (reads 0.1×, 5-minute writes 1.25×; 1-hour writes not allowed)
+  claude: new Price({ input: 3_000_000, output: 15_000_000, cached_input: 300_000, cache_write: 3_750_000, cache_write_1h: 6_000_000 }, false),
+  gem: new Price({ input: 300_000, output: 2_500_000, cached_input: 300_000, cache_write: 300_000, cache_write_1h: 300_000 }),
 };
-PRICES['claude-all'] = PRICES.claude;
+PRICES['claude-all'] = new Price(PRICES.claude.p, true);
 PRICES['gpt-all'] = PRICES.gpt;
 PRICES['gpt4o-prod'] = PRICES.gpt;
-PRICES.r1 = new Price({ input: 550_000, output: 2_190_000, cached_input: 550_000, cache_write: 550_000 });
+PRICES.r1 = new Price({ input: 550_000, output: 2_190_000, cached_input: 550_000, cache_write: 550_000, cache_write_1h: 550_000 });
 
 beforeAll(async () => {
   openai = await new FakeOpenAI().start();
@@ -195,7 +196,7 @@ const billed = (since: number) => bills.slice(since).reduce((n, x) => n + PRICES
 // ---------------------------------------------------------------------------------------------------------------
 // The attacker
 
-const BUDGET = 10_000; // 0.01 USD
+const BUDGET = 20_000; // 0.02 USD
 
 interface Outcome {
   status: number;

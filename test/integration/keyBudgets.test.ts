@@ -98,7 +98,7 @@ test('credit leases never let a key overshoot its budget or its quota, with two 
   // Two Billing instances on one database are two gateway processes. A cheap model: 200 µUSD a request at worst,
   // so a 0.10 USD budget is worth leasing (a slice pays for ≥ 16 requests) and each process takes leases of it.
   const db = gw.app.db;
-  const model = { ...gw.app.config.models[0], id: 'cheap', price: { input: 1_000_000, output: 1_000_000, cached_input: 1_000_000, cache_write: 1_000_000 } } as ModelConfig;
+  const model = { ...gw.app.config.models[0], id: 'cheap', price: { input: 1_000_000, output: 1_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000 } } as ModelConfig;
   const processes = [0, 1].map(() => new Billing(db, { ...gw.app.config.billing, lease_idle_ms: 60_000 }, pino({ level: 'silent' })));
   const account = await createAccount(db, `lease-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`, 1_000_000_000);
   const budgeted = (await createKey(db, { accountId: account.id, budget: { micros: 100_000, period: 'day' } })).key;

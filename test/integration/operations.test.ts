@@ -265,6 +265,26 @@ models:
     expect((await verifyLedger(db)).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
   });
 
+  test('start-up says once which cache prices it derived from the provider, and warns once of a price below what it bills', async () => {
+    const yaml = `
+limits: { rpm: 0, tpm: 0 }
+providers: { an: { type: anthropic, api_key: sk-ant-not-used } }
+models:
+  - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
+  - { id: claude-cheap, kind: chat, price: { input: 3, output: 15, cache_write: 3 }, routes: [ { provider: an } ] }
+`;
+    const gw = await startProcess(writeConfig(yaml), INFO, ['--workers', '2']);
+    running.push(gw);
+    await until(async () => (gw.output().match(/switchyard listening/g) ?? []).length === 2);
+    const lines = (re: RegExp) => gw.output().split('\n').filter((l) => re.test(l));
+    expect(lines(/price\.cache_write of claude not set: 3\.75 USD per million tokens, what anthropic bills/)).toHaveLength(1);
+    expect(lines(/price\.cache_write_1h of claude not set: 6 USD per million tokens/)).toHaveLength(1);
+    expect(lines(/price\.cached_input of claude not set: 0\.3 USD per million tokens/)).toHaveLength(1);
+    const loss = lines(/price\.cache_write of claude-cheap is below what anthropic bills \(3\.75 USD per million tokens\)/);
+    expect(loss).toHaveLength(1);
+    expect(JSON.parse(loss[0])).toMatchObject({ level: 40, model: 'claude-cheap', class: 'cache_write', usd_per_million: '3', provider_bills: '3.75' });
+  });
+
   test('SIGHUP: a stream in flight finishes at the old price, requests during the reload are all served, the next pays the new price; an invalid file is refused, naming the place, and the old configuration kept', async () => {
     const file = writeConfig(SLOW);
     const gw = await startProcess(file, INFO);

@@ -95,6 +95,44 @@ models:
   });
 });
 
+describe('cache prices', () => {
+  const yaml = (models: string) => `
+providers:
+  an: { type: anthropic }
+  oa: { type: openai, base_url: "https://api.example.com/v1" }
+models:
+${models}`;
+
+  test("left out, a cache class is priced at the provider's multiplier of input, and start-up is told", () => {
+    const c = parseConfig(yaml('  - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }'), null, {});
+    expect(c.models[0].price).toEqual({ input: 3_000_000, output: 15_000_000, cached_input: 300_000, cache_write: 3_750_000, cache_write_1h: 6_000_000 });
+    expect(c.priceNotices).toEqual([
+      { model: 'claude', class: 'cached_input', price: 300_000, kind: 'derived', provider: 'anthropic', billed: 300_000 },
+      { model: 'claude', class: 'cache_write', price: 3_750_000, kind: 'derived', provider: 'anthropic', billed: 3_750_000 },
+      { model: 'claude', class: 'cache_write_1h', price: 6_000_000, kind: 'derived', provider: 'anthropic', billed: 6_000_000 },
+    ]);
+  });
+
+  test('a provider that bills no class apart prices it at input; with several routes the dearest bill wins', () => {
+    const c = parseConfig(
+      yaml(`  - { id: gpt, kind: chat, price: { input: 1, output: 4 }, routes: [ { provider: oa } ] }
+  - { id: both, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: oa }, { provider: an } ] }`),
+      null,
+      {},
+    );
+    expect(c.models[0].price).toEqual({ input: 1_000_000, output: 4_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000 });
+    // reads: OpenAI's route may bill them at input; writes: Anthropic's bills more than input
+    expect(c.models[1].price).toMatchObject({ cached_input: 3_000_000, cache_write: 3_750_000, cache_write_1h: 6_000_000 });
+    expect(c.priceNotices.map((n) => `${n.model} ${n.class} ${n.kind}`)).toEqual(['both cache_write derived', 'both cache_write_1h derived']);
+  });
+
+  test('a configured price below what the provider bills is kept, and noted as sold at a loss', () => {
+    const c = parseConfig(yaml('  - { id: cheap, kind: chat, price: { input: 3, output: 15, cache_write: 3, cached_input: 0.3 }, routes: [ { provider: an } ] }'), null, {});
+    expect(c.models[0].price).toMatchObject({ cache_write: 3_000_000, cached_input: 300_000, cache_write_1h: 6_000_000 });
+    expect(c.priceNotices.filter((n) => n.kind === 'below')).toEqual([{ model: 'cheap', class: 'cache_write', price: 3_000_000, kind: 'below', provider: 'anthropic', billed: 3_750_000 }]);
+  });
+});
+
 describe('environment variables', () => {
   const text = `
 providers:

@@ -73,14 +73,14 @@ describe('formatUsd', () => {
 describe('Price', () => {
   const { Price } = require('../../src/billing/prices') as typeof import('../../src/billing/prices');
   const { usage } = require('../../src/usage') as typeof import('../../src/usage');
-  const price = new Price({ input: 3_000_000, output: 15_000_000, cached_input: 300_000, cache_write: 3_750_000 });
+  const price = new Price({ input: 3_000_000, output: 15_000_000, cached_input: 300_000, cache_write: 3_750_000, cache_write_1h: 3_750_000 });
 
   test('each class of token at its price, rounded up once', () => {
     // fresh 1000 × 3 + cached 10,000 × 0.3 + written 2,000 × 3.75 + output 500 × 15 = 3,000 + 3,000 + 7,500 + 7,500 µUSD
     expect(price.cost(usage(13_000, 500, { cached: 10_000, cacheWrite: 2_000 }))).toBe(21_000);
     expect(price.cost(usage(1, 0))).toBe(3);
     expect(price.cost(usage(0, 1))).toBe(15);
-    expect(new Price({ input: 1, output: 1, cached_input: 1, cache_write: 1 }).cost(usage(1, 0))).toBe(1); // 0.000001 → 1
+    expect(new Price({ input: 1, output: 1, cached_input: 1, cache_write: 1, cache_write_1h: 1 }).cost(usage(1, 0))).toBe(1); // 0.000001 → 1
   });
 
   test('a hold prices every prompt token at the highest input price', () => {
@@ -88,7 +88,7 @@ describe('Price', () => {
   });
 
   test('exact beyond what a double holds: the same rounding in BigInt', () => {
-    const big = new Price({ input: 999_999_999, output: 999_999_999, cached_input: 999_999_999, cache_write: 999_999_999 });
+    const big = new Price({ input: 999_999_999, output: 999_999_999, cached_input: 999_999_999, cache_write: 999_999_999, cache_write_1h: 999_999_999 });
     // 2^31 tokens × 999,999,999 = 2,147,483,645,852,516,353 ≥ 2^53: exact in BigInt, rounded up once
     expect(big.cost(usage(2 ** 31, 0))).toBe(Number((2n ** 31n * 999_999_999n + 999_999n) / 1_000_000n));
     expect(big.worstCase(2 ** 31, 2 ** 31)).toBe(Number((2n ** 32n * 999_999_999n + 999_999n) / 1_000_000n));

@@ -13,6 +13,7 @@ import * as m010 from './010_low_balance';
 import * as m011 from './011_registration_address';
 import * as m012 from './012_key_budgets';
 import * as m013 from './013_login_addresses';
+import * as m014 from './014_cache_write_1h';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -28,6 +29,7 @@ const migrations: Record<string, Knex.Migration> = {
   '011_registration_address': m011,
   '012_key_budgets': m012,
   '013_login_addresses': m013,
+  '014_cache_write_1h': m014,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

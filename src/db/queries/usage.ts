@@ -14,6 +14,8 @@ export interface UsageRecord {
   completion_tokens: number;
   cached_tokens: number;
   cache_write_tokens: number;
+  /** Of the cache writes: the 1-hour ones. */
+  cache_write_1h_tokens: number;
   reasoning_tokens: number;
   counted: string;
   cost_micros: number;
@@ -55,6 +57,7 @@ function toRecord(r: Record<string, unknown>): UsageRecord {
     completion_tokens: Number(r.completion_tokens),
     cached_tokens: Number(r.cached_tokens ?? 0),
     cache_write_tokens: Number(r.cache_write_tokens ?? 0),
+    cache_write_1h_tokens: Number(r.cache_write_1h_tokens ?? 0),
     reasoning_tokens: Number(r.reasoning_tokens ?? 0),
     counted: String(r.counted),
     cost_micros: Number(r.cost_micros),
@@ -78,6 +81,8 @@ export interface ModelTotals {
   completion_tokens: number;
   cached_tokens: number;
   cache_write_tokens: number;
+  /** Of the cache writes: the 1-hour ones. */
+  cache_write_1h_tokens: number;
   reasoning_tokens: number;
   cost_micros: number;
 }
@@ -87,7 +92,7 @@ export async function usageTotals(db: Knex, f: UsageFilter): Promise<ModelTotals
   const rows = (await filtered(db, f)
     .select('model')
     .count({ requests: '*' })
-    .sum({ prompt_tokens: 'prompt_tokens', completion_tokens: 'completion_tokens', cached_tokens: 'cached_tokens', cache_write_tokens: 'cache_write_tokens', reasoning_tokens: 'reasoning_tokens', cost: 'cost_micros' })
+    .sum({ prompt_tokens: 'prompt_tokens', completion_tokens: 'completion_tokens', cached_tokens: 'cached_tokens', cache_write_tokens: 'cache_write_tokens', cache_write_1h_tokens: 'cache_write_1h_tokens', reasoning_tokens: 'reasoning_tokens', cost: 'cost_micros' })
     .groupBy('model')
     .orderBy('model')) as Record<string, unknown>[];
   return rows.map((t) => ({
@@ -97,6 +102,7 @@ export async function usageTotals(db: Knex, f: UsageFilter): Promise<ModelTotals
     completion_tokens: Number(t.completion_tokens),
     cached_tokens: Number(t.cached_tokens ?? 0),
     cache_write_tokens: Number(t.cache_write_tokens ?? 0),
+    cache_write_1h_tokens: Number(t.cache_write_1h_tokens ?? 0),
     reasoning_tokens: Number(t.reasoning_tokens ?? 0),
     cost_micros: Number(t.cost),
   }));

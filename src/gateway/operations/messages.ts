@@ -28,6 +28,7 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
       input_tokens: d.input_tokens ?? (start ? start.prompt - start.cached - start.cacheWrite : undefined),
       cache_read_input_tokens: d.cache_read_input_tokens ?? start?.cached,
       cache_creation_input_tokens: d.cache_creation_input_tokens ?? start?.cacheWrite,
+      cache_creation: (d as { cache_creation?: unknown }).cache_creation ?? { ephemeral_1h_input_tokens: start?.cacheWrite1h },
       output_tokens: d.output_tokens,
       iterations: (d as { iterations?: unknown }).iterations,
     });

@@ -4,7 +4,7 @@
  * our HTTP status codes: it turns an operation's request into the upstream's, the upstream's answer (or stream)
  * back into the operation's shapes, and reports failures as UpstreamErrors. `provider.ts` runs descriptors.
  */
-import type { ModelKind, ProviderConfig } from '../../config';
+import type { CacheMultipliers, ModelKind, ProviderConfig } from '../../config';
 import type { SseEvent } from '../sse';
 import type {
   AnthropicEvent,
@@ -118,6 +118,11 @@ export interface ProviderDescriptor<State = unknown> {
   errors?: ErrorReader;
   /** State a configured provider keeps across calls (e.g. Gemini's thought signatures). */
   state?(config: ProviderConfig): State;
+  /**
+   * What it bills for the cache classes it bills apart from input, in thousandths of the input price: a model that
+   * leaves a class's price out is priced from it (config/load.ts). A class left out here is priced at input.
+   */
+  cache?: CacheMultipliers;
   operations: Adapters<State>;
 }
 
