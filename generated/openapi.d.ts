@@ -938,9 +938,10 @@ export interface paths {
          *     (`web_search*`: web search; file search, code interpreter, image
          *     generation, remote MCP, hosted shells and tool search, programmatic
          *     tool calling, computer use preview: server tools), and so is
-         *     `context_management` (compaction). `prompt`, `conversation`,
-         *     `item_reference` input items (all stored at the provider) and
-         *     `background: true` are refused with a 400.
+         *     `context_management` (compaction). `prompt`, `conversation`, item
+         *     references (`item_reference`, or an item with an `id` and neither
+         *     `role` nor `type`: all stored at the provider) and `background: true`
+         *     are refused with a 400.
          */
         post: operations["createResponse"];
         delete?: never;
@@ -1219,7 +1220,8 @@ export interface components {
          * @description A message (`role`, `content`: a string or parts; `type` may be
          *     `message`), a `function_call` (`call_id`, `name`, `arguments`), a
          *     `function_call_output` (`call_id`, `output`), a `reasoning` item, or an
-         *     `item_reference`.
+         *     item reference (`item_reference`, or an `id` without `role` or `type`),
+         *     which is refused (400).
          */
         ResponseInputItem: {
             type?: string;

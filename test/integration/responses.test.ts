@@ -276,6 +276,25 @@ describe('natively, what the gateway answers for', () => {
     }
     expect(openai.requests.length).toBe(before);
   });
+
+  test("an item reference without its type (the SDK's ItemReference: an id, and no role or type) is refused natively and through chat, before tokens or money are spent", async () => {
+    const k = await gw.newKey({ tpmLimit: 3_000 });
+    const sent = () => openai.requests.length + claude.requests.length;
+    const before = sent();
+    for (const model of ['gpt-5', 'claude-behind']) {
+      for (const ref of [{ id: 'msg_123' }, { id: 'msg_123', content: 'hi' }]) {
+        const res = await post({ model, max_output_tokens: 2_000, input: [{ role: 'user', content: 'hi' }, ref] }, k.secret);
+        expect({ model, ref, status: res.status }).toEqual({ model, ref, status: 400 });
+        expect(((await res.json()) as any).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'input', message: expect.stringContaining('input[1]') });
+      }
+    }
+    expect(sent()).toBe(before);
+    await gw.settled();
+    expect(await gw.app.db('usage_records').where('account_id', k.accountId)).toEqual([]);
+    // none of the key's 3,000 tokens a minute went to the refusals; and a message with an id of its own is a message
+    const ok = await post({ model: 'gpt-5', max_output_tokens: 2_000, input: [{ id: 'msg_9', role: 'assistant', content: 'earlier' }, { role: 'user', content: 'hi' }] }, k.secret);
+    expect(ok.status).toBe(200);
+  });
 });
 
 describe('money', () => {
