@@ -68,14 +68,15 @@ export class StoredResponses {
     });
   }
 
+  /** The response alone: its conversation, as large as a request may be, is read only to continue it. */
   async find(accountId: number, id: string): Promise<ResponseObject> {
-    const stored = await this.load(accountId, id);
-    if (!stored) throw notFound(id);
-    return stored.response;
+    const row = await this.live(accountId, id).first('response');
+    if (!row) throw notFound(id);
+    return JSON.parse(String(row.response));
   }
 
   async forget(accountId: number, id: string): Promise<{ id: string; object: 'response'; deleted: true }> {
-    if (!(await this.db('responses').where({ id, account_id: accountId }).andWhere('created_at', '>=', this.cutoff()).del())) throw notFound(id);
+    if (!(await this.live(accountId, id).del())) throw notFound(id);
     return { id, object: 'response', deleted: true };
   }
 
@@ -93,8 +94,13 @@ export class StoredResponses {
     return this.now() - this.keepMs;
   }
 
+  /** The account's response `id`, unless it is past its time. */
+  private live(accountId: number, id: string) {
+    return this.db('responses').where({ id, account_id: accountId }).andWhere('created_at', '>=', this.cutoff());
+  }
+
   private async load(accountId: number, id: string): Promise<Stored | null> {
-    const row = await this.db('responses').where({ id, account_id: accountId }).andWhere('created_at', '>=', this.cutoff()).first('input', 'response');
+    const row = await this.live(accountId, id).first('input', 'response');
     return row ? { input: JSON.parse(String(row.input)), response: JSON.parse(String(row.response)) } : null;
   }
 }

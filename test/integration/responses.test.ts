@@ -138,6 +138,22 @@ describe('stored responses', () => {
     expect(await gw.app.db('responses').where('id', old.id).first()).toBeUndefined();
     expect((await client.responses.retrieve(fresh.id)).id).toBe(fresh.id);
   });
+  test('GET reads only the response, never the stored conversation (as large as a request may be)', async () => {
+    const first = await client.responses.create({ model: 'gpt-5', input: 'keep me' });
+    await gw.app.db('responses').where('id', first.id).update({ input: '[not JSON' }); // read, it would fail the GET
+    const sql: string[] = [];
+    const listen = (q: { sql: string }) => sql.push(q.sql);
+    gw.app.db.on('query', listen);
+    try {
+      expect((await client.responses.retrieve(first.id)).output_text).toBe(first.output_text);
+    } finally {
+      gw.app.db.off('query', listen);
+    }
+    const reads = sql.filter((q) => /\bresponses\b/.test(q));
+    expect(reads).toHaveLength(1);
+    expect(reads[0]).not.toMatch(/\binput\b/);
+  });
+
   test('a conversation longer than one request may be is kept, but continuing it is refused before its history is read', async () => {
     const first = await client.responses.create({ model: 'gpt-5', input: 'a'.repeat(60_000) });
     const second = await client.responses.create({ model: 'gpt-5', input: 'b'.repeat(60_000), previous_response_id: first.id });
