@@ -30,9 +30,11 @@ export class StoredResponses {
     private readonly db: Knex,
     private readonly keepMs: number,
     /**
-     * The largest conversation kept for continuing (server.max_body_bytes: what a client could send whole). A longer
-     * one is kept without its history, so that continuing it is refused before anything is read: each turn would
-     * otherwise load, parse and measure all the earlier ones again, without bound, before its money is checked.
+     * The largest conversation kept for continuing, in UTF-8 bytes, its answer included: server.max_body_bytes, what
+     * a client could send whole (so a continued request is at most twice what one may send). A longer one is kept
+     * without its history — GET still returns it — so that continuing it is refused before anything is read or
+     * held: each turn would otherwise load, parse and measure all the earlier ones again, without bound, before its
+     * money is checked. This bounds the `input` column; the `response` column is what the client was answered.
      */
     private readonly maxBytes = Number.POSITIVE_INFINITY,
     private readonly now: () => number = Date.now,
@@ -56,7 +58,7 @@ export class StoredResponses {
     if (body.store === false || !response?.id) return;
     const answer = JSON.stringify(response);
     let history = JSON.stringify(input);
-    if (history.length + answer.length > this.maxBytes) history = 'null'; // kept, but too long to continue
+    if (Buffer.byteLength(history) + Buffer.byteLength(answer) > this.maxBytes) history = 'null'; // kept, but too long to continue
     await this.db('responses').insert({
       id: response.id,
       account_id: accountId,

@@ -166,6 +166,16 @@ describe('stored responses', () => {
     expect(openai.requests.length).toBe(before);
   });
 
+  test('the bound is in bytes, as server.max_body_bytes is: two-byte characters count twice', async () => {
+    const first = await client.responses.create({ model: 'gpt-5', input: 'é'.repeat(60_000) }); // 120 kB, as much again in its answer
+    const before = openai.requests.length;
+    const next = await client.responses.create({ model: 'gpt-5', input: 'and?', previous_response_id: first.id }).catch((e) => e);
+    expect(next.status).toBe(400);
+    expect(next.error).toMatchObject({ code: 'conversation_too_long', param: 'previous_response_id' });
+    expect(openai.requests.length).toBe(before);
+    expect((await client.responses.retrieve(first.id)).output_text).toBe(first.output_text);
+  });
+
   test('a continued conversation the gateway cannot forward (an upstream answer nested too deep) is a 400, not a 500', async () => {
     let deep: unknown = 'x';
     for (let i = 0; i < 70; i++) deep = [deep];
