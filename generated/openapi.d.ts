@@ -965,14 +965,18 @@ export interface paths {
         };
         /**
          * Retrieve a stored response
-         * @description A response this account created with `store` on; another account's id is a 404.
+         * @description A response this account created with `store` on; another account's id
+         *     is a 404. Free (an account without money may read what it stored), but
+         *     counted against the key's requests per minute.
          */
         get: operations["retrieveResponse"];
         put?: never;
         post?: never;
         /**
          * Delete a stored response
-         * @description Forgets a stored response; another account's id is a 404.
+         * @description Forgets a stored response; another account's id is a 404. Free (an
+         *     account without money may delete what it stored), but counted against
+         *     the key's requests per minute.
          */
         delete: operations["deleteResponse"];
         options?: never;
@@ -5154,6 +5158,9 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5162,6 +5169,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5184,6 +5192,9 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5192,6 +5203,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

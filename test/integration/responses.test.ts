@@ -166,6 +166,30 @@ describe('stored responses', () => {
     expect(openai.requests.length).toBe(before);
   });
 
+  test("GET and DELETE count against the key's requests per minute, with its headers", async () => {
+    const k = await gw.newKey({ rpmLimit: 3 });
+    const c = new OpenAI({ apiKey: k.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const first = await c.responses.create({ model: 'gpt-5', input: 'count me' });
+    const got = await c.responses.retrieve(first.id).withResponse();
+    expect(got.response.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+    await c.responses.delete(first.id);
+    const over = await c.responses.retrieve(first.id).catch((e) => e);
+    expect(over.status).toBe(429);
+    expect(over.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+    expect(over.headers.get('retry-after')).toBeTruthy();
+  });
+
+  test('an account without money may still read and delete what it stored (neither calls an upstream)', async () => {
+    const k = await gw.newKey({ rpmLimit: 10 }, 0);
+    const id = 'resp_0123456789abcdef0123456789abcdef';
+    const kept = { id, object: 'response', created_at: 1, status: 'completed', model: 'gpt-5', output: [] };
+    await gw.app.db('responses').insert({ id, account_id: k.accountId, model: 'gpt-5', input: '[]', response: JSON.stringify(kept), created_at: Date.now() });
+    const c = new OpenAI({ apiKey: k.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    expect(await c.responses.retrieve(id)).toMatchObject({ id, status: 'completed' });
+    expect(await c.responses.delete(id)).toMatchObject({ id, deleted: true });
+    expect(await gw.app.db('responses').where('id', id).first()).toBeUndefined();
+  });
+
   test('the bound is in bytes, as server.max_body_bytes is: two-byte characters count twice', async () => {
     const first = await client.responses.create({ model: 'gpt-5', input: 'é'.repeat(60_000) }); // 120 kB, as much again in its answer
     const before = openai.requests.length;
