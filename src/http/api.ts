@@ -376,7 +376,8 @@ function guardOf(op: Operation): Guard {
   if (!keyed || !reqs.some((r) => 'bearerAuth' in r)) fail(anthropic ? 'must require bearerAuth or anthropicApiKey' : 'must require bearerAuth');
   const scope = reqs.find((s) => 'bearerAuth' in s)?.bearerAuth?.[0] as Scope | undefined;
   const metered = (METERED_OPERATIONS as readonly string[]).includes(id);
-  return { scheme: 'bearer', scope, metered, counted: (COUNTED_OPERATIONS as readonly string[]).includes(id), anthropic };
+  const counted = (COUNTED_OPERATIONS as readonly string[]).includes(id);
+  return { scheme: 'bearer', scope, metered, counted, anthropic };
 }
 
 /** Which proxies are believed (server.trust_proxy), compiled once per configuration: proxy-addr's form. */

@@ -2,8 +2,8 @@
  * Who is calling, by the operation's security in the contract, checked before the request's body is read: the
  * bearer key and its scope (`/v1`) — and for a metered operation the key's requests per minute and whether it has
  * any money, so that a key with nothing is refused before a byte of its body is parsed; for a counted one its
- * requests per minute —; the console session
- * cookie, plus the CSRF header on state-changing calls (`/console/api`); the admin token (`/admin/api`).
+ * requests per minute —; the console session cookie, plus the CSRF header on state-changing calls (`/console/api`);
+ * the admin token (`/admin/api`).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KeyPrincipal, Scope } from '../accounts/keys';

@@ -32,9 +32,10 @@ export class StoredResponses {
     /**
      * The largest conversation kept for continuing, in UTF-8 bytes, its answer included: server.max_body_bytes, what
      * a client could send whole (so a continued request is at most twice what one may send). A longer one is kept
-     * without its history — GET still returns it — so that continuing it is refused before anything is read or
-     * held: each turn would otherwise load, parse and measure all the earlier ones again, without bound, before its
-     * money is checked. This bounds the `input` column; the `response` column is what the client was answered.
+     * without its history — GET still returns it — so that continuing it is refused before its history is read or
+     * anything held: each turn would otherwise load, parse and measure all the earlier ones again, without bound,
+     * before its money is checked. This bounds the `input` column; the `response` column is what the client was
+     * answered.
      */
     private readonly maxBytes = Number.POSITIVE_INFINITY,
     private readonly now: () => number = Date.now,
