@@ -938,9 +938,10 @@ export interface paths {
          *     (`web_search*`: web search; file search, code interpreter, image
          *     generation, remote MCP, hosted shells and tool search, programmatic
          *     tool calling, computer use preview: server tools), and so is
-         *     `context_management` (compaction). `prompt`, `conversation`,
-         *     `item_reference` input items (all stored at the provider) and
-         *     `background: true` are refused with a 400.
+         *     `context_management` (compaction). `prompt`, `conversation`, item
+         *     references (`item_reference`, or an item with an `id` and neither
+         *     `role` nor `type`: all stored at the provider) and `background: true`
+         *     are refused with a 400.
          */
         post: operations["createResponse"];
         delete?: never;
@@ -964,14 +965,18 @@ export interface paths {
         };
         /**
          * Retrieve a stored response
-         * @description A response this account created with `store` on; another account's id is a 404.
+         * @description A response this account created with `store` on; another account's id
+         *     is a 404. Free (an account without money may read what it stored), but
+         *     counted against the key's requests per minute.
          */
         get: operations["retrieveResponse"];
         put?: never;
         post?: never;
         /**
          * Delete a stored response
-         * @description Forgets a stored response; another account's id is a 404.
+         * @description Forgets a stored response; another account's id is a 404. Free (an
+         *     account without money may delete what it stored), but counted against
+         *     the key's requests per minute.
          */
         delete: operations["deleteResponse"];
         options?: never;
@@ -1219,7 +1224,8 @@ export interface components {
          * @description A message (`role`, `content`: a string or parts; `type` may be
          *     `message`), a `function_call` (`call_id`, `name`, `arguments`), a
          *     `function_call_output` (`call_id`, `output`), a `reasoning` item, or an
-         *     `item_reference`.
+         *     item reference (`item_reference`, or an `id` without `role` or `type`),
+         *     which is refused (400).
          */
         ResponseInputItem: {
             type?: string;
@@ -5158,6 +5164,9 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5166,6 +5175,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5188,6 +5198,9 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5196,6 +5209,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -62,6 +62,13 @@ export const PAID_OPERATIONS = ['createChatCompletion', 'createCompletion', 'cre
  */
 export const METERED_OPERATIONS = [...PAID_OPERATIONS, 'countMessageTokens'] as const satisfies readonly OperationId[];
 
+/**
+ * Operations that call no upstream and cost no money, but read or write the database: counted against the key's
+ * requests per minute like any call (a key could otherwise read or delete without limit); a key without money may
+ * still read and delete what its account stored.
+ */
+export const COUNTED_OPERATIONS = ['retrieveResponse', 'deleteResponse'] as const satisfies readonly OperationId[];
+
 /** Operations that answer errors in Anthropic's shape (`{"type":"error","error":{...}}`) and accept its x-api-key. */
 export const ANTHROPIC_OPERATIONS = ['createMessage', 'countMessageTokens'] as const satisfies readonly OperationId[];
 
@@ -110,13 +117,14 @@ interface CommonInput<Op extends OperationId> {
 
 export type PaidOperation = (typeof PAID_OPERATIONS)[number];
 export type MeteredOperation = (typeof METERED_OPERATIONS)[number];
+export type CountedOperation = (typeof COUNTED_OPERATIONS)[number];
 
 export type HandlerInput<Op extends OperationId> = CommonInput<Op> &
   (Op extends SessionOperation
     ? { session: Session }
     : Op extends AdminOperation | PublicOperation
       ? unknown
-      : Op extends MeteredOperation
+      : Op extends MeteredOperation | CountedOperation
         ? { principal: KeyPrincipal; grant: LimitGrant }
         : { principal: KeyPrincipal });
 

@@ -24,7 +24,7 @@ import type { Scope } from '../accounts/keys';
 import { errors, type ApiError } from '../errors';
 import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
 import { handlers } from '../handlers';
-import { ADMIN_OPERATIONS, ANTHROPIC_OPERATIONS, METERED_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type Client, type HttpInfo, type Reply } from '../handlers/types';
+import { ADMIN_OPERATIONS, ANTHROPIC_OPERATIONS, COUNTED_OPERATIONS, METERED_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type Client, type HttpInfo, type Reply } from '../handlers/types';
 import type { App } from '../services/app';
 import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
 import { authorize, type Guard } from './security';
@@ -375,7 +375,9 @@ function guardOf(op: Operation): Guard {
   const keyed = reqs.length > 0 && reqs.every((r) => 'bearerAuth' in r || (anthropic && 'anthropicApiKey' in r));
   if (!keyed || !reqs.some((r) => 'bearerAuth' in r)) fail(anthropic ? 'must require bearerAuth or anthropicApiKey' : 'must require bearerAuth');
   const scope = reqs.find((s) => 'bearerAuth' in s)?.bearerAuth?.[0] as Scope | undefined;
-  return { scheme: 'bearer', scope, metered: (METERED_OPERATIONS as readonly string[]).includes(id), anthropic };
+  const metered = (METERED_OPERATIONS as readonly string[]).includes(id);
+  const counted = (COUNTED_OPERATIONS as readonly string[]).includes(id);
+  return { scheme: 'bearer', scope, metered, counted, anthropic };
 }
 
 /** Which proxies are believed (server.trust_proxy), compiled once per configuration: proxy-addr's form. */

@@ -1,8 +1,9 @@
 /**
  * Who is calling, by the operation's security in the contract, checked before the request's body is read: the
  * bearer key and its scope (`/v1`) — and for a metered operation the key's requests per minute and whether it has
- * any money, so that a key with nothing is refused before a byte of its body is parsed —; the console session
- * cookie, plus the CSRF header on state-changing calls (`/console/api`); the admin token (`/admin/api`).
+ * any money, so that a key with nothing is refused before a byte of its body is parsed; for a counted one its
+ * requests per minute —; the console session cookie, plus the CSRF header on state-changing calls (`/console/api`);
+ * the admin token (`/admin/api`).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KeyPrincipal, Scope } from '../accounts/keys';
@@ -22,6 +23,8 @@ export interface Guard {
   csrf?: boolean;
   /** A metered /v1 operation (METERED_OPERATIONS): the rate limit and money are checked here. */
   metered?: boolean;
+  /** An operation that costs no money (COUNTED_OPERATIONS): only the key's requests per minute are counted here. */
+  counted?: boolean;
   /** An Anthropic-shaped operation: the key may come as `x-api-key`, errors take Anthropic's shape. */
   anthropic?: boolean;
 }
@@ -68,4 +71,5 @@ async function bearer(app: App, guard: Guard, headers: IncomingHttpHeaders, call
   touchKey(app.db, principal.key.id, (e) => app.log.warn({ err: e }, 'could not record key use'));
   caller.principal = principal;
   if (guard.metered) caller.grant = await app.metered.precheck(principal);
+  else if (guard.counted) caller.grant = await app.metered.count(principal);
 }

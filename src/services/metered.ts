@@ -75,6 +75,11 @@ export class Metered {
     return grant;
   }
 
+  /** A call that costs no money (its stored responses): counted against the key's requests per minute only. */
+  count(principal: KeyPrincipal): Promise<LimitGrant> {
+    return this.limits.request(principal.key);
+  }
+
   /** The models a key may use, in configuration order. */
   models(key: ApiKey): Model[] {
     return this.gateway.models.all().filter((m) => keyAllowsModel(key, m.id)).map(toModel);
@@ -239,7 +244,8 @@ function forwarded(headers: PaidCall<unknown>['headers'], names: readonly string
   return out;
 }
 
-function withHeaders(e: unknown, grant: LimitGrant): unknown {
+/** The error with the rate-limit headers of the request's grant, so that a refusal shows them too. */
+export function withHeaders(e: unknown, grant: LimitGrant): unknown {
   if (e instanceof ApiError) Object.assign(e.headers, grant.headers);
   return e;
 }

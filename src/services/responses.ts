@@ -30,9 +30,12 @@ export class StoredResponses {
     private readonly db: Knex,
     private readonly keepMs: number,
     /**
-     * The largest conversation kept for continuing (server.max_body_bytes: what a client could send whole). A longer
-     * one is kept without its history, so that continuing it is refused before anything is read: each turn would
-     * otherwise load, parse and measure all the earlier ones again, without bound, before its money is checked.
+     * The largest conversation kept for continuing, in UTF-8 bytes, its answer included: server.max_body_bytes, what
+     * a client could send whole (so a continued request is at most twice what one may send). A longer one is kept
+     * without its history — GET still returns it — so that continuing it is refused before its history is read or
+     * anything held: each turn would otherwise load, parse and measure all the earlier ones again, without bound,
+     * before its money is checked. This bounds the `input` column; the `response` column is what the client was
+     * answered.
      */
     private readonly maxBytes = Number.POSITIVE_INFINITY,
     private readonly now: () => number = Date.now,
@@ -56,7 +59,7 @@ export class StoredResponses {
     if (body.store === false || !response?.id) return;
     const answer = JSON.stringify(response);
     let history = JSON.stringify(input);
-    if (history.length + answer.length > this.maxBytes) history = 'null'; // kept, but too long to continue
+    if (Buffer.byteLength(history) + Buffer.byteLength(answer) > this.maxBytes) history = 'null'; // kept, but too long to continue
     await this.db('responses').insert({
       id: response.id,
       account_id: accountId,
@@ -68,14 +71,15 @@ export class StoredResponses {
     });
   }
 
+  /** The response alone: its conversation, as large as a request may be, is read only to continue it. */
   async find(accountId: number, id: string): Promise<ResponseObject> {
-    const stored = await this.load(accountId, id);
-    if (!stored) throw notFound(id);
-    return stored.response;
+    const row = await this.live(accountId, id).first('response');
+    if (!row) throw notFound(id);
+    return JSON.parse(String(row.response));
   }
 
   async forget(accountId: number, id: string): Promise<{ id: string; object: 'response'; deleted: true }> {
-    if (!(await this.db('responses').where({ id, account_id: accountId }).andWhere('created_at', '>=', this.cutoff()).del())) throw notFound(id);
+    if (!(await this.live(accountId, id).del())) throw notFound(id);
     return { id, object: 'response', deleted: true };
   }
 
@@ -93,8 +97,13 @@ export class StoredResponses {
     return this.now() - this.keepMs;
   }
 
+  /** The account's response `id`, unless it is past its time. */
+  private live(accountId: number, id: string) {
+    return this.db('responses').where({ id, account_id: accountId }).andWhere('created_at', '>=', this.cutoff());
+  }
+
   private async load(accountId: number, id: string): Promise<Stored | null> {
-    const row = await this.db('responses').where({ id, account_id: accountId }).andWhere('created_at', '>=', this.cutoff()).first('input', 'response');
+    const row = await this.live(accountId, id).first('input', 'response');
     return row ? { input: JSON.parse(String(row.input)), response: JSON.parse(String(row.response)) } : null;
   }
 }

@@ -99,7 +99,7 @@ hooks.beforeEach((t, done) => {
     const id = status === '404' ? 'resp_nobodys0000000000000000000000' : STORED[op];
     t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/responses\/[^/?]+/, `/v1/responses/${id}`);
   }
-  if ((op === 'createMessage' || op === 'countMessageTokens') && status === '429') {
+  if (['createMessage', 'countMessageTokens', 'retrieveResponse', 'deleteResponse'].includes(op) && status === '429') {
     // the key's one request this minute, then the documented request is over the limit
     t.request.headers.Authorization = `Bearer ${RPM_KEY}`;
     const first = { model: 'claude-sonnet', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };

@@ -138,6 +138,22 @@ describe('stored responses', () => {
     expect(await gw.app.db('responses').where('id', old.id).first()).toBeUndefined();
     expect((await client.responses.retrieve(fresh.id)).id).toBe(fresh.id);
   });
+  test('GET reads only the response, never the stored conversation (as large as a request may be)', async () => {
+    const first = await client.responses.create({ model: 'gpt-5', input: 'keep me' });
+    await gw.app.db('responses').where('id', first.id).update({ input: '[not JSON' }); // read, it would fail the GET
+    const sql: string[] = [];
+    const listen = (q: { sql: string }) => sql.push(q.sql);
+    gw.app.db.on('query', listen);
+    try {
+      expect((await client.responses.retrieve(first.id)).output_text).toBe(first.output_text);
+    } finally {
+      gw.app.db.off('query', listen);
+    }
+    const reads = sql.filter((q) => /\bresponses\b/.test(q));
+    expect(reads).toHaveLength(1);
+    expect(reads[0]).not.toMatch(/\binput\b/);
+  });
+
   test('a conversation longer than one request may be is kept, but continuing it is refused before its history is read', async () => {
     const first = await client.responses.create({ model: 'gpt-5', input: 'a'.repeat(60_000) });
     const second = await client.responses.create({ model: 'gpt-5', input: 'b'.repeat(60_000), previous_response_id: first.id });
@@ -148,6 +164,40 @@ describe('stored responses', () => {
     expect(third.status).toBe(400);
     expect(third.error).toMatchObject({ code: 'conversation_too_long', param: 'previous_response_id' });
     expect(openai.requests.length).toBe(before);
+  });
+
+  test("GET and DELETE count against the key's requests per minute, with its headers", async () => {
+    const k = await gw.newKey({ rpmLimit: 3 });
+    const c = new OpenAI({ apiKey: k.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const first = await c.responses.create({ model: 'gpt-5', input: 'count me' });
+    const got = await c.responses.retrieve(first.id).withResponse();
+    expect(got.response.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+    await c.responses.delete(first.id);
+    const over = await c.responses.retrieve(first.id).catch((e) => e);
+    expect(over.status).toBe(429);
+    expect(over.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+    expect(over.headers.get('retry-after')).toBeTruthy();
+  });
+
+  test('an account without money may still read and delete what it stored (neither calls an upstream)', async () => {
+    const k = await gw.newKey({ rpmLimit: 10 }, 0);
+    const id = 'resp_0123456789abcdef0123456789abcdef';
+    const kept = { id, object: 'response', created_at: 1, status: 'completed', model: 'gpt-5', output: [] };
+    await gw.app.db('responses').insert({ id, account_id: k.accountId, model: 'gpt-5', input: '[]', response: JSON.stringify(kept), created_at: Date.now() });
+    const c = new OpenAI({ apiKey: k.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    expect(await c.responses.retrieve(id)).toMatchObject({ id, status: 'completed' });
+    expect(await c.responses.delete(id)).toMatchObject({ id, deleted: true });
+    expect(await gw.app.db('responses').where('id', id).first()).toBeUndefined();
+  });
+
+  test('the bound is in bytes, as server.max_body_bytes is: two-byte characters count twice', async () => {
+    const first = await client.responses.create({ model: 'gpt-5', input: 'é'.repeat(60_000) }); // 120 kB, as much again in its answer
+    const before = openai.requests.length;
+    const next = await client.responses.create({ model: 'gpt-5', input: 'and?', previous_response_id: first.id }).catch((e) => e);
+    expect(next.status).toBe(400);
+    expect(next.error).toMatchObject({ code: 'conversation_too_long', param: 'previous_response_id' });
+    expect(openai.requests.length).toBe(before);
+    expect((await client.responses.retrieve(first.id)).output_text).toBe(first.output_text);
   });
 
   test('a continued conversation the gateway cannot forward (an upstream answer nested too deep) is a 400, not a 500', async () => {
@@ -275,6 +325,25 @@ describe('natively, what the gateway answers for', () => {
       expect(((await res.json()) as any).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param });
     }
     expect(openai.requests.length).toBe(before);
+  });
+
+  test("an item reference without its type (the SDK's ItemReference: an id, and no role or type) is refused natively and through chat, before tokens or money are spent", async () => {
+    const k = await gw.newKey({ tpmLimit: 3_000 });
+    const sent = () => openai.requests.length + claude.requests.length;
+    const before = sent();
+    for (const model of ['gpt-5', 'claude-behind']) {
+      for (const ref of [{ id: 'msg_123' }, { id: 'msg_123', content: 'hi' }]) {
+        const res = await post({ model, max_output_tokens: 2_000, input: [{ role: 'user', content: 'hi' }, ref] }, k.secret);
+        expect({ model, ref, status: res.status }).toEqual({ model, ref, status: 400 });
+        expect(((await res.json()) as any).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'input', message: expect.stringContaining('input[1]') });
+      }
+    }
+    expect(sent()).toBe(before);
+    await gw.settled();
+    expect(await gw.app.db('usage_records').where('account_id', k.accountId)).toEqual([]);
+    // none of the key's 3,000 tokens a minute went to the refusals; and a message with an id of its own is a message
+    const ok = await post({ model: 'gpt-5', max_output_tokens: 2_000, input: [{ id: 'msg_9', role: 'assistant', content: 'earlier' }, { role: 'user', content: 'hi' }] }, k.secret);
+    expect(ok.status).toBe(200);
   });
 });
 

@@ -102,10 +102,19 @@ function refuseStored(body: ResponsesRequest): void {
   const b = body as ResponsesRequest & { prompt?: unknown; conversation?: unknown; background?: unknown };
   if (b.prompt != null) throw errors.invalidRequest('Prompts stored at the provider (prompt) cannot be used through this gateway: send the instructions and input themselves', 'prompt');
   if (b.conversation != null) throw errors.invalidRequest('Conversations stored at the provider (conversation) cannot be used through this gateway: continue one with previous_response_id', 'conversation');
-  if (Array.isArray(b.input) && b.input.some((i) => (i as { type?: unknown })?.type === 'item_reference')) {
-    throw errors.invalidRequest('Items stored at the provider (item_reference) cannot be used through this gateway: send the items themselves', 'input');
-  }
+  const at = Array.isArray(b.input) ? b.input.findIndex(isReference) : -1;
+  if (at >= 0) throw errors.invalidRequest(`Items stored at the provider (item_reference, input[${at}]) cannot be used through this gateway: send the items themselves`, 'input');
   if (b.background === true) throw errors.invalidRequest('Background responses cannot be served through this gateway: leave background unset (stream for long answers)', 'background');
+}
+
+/**
+ * An item stored at the provider: `type: item_reference`, or an `id` with neither a `role` nor a `type` of its own —
+ * the SDKs' ItemReference, whose `type` is optional, and which OpenAI reads as a reference. Checked in `features`,
+ * so a bridged route refuses it too (chat would drop it unseen), before any token or money is counted.
+ */
+function isReference(item: unknown): boolean {
+  const i = item as { type?: unknown; role?: unknown; id?: unknown } | null;
+  return i?.type === 'item_reference' || (i?.id != null && i.type == null && i.role == null);
 }
 
 export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEvent> = {

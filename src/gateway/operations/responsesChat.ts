@@ -2,7 +2,8 @@
  * OpenAI's Responses served through chat, for routes whose provider has no Responses of its own: input items become
  * chat messages, the chat answer a `response` object with output items, and chat chunks the typed events of a
  * Responses stream (each with its sequence_number). Chat carries function tools only: other tool types are
- * dropped, as the README says; reasoning items and item references are not replayed.
+ * dropped, as the README says; reasoning items are not replayed (item references never get here: refused in
+ * responses.ts's features, which run before any bridge).
  */
 import crypto from 'node:crypto';
 import type { ChatChunk, ChatMessage, ChatRequest, ChatResponse, OpenAIUsage, ResponseEvent, ResponseInputItem, ResponseObject, ResponseOutputItem, ResponsesRequest } from '../types';
