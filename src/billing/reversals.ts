@@ -2,8 +2,9 @@
  * Card payments that come back — refunds and disputes on Stripe — take their money back from the account that the
  * payment credited: once per event (a `card_reversals` row per ref), whatever the order of delivery, and never more
  * than the payment. The balance never goes below what requests in flight hold (nor below zero): what was already spent
- * becomes debt, and the account is suspended (its keys and log-in stop) until an admin settles it — or a won dispute
- * brings the money back, which clears that much debt and reactivates the account when nothing is owed any more.
+ * becomes debt, and the account is suspended (its keys and log-in stop) until the debt is paid — every top-up pays it
+ * first (debt.ts) — or the money comes back: a won dispute gives back what it took, cancels what it made owed, and the
+ * account is active again when nothing is owed any more.
  *
  * Order of delivery. Stripe does not promise it: a refund or a dispute can arrive before the Checkout Session it takes
  * back from was credited (the gateway was down, the webhook retried). Such a reversal is kept as `pending_*` and applied
@@ -17,6 +18,7 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
+import { moneyBackWithin } from './debt';
 
 export interface Reversal {
   /** What happened to the account (`pending`: the payment is not credited yet; applied when it is). */
@@ -100,8 +102,8 @@ async function takeBackWithin(trx: Knex.Transaction, r: TakeBack): Promise<Rever
 }
 
 /**
- * A dispute won: gives back what it took (and clears the debt it made); before it was taken — or before its payment
- * was credited here — marks it so that it never is.
+ * A dispute won: gives back what it took (with what of the debt it made a top-up paid meanwhile) and cancels what is
+ * still owed of that debt; before it was taken — or before its payment was credited here — marks it so that it never is.
  */
 export async function giveBack(db: Knex, r: { paymentIntent: string; disputeRef: string }): Promise<Reversal> {
   try {
@@ -116,18 +118,13 @@ async function giveBackWithin(trx: Knex.Transaction, r: { paymentIntent: string;
   const payment = await trx('card_payments').where('payment_intent', r.paymentIntent).forUpdate().first('account_id');
   const wonRef = `${r.disputeRef}_won`;
   if (await trx('card_reversals').where('ref', wonRef).forUpdate().first('id')) return { outcome: 'duplicate' };
-  const taken = await trx('card_reversals').where('ref', r.disputeRef).forUpdate().first('kind', 'claimed_micros', 'debited_micros', 'debt_micros');
-  if (taken && taken.kind === PENDING.dispute) await trx('card_reversals').where('ref', r.disputeRef).del(); // never applied: nothing to give back
-  const applied = taken && taken.kind === 'dispute' ? taken : null;
-  const [claimed, debited, cleared] = applied ? [Number(applied.claimed_micros), Number(applied.debited_micros), Number(applied.debt_micros)] : [0, 0, 0];
-  await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: 'dispute_won', ref: wonRef, claimed_micros: -claimed, debited_micros: -debited, debt_micros: -cleared, created_at: Date.now() });
+  const dispute = await trx('card_reversals').where('ref', r.disputeRef).forUpdate().first('kind', 'claimed_micros', 'debited_micros', 'debt_micros');
+  if (dispute && dispute.kind === PENDING.dispute) await trx('card_reversals').where('ref', r.disputeRef).del(); // never applied: nothing to give back
+  const applied = dispute && dispute.kind === 'dispute' ? dispute : null;
+  const [claimed, debited, owed] = applied ? [Number(applied.claimed_micros), Number(applied.debited_micros), Number(applied.debt_micros)] : [0, 0, 0];
+  await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: 'dispute_won', ref: wonRef, claimed_micros: -claimed, debited_micros: -debited, debt_micros: -owed, created_at: Date.now() });
   if (!payment) return { outcome: 'pending' };
   const accountId = Number(payment.account_id);
-  if (debited > 0) await postWithin(trx, { accountId, kind: 'dispute_won', amountMicros: debited, ref: wonRef });
-  if (cleared === 0) return { outcome: 'returned', accountId };
-  const account = await trx('accounts').where('id', accountId).forUpdate().first('debt_micros', 'suspended_for_debt');
-  const debt = Math.max(0, Number(account.debt_micros) - cleared);
-  const reactivate = debt === 0 && !!account.suspended_for_debt;
-  await trx('accounts').where('id', accountId).update({ debt_micros: debt, ...(reactivate && { status: 'active', suspended_for_debt: false }) });
-  return { outcome: 'returned', accountId, statusChanged: reactivate };
+  const back = await moneyBackWithin(trx, { accountId, kind: 'dispute_won', ref: wonRef, amountMicros: debited + owed, ownDebtMicros: owed });
+  return { outcome: 'returned', accountId, statusChanged: back.reactivated };
 }

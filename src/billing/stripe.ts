@@ -8,13 +8,15 @@
  * Checkout Session id: the ledger's unique (ref, kind) makes every further delivery of either event a no-op. The
  * payment intent is recorded with it, so that `charge.refunded`, `charge.dispute.created` / `funds_withdrawn`,
  * `funds_reinstated` and `charge.dispute.closed` (won: the money comes back; lost: taken, if not yet) find the account
- * (reversals.ts); those that arrive before the payment was credited are applied when it is.
+ * (reversals.ts); those that arrive before the payment was credited are applied when it is. A top-up to an account
+ * that owes pays the debt first (debt.ts).
  */
 import type Stripe from 'stripe';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
+import { payDebtWithin } from './debt';
 import { applyPendingReversals, giveBack, recordCardPayment, takeBack, type Reversal } from './reversals';
 
 export interface StripeSettings {
@@ -45,7 +47,7 @@ export interface WebhookResult {
    * done), or `ignored` (another event, unpaid, not USD, an inquiry...).
    */
   outcome: 'credited' | 'reversed' | 'returned' | 'pending' | 'duplicate' | 'ignored';
-  /** The account a reversal suspended or reactivated (key caches must hear of it). */
+  /** The account a reversal suspended, or a reversal or a top-up (paying its debt) reactivated (key caches must hear of it). */
   statusChanged?: number;
 }
 
@@ -118,20 +120,25 @@ export class CardPayments {
     if (!(await this.db('accounts').where('id', accountId).first('id'))) return ignore(`no account ${accountId}`);
     const amountMicros = session.amount_total * MICROS_PER_CENT;
     const paymentIntent = typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
-    let suspended = false;
+    let changed = false;
     try {
-      suspended = await transact(this.db, async (trx) => {
-        await postWithin(trx, { accountId, kind: 'topup', amountMicros, ref: session.id, note: `stripe ${event.id}` });
-        if (!paymentIntent) return false;
-        await recordCardPayment(trx, { paymentIntent, accountId, sessionId: session.id, amountMicros });
-        return applyPendingReversals(trx, paymentIntent); // refunds or disputes of it that arrived first
+      changed = await transact(this.db, async (trx) => {
+        const row = await postWithin(trx, { accountId, kind: 'topup', amountMicros, ref: session.id, note: `stripe ${event.id}` });
+        if (!row) throw new Error(`account ${accountId} not found`);
+        let suspended = false;
+        if (paymentIntent) {
+          await recordCardPayment(trx, { paymentIntent, accountId, sessionId: session.id, amountMicros });
+          suspended = await applyPendingReversals(trx, paymentIntent); // refunds or disputes of it that arrived first
+        }
+        const paid = await payDebtWithin(trx, accountId, `ledger_${row.id}`, `topup ${session.id}`); // then what the account owes
+        return suspended || paid.reactivated;
       });
     } catch (e) {
       if (isUniqueViolation(e)) return { received: true, outcome: 'duplicate' };
       throw e;
     }
     this.log.info({ event: event.id, session: session.id, account: accountId, cents: session.amount_total }, 'card top-up credited');
-    return { received: true, outcome: 'credited', ...(suspended && { statusChanged: accountId }) };
+    return { received: true, outcome: 'credited', ...(changed && { statusChanged: accountId }) };
   }
 
   /** A refund or a dispute of a card top-up (see reversals.ts). */
