@@ -531,10 +531,14 @@ export interface paths {
          *     `charge.dispute.funds_withdrawn` and a lost `charge.dispute.closed`
          *     (`dispute`, once per dispute); a won dispute
          *     (`charge.dispute.funds_reinstated`, or `charge.dispute.closed` won)
-         *     gives it back (`dispute_won`). A refund or dispute that arrives before
-         *     its payment was credited is kept (`pending`) and applied when it is. What was already spent is recorded as debt and the
+         *     gives it back (`dispute_won`), and so does a refund that failed
+         *     (`charge.refund.updated`, `refund.updated` or `refund.failed` with
+         *     status `failed`; `refund_failed`, once per refund). A refund or dispute
+         *     that arrives before its payment was credited is kept (`pending`) and
+         *     applied when it is. What was already spent is recorded as debt and the
          *     account is suspended until it is paid: a top-up pays the debt first
-         *     (`debt_payment`), and a won dispute cancels what it made owed. Every other event is acknowledged and ignored. 404 when the
+         *     (`debt_payment`), and money that comes back cancels what its reversal
+         *     made owed. Every other event is acknowledged and ignored. 404 when the
          *     gateway has no Stripe keys.
          */
         post: operations["stripeWebhook"];
@@ -601,9 +605,9 @@ export interface paths {
          * @description Every change of the balance, newest first: `signup`, `referral`, `topup`
          *     (card), `redemption` (code), `grant` and `adjustment` (admin), `usage`
          *     (one per request), `refund`; card payments that came back (`card_refund`,
-         *     `dispute`) and the money they give back (`dispute_won`); `debt_payment`,
-         *     what a credit paid of a debt right after it. Paged and filtered like the
-         *     usage records.
+         *     `dispute`) and the money they give back (`dispute_won`, `refund_failed`);
+         *     `debt_payment`, what a credit paid of a debt right after it. Paged and
+         *     filtered like the usage records.
          */
         get: operations["listLedger"];
         put?: never;
@@ -2777,9 +2781,9 @@ export interface components {
             received: true;
             /**
              * @description `credited`: the account was credited now; `reversed`: a refund or a
-             *     dispute took money back; `returned`: a won dispute gave it back;
-             *     `pending`: a refund or dispute of a payment not credited yet (applied
-             *     when it is); `duplicate`: this event's work was done before;
+             *     dispute took money back; `returned`: a won dispute or a failed
+             *     refund gave it back; `pending`: a refund, dispute or failed refund of
+             *     a payment not credited yet (applied when it is); `duplicate`: this event's work was done before;
              *     `ignored`: another event, an inquiry, or a session that is not paid
              *     (yet) or cannot be credited.
              * @enum {string}
@@ -2843,7 +2847,7 @@ export interface components {
             }[];
         };
         /** @enum {string} */
-        LedgerKind: "signup" | "referral" | "topup" | "redemption" | "grant" | "adjustment" | "usage" | "refund" | "shortfall" | "card_refund" | "dispute" | "dispute_won" | "debt_payment" | "revocation";
+        LedgerKind: "signup" | "referral" | "topup" | "redemption" | "grant" | "adjustment" | "usage" | "refund" | "shortfall" | "card_refund" | "dispute" | "dispute_won" | "refund_failed" | "debt_payment" | "revocation";
         LedgerEntry: {
             id: number;
             kind: components["schemas"]["LedgerKind"];
@@ -2898,7 +2902,7 @@ export interface components {
          * @description An account as the admin sees it. `debt_usd`: what it owes because card
          *     payments came back (refunds, disputes) after their credits were spent;
          *     an account with debt was suspended. Top-ups pay the debt first, and a
-         *     won dispute cancels its part; when nothing is owed,
+         *     won dispute or a failed refund cancels its part; when nothing is owed,
          *     the account is active again (unless an admin set its status since).
          */
         AdminAccount: {

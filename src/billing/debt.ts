@@ -1,7 +1,7 @@
 /**
  * Money owed comes back first. An account owes (`debt_micros`, not part of its balance) when card payments came back
  * after their credits were spent (reversals.ts). Every credit to it — a top-up (card, code, admin grant) or money that
- * comes back (a won dispute) — pays the debt before it adds to the balance: the credit is its own
+ * comes back (a won dispute, a failed refund) — pays the debt before it adds to the balance: the credit is its own
  * ledger row, and what it paid of the debt a `debt_payment` row right after it, so that the balance stays the sum of
  * the ledger and the ledger shows both. When nothing is owed any more, an account suspended for its debt is active
  * again (one an admin disabled stays so: setting a status by hand ends the suspension for debt).
@@ -42,13 +42,13 @@ export async function creditWithin(trx: Knex.Transaction, entry: LedgerEntry): P
 }
 
 /**
- * Money that comes back after a reversal (a won dispute): what the reversal made owed and is still
+ * Money that comes back after a reversal (a won dispute, a failed refund): what the reversal made owed and is still
  * owed (`ownDebtMicros`, at most) is cancelled — it never was in the balance —, the rest is credited as a `kind` row
  * (the part of its debt that was paid meanwhile comes back with it), and then pays any other debt.
  */
 export async function moneyBackWithin(
   trx: Knex.Transaction,
-  r: { accountId: number; kind: 'dispute_won'; ref: string; amountMicros: number; ownDebtMicros: number },
+  r: { accountId: number; kind: 'dispute_won' | 'refund_failed'; ref: string; amountMicros: number; ownDebtMicros: number },
 ): Promise<DebtPaid & { creditedMicros: number; cancelledMicros: number }> {
   const { debt_micros } = await trx('accounts').where('id', r.accountId).forUpdate().first('debt_micros');
   const cancel = Math.max(0, Math.min(r.ownDebtMicros, r.amountMicros, Number(debt_micros)));

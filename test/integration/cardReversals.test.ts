@@ -3,13 +3,14 @@
  * a refund or a dispute takes its money back from the account the payment credited, once per event, in any order,
  * never beyond the payment; spent credits become debt and suspend the account (keys refused, log-in refused); a won
  * dispute gives the money back and, when the debt is cleared, reactivates the account. Money owed comes back first:
- * a top-up (card, code, admin grant) pays the debt before it adds to the balance.
+ * a top-up (card, code, admin grant) pays the debt before it adds to the balance, and a refund that fails gives back
+ * what it took, once.
  */
 import Stripe from 'stripe';
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, registered } from '../helpers/console';
-import { checkoutEvent, disputeEvent, paymentIntentOf, refundEvent } from '../fakes/stripeApi';
+import { checkoutEvent, disputeEvent, paymentIntentOf, refundEvent, refundUpdateEvent } from '../fakes/stripeApi';
 import { verifyLedger } from '../../src/billing/verify';
 import { createCodes } from '../../src/billing/redemption';
 import { post } from '../../src/db/ledger';
@@ -245,6 +246,60 @@ test('a dispute won after a top-up paid part of its debt gives back what was pai
   expect(await standing(id)).toEqual({ balance: 2_000_000, debt: 0, status: 'active' });
   expect(await chat(sdk)).toBe(200);
   expect((await verifyLedger(db())).problems.filter((p) => p.account_id === id)).toEqual([]);
+});
+
+test('a refund that fails gives back what it took, once, however often and in whatever form the failure arrives', async () => {
+  const { c, pi } = await paidBy(2000); // 1 + 20 USD
+  const id = c.account.id;
+  const re = `re_${pi.slice(3)}_1`;
+  const refunded = refundEvent(pi, 2000, 1000);
+  expect((await deliver(refunded)).body.outcome).toBe('reversed');
+  expect(await balance(id)).toBe(11_000_000);
+  expect((await deliver(refundUpdateEvent(pi, re, 1000, 'succeeded'))).body.outcome).toBe('ignored');
+  const failed = refundUpdateEvent(pi, re, 1000);
+  expect((await deliver(failed)).body.outcome).toBe('returned');
+  expect(await lastRows(id, 1)).toEqual([['refund_failed', 10_000_000, 21_000_000]]);
+  expect((await deliver(failed)).body.outcome).toBe('duplicate'); // a retry
+  expect((await deliver(refundUpdateEvent(pi, re, 1000))).body.outcome).toBe('duplicate'); // another event of the same failure
+  expect((await deliver(refundUpdateEvent(pi, re, 1000, 'failed', { type: 'refund.failed' }))).body.outcome).toBe('duplicate');
+  expect((await deliver(refunded)).body.outcome).toBe('duplicate'); // the refund's event replayed
+  expect((await deliver(refundEvent(pi, 2000, 1000))).body.outcome).toBe('reversed'); // an older event of it, late: takes nothing
+  expect(await balance(id)).toBe(21_000_000);
+  expect((await deliver(refundEvent(pi, 2000, 1500))).body.outcome).toBe('reversed'); // another refund, of 5 USD
+  expect(await balance(id)).toBe(16_000_000);
+  const rows = await db()('ledger').where({ account_id: id }).whereIn('kind', ['card_refund', 'refund_failed']).orderBy('id');
+  expect(rows.map((r) => [r.kind, Number(r.amount_micros)])).toEqual([['card_refund', -10_000_000], ['refund_failed', 10_000_000], ['card_refund', -5_000_000]]);
+  // that one fails too, and its events arrive at the same moment: given back once
+  const re2 = `re_${pi.slice(3)}_2`;
+  const failures = [refundUpdateEvent(pi, re2, 500), refundUpdateEvent(pi, re2, 500), refundUpdateEvent(pi, re2, 500, 'failed', { type: 'refund.failed' })];
+  expect((await Promise.all(failures.map(deliver))).map((r) => r.body.outcome).sort()).toEqual(['duplicate', 'duplicate', 'returned']);
+  expect(await balance(id)).toBe(21_000_000);
+  expect((await verifyLedger(db())).problems.filter((p) => p.account_id === id)).toEqual([]);
+});
+
+test('a failed refund that had made debt cancels it and reactivates the account; a failure that arrives before its refund, or its payment, leaves nothing to take', async () => {
+  const { c, pi } = await paidBy(500); // 1 + 5 USD
+  const id = c.account.id;
+  await post(db(), { accountId: id, kind: 'adjustment', amountMicros: -4_000_000, note: 'spent' });
+  expect((await deliver(refundEvent(pi, 500, 500))).body.outcome).toBe('reversed');
+  expect(await standing(id)).toEqual({ balance: 0, debt: 3_000_000, status: 'disabled' });
+  expect((await deliver(refundUpdateEvent(pi, `re_${pi.slice(3)}`, 500))).body.outcome).toBe('returned');
+  expect(await lastRows(id, 1)).toEqual([['refund_failed', 2_000_000, 2_000_000]]); // what was taken of the balance; the debt is cancelled
+  expect(await standing(id)).toEqual({ balance: 2_000_000, debt: 0, status: 'active' });
+  // the failure first, then (late) the refund it undoes: nothing is taken
+  const other = await paidBy(1000);
+  expect((await deliver(refundUpdateEvent(other.pi, `re_${other.pi.slice(3)}`, 400))).body.outcome).toBe('returned');
+  expect((await deliver(refundEvent(other.pi, 1000, 400))).body.outcome).toBe('reversed');
+  expect(await balance(other.c.account.id)).toBe(11_000_000);
+  // a refund and its failure, both before the payment was credited: when it is, nothing is taken
+  const late = await registered(gw.url);
+  const session = checkout(late.account.id, 1000);
+  const lpi = paymentIntentOf(session.id);
+  expect((await deliver(refundEvent(lpi, 1000, 1000))).body.outcome).toBe('pending');
+  expect((await deliver(refundUpdateEvent(lpi, `re_${lpi.slice(3)}`, 1000))).body.outcome).toBe('pending');
+  expect((await deliver(checkoutEvent(session))).body.outcome).toBe('credited');
+  expect(await balance(late.account.id)).toBe(11_000_000);
+  for (const a of [id, other.c.account.id, late.account.id]) expect((await verifyLedger(db())).problems.filter((p) => p.account_id === a)).toEqual([]);
 });
 
 async function registeredLogin(c: ConsoleClient & { email?: string }) {
