@@ -450,7 +450,9 @@ export interface paths {
          * @description Credits a redemption code (made by an admin) to the account, once: a code
          *     that was already redeemed, by anyone, is a 409 `code_redeemed`; an unknown
          *     code a 400 `invalid_code` with `param: code`. Case, spaces and dashes in
-         *     the code do not matter.
+         *     the code do not matter. What the account owes (card payments that came
+         *     back after their credits were spent) is paid out of it first: a
+         *     `debt_payment` ledger row, and `balance_usd` is what is left.
          */
         post: operations["redeemCode"];
         delete?: never;
@@ -529,11 +531,15 @@ export interface paths {
          *     `charge.dispute.funds_withdrawn` and a lost `charge.dispute.closed`
          *     (`dispute`, once per dispute); a won dispute
          *     (`charge.dispute.funds_reinstated`, or `charge.dispute.closed` won)
-         *     gives it back (`dispute_won`). A refund or dispute that arrives before
-         *     its payment was credited is kept (`pending`) and applied when it is.
-         *     What was already spent is recorded as debt and the account is
-         *     suspended until it is settled. Every other event is acknowledged and
-         *     ignored. 404 when the gateway has no Stripe keys.
+         *     gives it back (`dispute_won`), and so does a refund that failed
+         *     (`charge.refund.updated`, `refund.updated` or `refund.failed` with
+         *     status `failed`; `refund_failed`, once per refund). A refund or dispute
+         *     that arrives before its payment was credited is kept (`pending`) and
+         *     applied when it is. What was already spent is recorded as debt and the
+         *     account is suspended until it is paid: a top-up pays the debt first
+         *     (`debt_payment`), and money that comes back cancels what its reversal
+         *     made owed. Every other event is acknowledged and ignored. 404 when the
+         *     gateway has no Stripe keys.
          */
         post: operations["stripeWebhook"];
         delete?: never;
@@ -598,7 +604,10 @@ export interface paths {
          * Ledger
          * @description Every change of the balance, newest first: `signup`, `referral`, `topup`
          *     (card), `redemption` (code), `grant` and `adjustment` (admin), `usage`
-         *     (one per request), `refund`. Paged and filtered like the usage records.
+         *     (one per request), `refund`; card payments that came back (`card_refund`,
+         *     `dispute`) and the money they give back (`dispute_won`, `refund_failed`);
+         *     `debt_payment`, what a credit paid of a debt right after it. Paged and
+         *     filtered like the usage records.
          */
         get: operations["listLedger"];
         put?: never;
@@ -651,8 +660,11 @@ export interface paths {
          * Grant or remove credits
          * @description Adds `usd` to the balance (ledger kind `grant`), or removes it when
          *     negative (kind `adjustment`); a removal that would take the balance
-         *     below zero is a 400 `insufficient_balance` and changes nothing. With an
-         *     `Idempotency-Key`, a retry gets the first answer and credits nothing more.
+         *     below zero is a 400 `insufficient_balance` and changes nothing. A grant
+         *     to an account that owes pays the debt first (a `debt_payment` row;
+         *     `balance_usd` is what is left), and an account suspended for its debt
+         *     is active again once nothing is owed. With an `Idempotency-Key`, a retry
+         *     gets the first answer and credits nothing more.
          */
         post: operations["adminGrantCredits"];
         delete?: never;
@@ -2775,9 +2787,9 @@ export interface components {
             received: true;
             /**
              * @description `credited`: the account was credited now; `reversed`: a refund or a
-             *     dispute took money back; `returned`: a won dispute gave it back;
-             *     `pending`: a refund or dispute of a payment not credited yet (applied
-             *     when it is); `duplicate`: this event's work was done before;
+             *     dispute took money back; `returned`: a won dispute or a failed
+             *     refund gave it back; `pending`: a refund, dispute or failed refund of
+             *     a payment not credited yet (applied when it is); `duplicate`: this event's work was done before;
              *     `ignored`: another event, an inquiry, or a session that is not paid
              *     (yet) or cannot be credited.
              * @enum {string}
@@ -2845,7 +2857,7 @@ export interface components {
             }[];
         };
         /** @enum {string} */
-        LedgerKind: "signup" | "referral" | "topup" | "redemption" | "grant" | "adjustment" | "usage" | "refund" | "shortfall" | "card_refund" | "dispute" | "dispute_won" | "revocation";
+        LedgerKind: "signup" | "referral" | "topup" | "redemption" | "grant" | "adjustment" | "usage" | "refund" | "shortfall" | "card_refund" | "dispute" | "dispute_won" | "refund_failed" | "debt_payment" | "revocation";
         LedgerEntry: {
             id: number;
             kind: components["schemas"]["LedgerKind"];
@@ -2899,7 +2911,9 @@ export interface components {
         /**
          * @description An account as the admin sees it. `debt_usd`: what it owes because card
          *     payments came back (refunds, disputes) after their credits were spent;
-         *     an account with debt was suspended, and a won dispute clears its part.
+         *     an account with debt was suspended. Top-ups pay the debt first, and a
+         *     won dispute or a failed refund cancels its part; when nothing is owed,
+         *     the account is active again (unless an admin set its status since).
          */
         AdminAccount: {
             id: number;

@@ -126,12 +126,13 @@ const COMMANDS: Record<string, Command> = {
   'keys enable': { usage: 'ID', run: async ({ db, o, announce }) => keyJson(await setKeyState(db, announce, id(o.positionals[0], 'ID'), true)) },
   'credits grant': {
     usage: '--account ID --usd N [--note T] [--idempotency-key K]',
-    note: 'a negative N removes credits (an adjustment), never below zero; a retry with the same key credits nothing more',
-    run: async ({ db, o }) => {
+    note: 'what the account owes is paid first; a negative N removes credits (an adjustment), never below zero; a retry with the same key credits nothing more',
+    run: async ({ db, o, announce }) => {
       const accountId = id(required(o, 'account'), '--account');
       const amount = parseUsd(required(o, 'usd'));
       if (amount === 0) throw new UsageError('--usd must not be 0');
       const done = await grantOnce(db, idempotencyOption(o), accountId, amount, (o.values.note as string | undefined) ?? null);
+      if (done.reactivated) announce({ accountId }); // its debt paid: the account is active again
       return { account_id: accountId, granted_usd: formatUsd(amount), balance_usd: formatUsd(done.balance_after), balance_micros: done.balance_after, ledger_id: done.ledger_id };
     },
   },

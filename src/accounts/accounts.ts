@@ -210,9 +210,12 @@ export async function setPasswordHash(db: Knex, id: number, hash: string): Promi
   await db('accounts').where('id', id).update({ password_hash: hash });
 }
 
-/** Disables or enables an account. A disabled account's keys and console sessions stop working at once. */
+/**
+ * Disables or enables an account. A disabled account's keys and console sessions stop working at once. It ends a
+ * suspension for debt (billing/debt.ts): paying the debt later does not undo what the admin chose.
+ */
 export async function setAccountStatus(db: Knex, id: number, status: Account['status']): Promise<Account> {
-  const n = await db('accounts').where('id', id).update({ status });
+  const n = await db('accounts').where('id', id).update({ status, suspended_for_debt: false });
   if (!n) throw new AccountError(`no account ${id}`);
   if (status === 'disabled') await db('sessions').where('account_id', id).del();
   return (await getAccount(db, id))!;

@@ -2,13 +2,14 @@
  * Redemption codes: single-use top-up codes made by an admin in batches (`SY-XXXXX-XXXXX-XXXXX-XXXXX`, 100 random
  * bits, so they cannot be guessed). Only their SHA-256 is stored. Redeeming is one transaction around a conditional
  * UPDATE (`... WHERE redeemed_by IS NULL`): of two concurrent redemptions exactly one changes the row and writes the
- * `redemption` ledger row (ref = the code's id, unique with its kind); the other finds it taken.
+ * `redemption` ledger row (ref = the code's id, unique with its kind); the other finds it taken. An account that owes
+ * pays its debt out of it first (debt.ts).
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { canonicalCode, randomCode } from '../accounts/accounts';
 import { isUniqueViolation, transact } from '../db';
-import { postWithin } from '../db/ledger';
+import { creditWithin } from './debt';
 
 export class RedemptionError extends Error {
   override name = 'RedemptionError';
@@ -56,8 +57,11 @@ export async function createCodes(db: Knex, count: number, amountMicros: number,
   });
 }
 
-/** Credits the code's amount to the account, once; throws RedemptionError for an unknown or used code. */
-export async function redeemCode(db: Knex, accountId: number, code: string): Promise<{ codeId: number; amountMicros: number; balanceMicros: number }> {
+/**
+ * Credits the code's amount to the account, once (what it owes first); throws RedemptionError for an unknown or used
+ * code. `reactivated`: paying its debt ended its suspension.
+ */
+export async function redeemCode(db: Knex, accountId: number, code: string): Promise<{ codeId: number; amountMicros: number; balanceMicros: number; reactivated: boolean }> {
   const canonical = canonicalCode(code);
   const unknown = () => new RedemptionError('unknown', `Unknown redemption code: ${code.trim().slice(0, 40)}`);
   if (!CANONICAL.test(canonical)) throw unknown();
@@ -68,9 +72,9 @@ export async function redeemCode(db: Knex, accountId: number, code: string): Pro
       if (!row) throw unknown();
       const taken = await trx('redemption_codes').where('id', row.id).whereNull('redeemed_by').update({ redeemed_by: accountId, redeemed_at: Date.now() });
       if (taken !== 1) throw new RedemptionError('redeemed', 'This code has already been redeemed');
-      const entry = await postWithin(trx, { accountId, kind: 'redemption', amountMicros: Number(row.amount_micros), ref: String(row.id) });
+      const entry = await creditWithin(trx, { accountId, kind: 'redemption', amountMicros: Number(row.amount_micros), ref: String(row.id) });
       if (!entry) throw new Error(`account ${accountId} not found`);
-      return { codeId: Number(row.id), amountMicros: Number(row.amount_micros), balanceMicros: entry.balance_after };
+      return { codeId: Number(row.id), amountMicros: Number(row.amount_micros), balanceMicros: entry.balanceMicros, reactivated: entry.reactivated };
     });
   } catch (e) {
     if (isUniqueViolation(e)) throw new RedemptionError('redeemed', 'This code has already been redeemed');

@@ -8,14 +8,17 @@
  * Checkout Session id: the ledger's unique (ref, kind) makes every further delivery of either event a no-op. The
  * payment intent is recorded with it, so that `charge.refunded`, `charge.dispute.created` / `funds_withdrawn`,
  * `funds_reinstated` and `charge.dispute.closed` (won: the money comes back; lost: taken, if not yet) find the account
- * (reversals.ts); those that arrive before the payment was credited are applied when it is.
+ * (reversals.ts); those that arrive before the payment was credited are applied when it is. A refund that fails
+ * (`charge.refund.updated`, or `refund.updated` / `refund.failed`, with status `failed`) gives back what it took, once
+ * per refund. A top-up to an account that owes pays the debt first (debt.ts).
  */
 import type Stripe from 'stripe';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
-import { applyPendingReversals, giveBack, recordCardPayment, takeBack, type Reversal } from './reversals';
+import { payDebtWithin } from './debt';
+import { applyPendingReversals, giveBack, recordCardPayment, refundFailed, takeBack, type Reversal } from './reversals';
 
 export interface StripeSettings {
   secretKey: string;
@@ -40,12 +43,12 @@ export class SignatureError extends Error {
 export interface WebhookResult {
   received: true;
   /**
-   * What was done: `credited`, `reversed` (a refund or dispute took money back), `returned` (a won dispute gave it
-   * back), `pending` (a refund or dispute of a payment not credited yet: applied when it is), `duplicate` (already
-   * done), or `ignored` (another event, unpaid, not USD, an inquiry...).
+   * What was done: `credited`, `reversed` (a refund or dispute took money back), `returned` (a won dispute or a failed
+   * refund gave it back), `pending` (a refund, dispute or failed refund of a payment not credited yet: applied when it
+   * is), `duplicate` (already done), or `ignored` (another event, unpaid, not USD, an inquiry...).
    */
   outcome: 'credited' | 'reversed' | 'returned' | 'pending' | 'duplicate' | 'ignored';
-  /** The account a reversal suspended or reactivated (key caches must hear of it). */
+  /** The account a reversal suspended, or a reversal or a top-up (paying its debt) reactivated (key caches must hear of it). */
   statusChanged?: number;
 }
 
@@ -101,7 +104,7 @@ export class CardPayments {
     } catch (e) {
       throw new SignatureError(`Invalid Stripe signature: ${(e as Error).message}`);
     }
-    if (event.type.startsWith('charge.')) return this.reversal(event);
+    if (event.type.startsWith('charge.') || event.type.startsWith('refund.')) return this.reversal(event);
     if (event.type !== 'checkout.session.completed' && event.type !== 'checkout.session.async_payment_succeeded') {
       return { received: true, outcome: 'ignored' };
     }
@@ -118,23 +121,28 @@ export class CardPayments {
     if (!(await this.db('accounts').where('id', accountId).first('id'))) return ignore(`no account ${accountId}`);
     const amountMicros = session.amount_total * MICROS_PER_CENT;
     const paymentIntent = typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
-    let suspended = false;
+    let changed = false;
     try {
-      suspended = await transact(this.db, async (trx) => {
-        await postWithin(trx, { accountId, kind: 'topup', amountMicros, ref: session.id, note: `stripe ${event.id}` });
-        if (!paymentIntent) return false;
-        await recordCardPayment(trx, { paymentIntent, accountId, sessionId: session.id, amountMicros });
-        return applyPendingReversals(trx, paymentIntent); // refunds or disputes of it that arrived first
+      changed = await transact(this.db, async (trx) => {
+        const row = await postWithin(trx, { accountId, kind: 'topup', amountMicros, ref: session.id, note: `stripe ${event.id}` });
+        if (!row) throw new Error(`account ${accountId} not found`);
+        let suspended = false;
+        if (paymentIntent) {
+          await recordCardPayment(trx, { paymentIntent, accountId, sessionId: session.id, amountMicros });
+          suspended = await applyPendingReversals(trx, paymentIntent); // refunds or disputes of it that arrived first
+        }
+        const paid = await payDebtWithin(trx, accountId, `ledger_${row.id}`, `topup ${session.id}`); // then what the account owes
+        return suspended || paid.reactivated;
       });
     } catch (e) {
       if (isUniqueViolation(e)) return { received: true, outcome: 'duplicate' };
       throw e;
     }
     this.log.info({ event: event.id, session: session.id, account: accountId, cents: session.amount_total }, 'card top-up credited');
-    return { received: true, outcome: 'credited', ...(suspended && { statusChanged: accountId }) };
+    return { received: true, outcome: 'credited', ...(changed && { statusChanged: accountId }) };
   }
 
-  /** A refund or a dispute of a card top-up (see reversals.ts). */
+  /** A refund or a dispute of a card top-up, or a refund of it that failed (see reversals.ts). */
   private async reversal(event: Stripe.Event): Promise<WebhookResult> {
     const intentOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : (v?.id ?? null));
     let done: Reversal = { outcome: 'ignored' };
@@ -142,6 +150,10 @@ export class CardPayments {
       const charge = event.data.object as Stripe.Charge;
       const pi = intentOf(charge.payment_intent);
       if (pi && charge.currency === 'usd') done = await takeBack(this.db, { paymentIntent: pi, kind: 'card_refund', ref: `refund_${pi}_${event.id}`, amountMicros: charge.amount_refunded * MICROS_PER_CENT });
+    } else if (event.type === 'charge.refund.updated' || event.type === 'refund.updated' || event.type === 'refund.failed') {
+      const refund = event.data.object as Stripe.Refund;
+      const pi = intentOf(refund.payment_intent);
+      if (pi && refund.currency === 'usd' && refund.status === 'failed') done = await refundFailed(this.db, { paymentIntent: pi, refundRef: `refund_failed_${refund.id}`, amountMicros: refund.amount * MICROS_PER_CENT });
     } else if (event.type.startsWith('charge.dispute.')) {
       const dispute = event.data.object as Stripe.Dispute;
       const pi = intentOf(dispute.payment_intent);

@@ -5,8 +5,11 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from './index';
 
-/** `shortfall`: what an upstream billed beyond what the account could pay (amount 0; see uncovered_micros). */
-export type LedgerKind = 'signup' | 'referral' | 'topup' | 'redemption' | 'grant' | 'usage' | 'refund' | 'adjustment' | 'shortfall' | 'card_refund' | 'dispute' | 'dispute_won' | 'revocation';
+/**
+ * `shortfall`: what an upstream billed beyond what the account could pay (amount 0; see uncovered_micros);
+ * `debt_payment`: what a credit paid of what the account owed (billing/debt.ts).
+ */
+export type LedgerKind = 'signup' | 'referral' | 'topup' | 'redemption' | 'grant' | 'usage' | 'refund' | 'adjustment' | 'shortfall' | 'card_refund' | 'dispute' | 'dispute_won' | 'refund_failed' | 'debt_payment' | 'revocation';
 
 export interface LedgerEntry {
   accountId: number;

@@ -5,7 +5,7 @@ import { idempotencyKey, usdParam } from '../services/views';
 import { errors } from '../errors';
 import type { Handler } from './types';
 
-/** POST /admin/api/accounts/{id}/credits: `grant` (positive) or `adjustment` (negative, never below zero); Idempotency-Key. */
+/** POST /admin/api/accounts/{id}/credits: `grant` (positive; what the account owes first) or `adjustment` (negative, never below zero); Idempotency-Key. */
 export const adminGrantCredits: Handler<'adminGrantCredits'> = async ({ params, body, app, headers }) => {
   const amount = usdParam(body.usd, 'usd', { allowNegative: true });
   if (amount === 0) throw errors.invalidRequest("Invalid value for 'usd': must not be 0", 'usd');
@@ -19,6 +19,7 @@ export const adminGrantCredits: Handler<'adminGrantCredits'> = async ({ params, 
     if (e instanceof AccountError) throw errors.accountNotFound(params.id);
     throw e;
   }
+  if (done.reactivated) app.keys.changed({ accountId: params.id }); // its debt paid: its keys work again everywhere
   app.log.info({ account: params.id, kind, micros: amount, ledger: done.ledger_id }, 'admin credits');
   return { body: { account_id: params.id, kind, amount_usd: formatUsd(amount), balance_usd: formatUsd(done.balance_after), ledger_id: done.ledger_id } };
 };

@@ -6,8 +6,10 @@ import type { Knex } from 'knex';
 import { AccountError, getAccount, setAccountStatus, type Account } from '../accounts/accounts';
 import type { KeyChange } from '../accounts/keyCache';
 import { KeyError, setKeyEnabled, type ApiKey } from '../accounts/keys';
+import { creditWithin } from '../billing/debt';
 import { createCodes, type NewCode } from '../billing/redemption';
-import { post, type LedgerRow } from '../db/ledger';
+import { transact } from '../db';
+import { post } from '../db/ledger';
 import { idempotent } from './idempotency';
 import { errors } from '../errors';
 import { formatUsd } from '../money';
@@ -43,24 +45,34 @@ export async function setKeyState(db: Knex, announce: Announce, keyId: number, e
 /** A removal of credits larger than the balance. */
 export class NotEnoughCredits extends AccountError {}
 
+/** A grant or an adjustment done: its ledger row, the balance after it, and whether paying a debt ended a suspension. */
+export interface Granted {
+  ledger_id: number;
+  balance_after: number;
+  /** The account was suspended for its debt, which the grant paid: key caches must hear of it. */
+  reactivated?: boolean;
+}
+
 /**
- * Credits an account (a negative amount removes credits: an adjustment, never below zero). Throws an
- * AccountError for an unknown account, NotEnoughCredits for a removal larger than the balance less what requests in
- * flight hold (they may still spend it: the balance never goes below zero).
+ * Credits an account — what it owes is paid first (billing/debt.ts) — or, for a negative amount, removes credits (an
+ * adjustment, never below zero). Throws an AccountError for an unknown account, NotEnoughCredits for a removal larger
+ * than the balance less what requests in flight hold (they may still spend it: the balance never goes below zero).
  */
-export async function grantCredits(db: Knex, accountId: number, amountMicros: number, note: string | null): Promise<LedgerRow> {
+export async function grantCredits(db: Knex, accountId: number, amountMicros: number, note: string | null): Promise<Granted> {
   if (!(await getAccount(db, accountId))) throw new AccountError(`no account ${accountId}`);
-  const row = await post(db, { accountId, kind: amountMicros > 0 ? 'grant' : 'adjustment', amountMicros, note }, amountMicros < 0 ? { floor: 0 } : {});
+  if (amountMicros > 0) {
+    const done = await transact(db, (trx) => creditWithin(trx, { accountId, kind: 'grant', amountMicros, note }));
+    if (!done) throw new AccountError(`no account ${accountId}`);
+    return { ledger_id: done.row.id, balance_after: done.balanceMicros, reactivated: done.reactivated };
+  }
+  const row = await post(db, { accountId, kind: 'adjustment', amountMicros, note }, { floor: 0 });
   if (!row) throw new NotEnoughCredits(`account ${accountId} has less than ${formatUsd(-amountMicros)} USD`);
-  return row;
+  return { ledger_id: row.id, balance_after: row.balance_after };
 }
 
 /** grantCredits with an Idempotency-Key (admin API and CLI alike, so a key is one grant whichever front end retries). */
-export function grantOnce(db: Knex, key: string | undefined, accountId: number, amountMicros: number, note: string | null): Promise<{ ledger_id: number; balance_after: number }> {
-  return idempotent(db, 'grant', key, { accountId, amountMicros, note }, async (trx) => {
-    const row = await grantCredits(trx, accountId, amountMicros, note);
-    return { ledger_id: row.id, balance_after: row.balance_after };
-  });
+export function grantOnce(db: Knex, key: string | undefined, accountId: number, amountMicros: number, note: string | null): Promise<Granted> {
+  return idempotent(db, 'grant', key, { accountId, amountMicros, note }, (trx) => grantCredits(trx, accountId, amountMicros, note));
 }
 
 /** createCodes with an Idempotency-Key: a retry gets the same codes (kept with the key for 24 h). */

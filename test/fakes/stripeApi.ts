@@ -122,6 +122,15 @@ export function refundEvent(paymentIntent: string, amountCents: number, refunded
   return event('charge.refunded', { id: `ch_${paymentIntent.slice(3)}`, object: 'charge', amount: amountCents, amount_refunded: refundedCents, currency: 'usd', payment_intent: paymentIntent, refunded: refundedCents >= amountCents, status: 'succeeded' }, eventId);
 }
 
+/**
+ * charge.refund.updated (or `type`: refund.updated, refund.failed): one refund of a payment intent, `refundId`, of
+ * `amountCents`, as Stripe sends it when its status changes — `failed` when the card could not take the money back.
+ */
+export function refundUpdateEvent(paymentIntent: string, refundId: string, amountCents: number, status = 'failed', o: { type?: string; eventId?: string } = {}): Record<string, unknown> {
+  const failed = status === 'failed';
+  return event(o.type ?? 'charge.refund.updated', { id: refundId, object: 'refund', amount: amountCents, currency: 'usd', charge: `ch_${paymentIntent.slice(3)}`, payment_intent: paymentIntent, status, failure_reason: failed ? 'expired_or_canceled_card' : null, reason: 'requested_by_customer' }, o.eventId);
+}
+
 /** charge.dispute.created / funds_withdrawn / closed, for a dispute of `amountCents` on a payment intent. */
 export function disputeEvent(type: string, paymentIntent: string, disputeId: string, amountCents: number, status = 'needs_response'): Record<string, unknown> {
   return event(type, { id: disputeId, object: 'dispute', amount: amountCents, currency: 'usd', charge: `ch_${paymentIntent.slice(3)}`, payment_intent: paymentIntent, reason: 'fraudulent', status });

@@ -179,6 +179,8 @@ const KIND_LABELS: Record<LedgerKind, string> = {
   card_refund: 'Card payment refunded',
   dispute: 'Card payment disputed',
   dispute_won: 'Dispute won: returned',
+  refund_failed: 'Card refund failed: returned',
+  debt_payment: 'Debt paid',
   revocation: 'Free credits taken back',
 };
 
