@@ -199,6 +199,7 @@ const OPS: Record<(typeof METERED_OPERATIONS)[number], Op> = {
       stored: [
         { body: { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-abc' }] }] }, refused: null },
         { body: { input: [{ type: 'item_reference', id: 'msg_abc' }] }, refused: 'input' },
+        { body: { input: [{ id: 'msg_abc' }] }, refused: 'input' },
         { body: { prompt: { id: 'pmpt_abc' } }, refused: 'prompt' },
         { body: { conversation: 'conv_abc' }, refused: 'conversation' },
       ],
