@@ -12,11 +12,17 @@
 import cluster, { type Worker } from 'node:cluster';
 import client from 'prom-client';
 import { errors } from './errors';
+import { USAGE_CLASSES, countOf, type Usage } from './usage';
 
 /** Latency buckets in seconds: a loopback upstream answers in milliseconds, an LLM in tens of seconds. */
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
-export type TokenClass = 'prompt' | 'completion' | 'cached' | 'cache_write' | 'cache_write_1h' | 'reasoning';
+/** "prompt includes cached and cache_write; ...": which token classes count within which (usage.ts). */
+const PARTS = USAGE_CLASSES.filter((w) => w.unit === 'token')
+  .map((w) => [w.name, USAGE_CLASSES.filter((c) => c.partOf === w.name).map((c) => c.name)] as const)
+  .filter(([, parts]) => parts.length)
+  .map(([whole, parts]) => `${whole} includes ${parts.join(' and ')}`)
+  .join('; ');
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -28,7 +34,9 @@ export class Metrics {
   readonly latency = this.histogram('switchyard_upstream_latency_seconds', 'Admitted requests: time to the end of the answer', ['model', 'route']);
   readonly ttfb = this.histogram('switchyard_time_to_first_byte_seconds', 'Admitted requests: time to the first byte of the answer', ['model', 'route']);
   readonly upstreamErrors = this.counter('switchyard_upstream_errors_total', 'Failed upstream attempts, by route and cause (connect, timeout, status, protocol, aborted...)', ['route', 'cause']);
-  readonly tokens = this.counter('switchyard_tokens_total', 'Tokens, by model and class (prompt includes cached and cache_write; cache_write includes cache_write_1h; completion includes reasoning)', ['model', 'class']);
+  readonly tokens = this.counter('switchyard_tokens_total', `Tokens, by model and class (${PARTS})`, ['model', 'class']);
+  /** The usage classes counted in anything but tokens (images, seconds of audio, characters...). */
+  readonly units = this.counter('switchyard_usage_units_total', 'Usage in units other than tokens, by model, class and unit', ['model', 'class', 'unit']);
   readonly spend = this.counter('switchyard_spend_micro_usd_total', 'Charged, in micro-USD, by model', ['model']);
 
   constructor() {
@@ -52,6 +60,16 @@ export class Metrics {
         for (const { labels, value } of read()) (labels ? this.set(labels, value) : this.set(value));
       },
     });
+  }
+
+  /** Counts a settled request's usage, each class under its name (usage.ts): tokens apart from the other units. */
+  used(model: string, u: Usage): void {
+    for (const c of USAGE_CLASSES) {
+      const n = countOf(u, c);
+      if (n <= 0) continue;
+      if (c.unit === 'token') this.tokens.inc({ model, class: c.name }, n);
+      else this.units.inc({ model, class: c.name, unit: c.unit }, n);
+    }
   }
 
   /** The Prometheus text: this process's metrics, or a worker's view of the whole gateway (see the top). */

@@ -1,16 +1,71 @@
 /**
- * What one request used, in the token classes that prices tell apart. The gateway reads it from each provider's
- * answer (or counts it), billing prices it, usage records store it. Every count is a whole number ≥ 0.
+ * What one request used, by usage class, and the classes themselves as one table of data (USAGE_CLASSES). The
+ * gateway reads a Usage from each provider's answer (or counts it); billing prices it, the usage records store it,
+ * metrics count it, all by reading the table.
  */
-export interface Usage {
+
+/** What a class is counted in. */
+export const UNITS = ['token', 'image', 'second', 'character', 'request', 'search_unit'] as const;
+export type Unit = (typeof UNITS)[number];
+
+export interface UsageClass {
+  /** Its name: the `class` label of the metrics. */
+  readonly name: string;
+  /** Its key in a Usage, where the gateway puts what the provider reported. */
+  readonly field: string;
+  readonly unit: Unit;
+  /**
+   * Its price in the configuration (`models[].price.<key>`, USD per million units), or null: it is not billed apart
+   * from the class it is part of (reasoning tokens are output tokens).
+   */
+  readonly price: string | null;
+  /**
+   * The class whose count includes this one's, or null. A part with a price of its own is billed at it and taken out
+   * of its whole, which is billed for the rest (fresh input = prompt − cache reads − cache writes). A part with no
+   * price of its own left out of the configuration costs what the providers bill for it (their multipliers of the
+   * family's price: config/load.ts), else the price of its family (the class at the top of its `partOf` chain).
+   */
+  readonly partOf: string | null;
+  /** Its usage_records column; also its field in the CLI's `usage list`, which prints the records as stored. */
+  readonly column: string;
+  /**
+   * It occurs only when the model allows this feature (`models[].allow`, config FEATURES): elsewhere it never reaches
+   * the upstream, and a hold leaves its price out.
+   */
+  readonly feature?: string;
+}
+
+/** Every usage class. A part comes after its whole (billing and configuration read the table in this order). */
+export const USAGE_CLASSES = [
+  // Every prompt token, cache reads and writes included (OpenAI's `prompt_tokens`): the rest of it is fresh input.
+  { name: 'prompt', field: 'prompt', unit: 'token', price: 'input', partOf: null, column: 'prompt_tokens' },
+  { name: 'cached', field: 'cached', unit: 'token', price: 'cached_input', partOf: 'prompt', column: 'cached_tokens' },
+  { name: 'cache_write', field: 'cacheWrite', unit: 'token', price: 'cache_write', partOf: 'prompt', column: 'cache_write_tokens' },
+  // Anthropic bills 1-hour writes at 2× input, 5-minute ones at 1.25×.
+  { name: 'cache_write_1h', field: 'cacheWrite1h', unit: 'token', price: 'cache_write_1h', partOf: 'cache_write', column: 'cache_write_1h_tokens', feature: 'cache_1h' },
+  // Every generated token, reasoning included (OpenAI's `completion_tokens`).
+  { name: 'completion', field: 'completion', unit: 'token', price: 'output', partOf: null, column: 'completion_tokens' },
+  { name: 'reasoning', field: 'reasoning', unit: 'token', price: null, partOf: 'completion', column: 'reasoning_tokens' },
+] as const satisfies readonly UsageClass[];
+
+type Entry = (typeof USAGE_CLASSES)[number];
+export type UsageField = Entry['field'];
+export type UsageColumn = Entry['column'];
+/** The configuration's price keys: `input`, `output`, `cached_input`... */
+export type PriceKey = NonNullable<Entry['price']>;
+export const PRICE_KEYS = USAGE_CLASSES.flatMap((c) => (c.price === null ? [] : [c.price])) as PriceKey[];
+
+/**
+ * What one request used: every count a whole number ≥ 0. A class the provider did not report is 0 (the classes
+ * added after the first ones may be left out).
+ */
+export interface Usage extends Partial<Record<UsageField, number>> {
   /** Every prompt token, cache reads and cache writes included (OpenAI's `prompt_tokens`). */
   prompt: number;
   /** Of the prompt: tokens read from the provider's prompt cache. */
   cached: number;
   /** Of the prompt: tokens written to the prompt cache (Anthropic bills them above the input price). */
   cacheWrite: number;
-  /** Of the cache writes: those kept for an hour (Anthropic bills them at 2× input, 5-minute ones at 1.25×); 0 if absent. */
-  cacheWrite1h?: number;
   /** Every generated token, reasoning included (OpenAI's `completion_tokens`). */
   completion: number;
   /** Of the completion: reasoning ("thinking") tokens. */
@@ -20,10 +75,29 @@ export interface Usage {
 /** A token count an upstream may be trusted with: a whole, non-negative number. */
 export const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
 
-export function usage(prompt: number, completion: number, more: Partial<Pick<Usage, 'cached' | 'cacheWrite' | 'cacheWrite1h' | 'reasoning'>> = {}): Usage {
-  const u: Usage = { prompt, completion, cached: more.cached ?? 0, cacheWrite: more.cacheWrite ?? 0, reasoning: more.reasoning ?? 0 };
-  if (more.cacheWrite1h) u.cacheWrite1h = more.cacheWrite1h;
+/** A usage by field name (a class of a table of the tests' own may have a field the Usage type does not name). */
+const fields = (u: Usage) => u as unknown as Record<string, number | undefined>;
+
+/** A usage; the classes not given are 0 (those beyond the first five are left out when 0). */
+export function usage(prompt: number, completion: number, more: Partial<Omit<Usage, 'prompt' | 'completion'>> = {}): Usage {
+  const u: Usage = { prompt, completion, cached: 0, cacheWrite: 0, reasoning: 0 };
+  for (const [field, n] of Object.entries(more)) if (n) fields(u)[field] = n;
   return u;
 }
 
 export const NO_USAGE: Usage = Object.freeze(usage(0, 0));
+
+/** What a usage says of one class (0 when it says nothing). */
+export const countOf = (u: Usage, c: Pick<UsageClass, 'field'>): number => fields(u)[c.field] ?? 0;
+
+/** A usage as the usage_records columns that store it. */
+export function usageColumns(u: Usage): Record<UsageColumn, number> {
+  return Object.fromEntries(USAGE_CLASSES.map((c) => [c.column, countOf(u, c)])) as Record<UsageColumn, number>;
+}
+
+/** The class at the top of `c`'s `partOf` chain (itself when it is part of nothing). */
+export function familyOf<C extends UsageClass>(c: C, classes: readonly C[]): C {
+  let top = c;
+  while (top.partOf !== null) top = classes.find((w) => w.name === top.partOf)!;
+  return top;
+}

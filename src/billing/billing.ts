@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import type { KeyPrincipal } from '../accounts/keys';
 import type { BillingConfig, ModelConfig } from '../config';
 import { ApiError } from '../errors';
-import type { Usage } from '../usage';
+import { NO_USAGE, usage, type Usage } from '../usage';
 import { priceOf, type Price } from './prices';
 import * as store from './store';
 
@@ -372,7 +372,6 @@ export class Billing {
     const cost = used ? live.price.cost(used.usage) : 0;
     const r = live.admitted;
     const now = this.now();
-    const u = used?.usage;
     const s: store.Settlement = {
       requestId: live.requestId,
       accountId: r.principal.accountId,
@@ -384,12 +383,7 @@ export class Billing {
       status: outcome.status,
       provider: used?.provider || null,
       counted: used?.counted ?? 'none',
-      prompt: u?.prompt ?? 0,
-      completion: u?.completion ?? 0,
-      cached: u?.cached ?? 0,
-      cacheWrite: u?.cacheWrite ?? 0,
-      cacheWrite1h: u?.cacheWrite1h ?? 0,
-      reasoning: u?.reasoning ?? 0,
+      usage: used?.usage ?? NO_USAGE,
       latencyMs: now - live.startedAt,
       ttfbMs: outcome.ttfbMs ?? null,
       at: now,
@@ -507,8 +501,8 @@ export class Billing {
   /** What a request in flight has certainly cost: its upstream usage if known, else about a token per 4 bytes. */
   private progressOf(live: Live): { progress_micros: number; prompt_tokens: number; completion_tokens: number } {
     const p = live.progress?.() ?? { usage: null, generatedBytes: 0 };
-    const usage = p.usage ?? { prompt: Math.ceil(live.admitted.promptBytes / 4), completion: Math.ceil(p.generatedBytes / 4), cached: 0, cacheWrite: 0, reasoning: 0 };
-    return { progress_micros: Math.min(live.hold, live.price.cost(usage)), prompt_tokens: usage.prompt, completion_tokens: usage.completion };
+    const u = p.usage ?? usage(Math.ceil(live.admitted.promptBytes / 4), Math.ceil(p.generatedBytes / 4));
+    return { progress_micros: Math.min(live.hold, live.price.cost(u)), prompt_tokens: u.prompt, completion_tokens: u.completion };
   }
 
   /**
@@ -548,12 +542,7 @@ export class Billing {
         status: 500,
         provider: null,
         counted: 'checkpoint',
-        prompt: progress > 0 ? Number(h.prompt_tokens) : 0,
-        completion: Number(h.completion_tokens),
-        cached: 0,
-        cacheWrite: 0,
-        cacheWrite1h: 0,
-        reasoning: 0,
+        usage: usage(progress > 0 ? Number(h.prompt_tokens) : 0, Number(h.completion_tokens)),
         latencyMs: null,
         ttfbMs: null,
         at: now,

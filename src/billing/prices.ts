@@ -1,58 +1,101 @@
 /**
- * A model's price as one object. Prices are micro-USD per million tokens, for each class of token; a request costs
- *   ceil((fresh input × input + cache reads × cached_input + 5-minute cache writes × cache_write
- *         + 1-hour cache writes × cache_write_1h + output × output) / 1,000,000)
- * micro-USD, computed exactly (BigInt) and rounded up once per request, never per token or per class.
+ * A model's price as one object. Prices are micro-USD per million units, one for each usage class that has a price
+ * key (usage.ts, USAGE_CLASSES); a request costs
+ *   ceil(Σ units a class bills on its own × its price / 1,000,000)
+ * micro-USD — fresh input × input + cache reads × cached_input + 5-minute cache writes × cache_write + 1-hour cache
+ * writes × cache_write_1h + output × output, today — computed exactly (BigInt when a double would not be) and rounded
+ * up once per request, never per token or per class.
  */
 import type { ModelConfig, PriceConfig } from '../config';
-import type { Usage } from '../usage';
+import { USAGE_CLASSES, countOf, familyOf, type Usage, type UsageClass } from '../usage';
 
 export class Price {
-  /** The highest of the input prices: a hold prices every prompt token at it. */
-  private readonly maxInput: number;
+  /** By price key: a test's table may have keys of its own. */
+  private readonly rates: Readonly<Record<string, number>>;
+  /** For each class at the top of a family: the highest price in its family, what a hold pays for each of its units. */
+  private readonly top: Record<string, number> = {};
+  private readonly billedApart: readonly UsageClass[];
 
-  /** `longCache`: 1-hour cache writes may happen (the model allows them), so a hold must cover their price. */
+  /**
+   * `allowed`: the price-raising features the model allows (true: all of them). A class that needs a feature the
+   * model does not allow never reaches the upstream (1-hour cache writes: their `ttl` is removed, policy.ts), so a
+   * hold does not count its price. `classes`: the usage classes (tests give their own).
+   */
   constructor(
     readonly p: PriceConfig,
-    longCache = true,
+    allowed: boolean | readonly string[] = true,
+    private readonly classes: readonly UsageClass[] = USAGE_CLASSES,
   ) {
-    this.maxInput = Math.max(p.input, p.cached_input, p.cache_write, longCache ? p.cache_write_1h : 0);
+    const reaches = (c: UsageClass) => !c.feature || allowed === true || (allowed !== false && allowed.includes(c.feature));
+    this.rates = p;
+    for (const c of classes) {
+      const family = familyOf(c, classes).name;
+      this.top[family] = Math.max(this.top[family] ?? 0, c.price !== null && reaches(c) ? (this.rates[c.price] ?? 0) : 0);
+    }
+    this.billedApart = classes.filter((c) => c.price !== null);
   }
 
   /** What a usage costs, micro-USD. */
   cost(u: Usage): number {
-    const fresh = Math.max(0, u.prompt - u.cached - u.cacheWrite);
-    const hour = Math.min(u.cacheWrite1h ?? 0, u.cacheWrite);
-    return ceilMillionth([fresh, this.p.input], [u.cached, this.p.cached_input], [u.cacheWrite - hour, this.p.cache_write], [hour, this.p.cache_write_1h], [u.completion, this.p.output]);
+    const own = this.ownCounts(u);
+    return ceilMillionth(this.billedApart.map((c) => [own.get(c.name)!, this.rates[c.price!] ?? 0]));
   }
 
-  /** The most a request with this prompt bound and output allowance can cost (every prompt token at the highest input price). */
-  worstCase(promptTokens: number, outputTokens: number): number {
-    return ceilMillionth([promptTokens, this.maxInput], [outputTokens, this.p.output]);
+  /**
+   * The most a request can cost whose prompt is at most `promptTokens` and output at most `outputTokens` (each token
+   * at the highest price of its family). `others`: bounds of the other classes at the top of a family, by name (none
+   * yet: every class is part of the prompt or of the output).
+   */
+  worstCase(promptTokens: number, outputTokens: number, others: Readonly<Record<string, number>> = {}): number {
+    return ceilMillionth(this.holdTerms({ ...others, prompt: promptTokens, completion: outputTokens }));
   }
 
-  /** The most output tokens `budget` micro-USD pays for once the prompt is paid (null: output is free). */
-  affordableOutput(promptTokens: number, budget: number): number | null {
-    if (this.p.output === 0) return this.worstCase(promptTokens, 0) <= budget ? null : -1;
-    const left = BigInt(budget) * 1_000_000n - BigInt(promptTokens) * BigInt(this.maxInput);
+  /**
+   * The most output tokens `budget` micro-USD pays for once the prompt (and `others`) are paid; -1 when not even
+   * that is paid for, null when output is free.
+   */
+  affordableOutput(promptTokens: number, budget: number, others: Readonly<Record<string, number>> = {}): number | null {
+    const rest = this.holdTerms({ ...others, prompt: promptTokens, completion: 0 });
+    const output = this.top.completion ?? 0;
+    if (output === 0) return ceilMillionth(rest) <= budget ? null : -1;
+    const left = BigInt(budget) * 1_000_000n - rest.reduce((n, [units, price]) => n + BigInt(units) * BigInt(price), 0n);
     if (left < 0n) return -1;
-    return Number(left / BigInt(this.p.output));
+    return Number(left / BigInt(output));
+  }
+
+  /** A hold's terms: each family's bound at its highest price. */
+  private holdTerms(bounds: Readonly<Record<string, number>>): [number, number][] {
+    return Object.entries(bounds).map(([family, units]) => [units, this.top[family] ?? 0]);
+  }
+
+  /**
+   * What each class bills on its own: its count (a part never counted beyond its whole), less its parts that are
+   * billed apart. Fresh input is the prompt less its cache reads and writes; 5-minute writes are the writes less the
+   * 1-hour ones.
+   */
+  private ownCounts(u: Usage): Map<string, number> {
+    const count = new Map<string, number>();
+    for (const c of this.classes) count.set(c.name, c.partOf === null ? countOf(u, c) : Math.min(countOf(u, c), count.get(c.partOf) ?? 0));
+    const own = new Map(count);
+    for (const c of this.billedApart) if (c.partOf !== null) own.set(c.partOf, own.get(c.partOf)! - count.get(c.name)!);
+    for (const [name, n] of own) own.set(name, Math.max(0, n));
+    return own;
   }
 }
 
-/** Products of whole numbers below this are exact in a double, and so is a sum of five of them. */
-const EXACT = 2 ** 50;
-
 /**
- * ceil(Σ tokens × price / 1,000,000), exactly: in doubles when every product is far below 2^53 (the usual case,
- * cheap), else in BigInt.
+ * ceil(Σ units × price / 1,000,000), exactly: in doubles while every product and partial sum stays a safe integer
+ * (the usual case, cheap: a double holds such whole numbers exactly, and rounding never takes a larger one below
+ * 2^53), else in BigInt.
  */
-function ceilMillionth(...terms: [number, number][]): number {
+function ceilMillionth(terms: readonly (readonly [number, number])[]): number {
   let sum = 0;
-  for (const [tokens, price] of terms) {
-    const p = tokens * price;
-    if (p >= EXACT) return Number((terms.reduce((n, [t, pr]) => n + BigInt(t) * BigInt(pr), 0n) + 999_999n) / 1_000_000n);
+  for (const [units, price] of terms) {
+    const p = units * price;
     sum += p;
+    if (!(p <= Number.MAX_SAFE_INTEGER && sum <= Number.MAX_SAFE_INTEGER)) {
+      return Number((terms.reduce((n, [u, pr]) => n + BigInt(u) * BigInt(pr), 0n) + 999_999n) / 1_000_000n);
+    }
   }
   const rest = sum % 1_000_000; // exact: sum is a whole number below 2^53
   return (sum - rest) / 1_000_000 + (rest ? 1 : 0);
@@ -61,11 +104,11 @@ function ceilMillionth(...terms: [number, number][]): number {
 const prices = new WeakMap<PriceConfig, Price>();
 
 /**
- * The Price of a configured model (one object per configuration). Its holds count 1-hour cache writes only when the
- * model allows them: otherwise their `ttl` never reaches the upstream (policy.ts).
+ * The Price of a configured model (one object per configuration). Its holds count the classes that need a feature
+ * only when the model allows it (1-hour cache writes: `cache_1h`).
  */
 export function priceOf(model: Pick<ModelConfig, 'price' | 'allow'>): Price {
   let price = prices.get(model.price);
-  if (!price) prices.set(model.price, (price = new Price(model.price, model.allow.includes('cache_1h'))));
+  if (!price) prices.set(model.price, (price = new Price(model.price, model.allow)));
   return price;
 }

@@ -7,6 +7,7 @@
 import { BUDGET_COLUMNS, BUDGET_SPEND_SQL, budgetLeftOf, spendBindings, spendKey } from './budgets';
 import type { Knex } from 'knex';
 import { transact } from '../db';
+import { USAGE_CLASSES } from '../usage';
 
 export interface AccountMoney {
   balance: number;
@@ -89,7 +90,7 @@ interface Statement {
 }
 
 const LEDGER = ['account_id', 'kind', 'amount_micros', 'balance_after', 'ref', 'key_id', 'model', 'prompt_tokens', 'completion_tokens', 'note', 'uncovered_micros', 'created_at'];
-const USAGE = ['request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint', 'status', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens', 'counted', 'cost_micros', 'latency_ms', 'ttfb_ms', 'created_at'];
+const USAGE = ['request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint', 'status', ...USAGE_CLASSES.map((c) => c.column), 'counted', 'cost_micros', 'latency_ms', 'ttfb_ms', 'created_at'];
 const insertSql = (table: string, cols: string[]) => `INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`;
 
 const prepared = new WeakMap<Db, ReturnType<typeof prepare>>();

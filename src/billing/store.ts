@@ -8,6 +8,7 @@ import { BUDGET_COLUMNS, BUDGET_ROOM_SQL, budgetLeftOf, periodEnd, roomBindings,
 import type { Knex } from 'knex';
 import { transact } from '../db';
 import { withSettlementTx } from './settlementTx';
+import { usage, usageColumns, type Usage } from '../usage';
 
 export class NotCovered extends Error {}
 
@@ -24,13 +25,8 @@ export interface Settlement {
   status: number;
   provider: string | null;
   counted: string;
-  prompt: number;
-  completion: number;
-  cached: number;
-  cacheWrite: number;
-  /** Of cacheWrite: the 1-hour writes. */
-  cacheWrite1h: number;
-  reasoning: number;
+  /** What it used, by usage class (its usage record stores every class, its ledger row the prompt and completion). */
+  usage: Usage;
   latencyMs: number | null;
   ttfbMs: number | null;
   at: number;
@@ -244,8 +240,8 @@ function ledgerRow(s: Settlement, kind: 'usage' | 'shortfall', amount: number, b
     ref: s.requestId,
     key_id: s.keyId,
     model: s.model,
-    prompt_tokens: s.prompt,
-    completion_tokens: s.completion,
+    prompt_tokens: s.usage.prompt,
+    completion_tokens: s.usage.completion,
     note: kind === 'shortfall' ? SHORTFALL_NOTE : null,
     uncovered_micros: kind === 'shortfall' ? s.uncovered : null,
     created_at: s.at,
@@ -261,12 +257,7 @@ function usageRecord(s: Settlement): Record<string, unknown> {
     provider: s.provider,
     endpoint: s.endpoint,
     status: s.status,
-    prompt_tokens: s.prompt,
-    completion_tokens: s.completion,
-    cached_tokens: s.cached,
-    cache_write_tokens: s.cacheWrite,
-    cache_write_1h_tokens: s.cacheWrite1h,
-    reasoning_tokens: s.reasoning,
+    ...usageColumns(s.usage),
     counted: s.counted,
     cost_micros: s.charge,
     latency_ms: s.latencyMs,
@@ -302,7 +293,7 @@ export function settleHold(db: Knex, h: HoldRow, s: Omit<Settlement, 'charge' | 
     if (budgetLeft !== null) charge = Math.min(charge, Math.max(0, budgetLeft - othersHold)); // beyond its hold, only what the budget has free
     await trx('accounts').where('id', h.account_id).update({ held_micros: trx.raw('held_micros - ?', [amount]), balance_micros: trx.raw('balance_micros - ?', [charge]) });
     if (key) await spendKey(trx, h.key_id, charge, amount, s.at);
-    const row = { account_id: h.account_id, ref: h.request_id, key_id: h.key_id, model: h.model, prompt_tokens: s.prompt, completion_tokens: s.completion, created_at: s.at };
+    const row = { account_id: h.account_id, ref: h.request_id, key_id: h.key_id, model: h.model, prompt_tokens: s.usage.prompt, completion_tokens: s.usage.completion, created_at: s.at };
     if (charge > 0) await trx('ledger').insert({ ...row, kind: 'usage', amount_micros: -charge, balance_after: balance - charge });
     if (s.cost > charge) {
       await trx('ledger').insert({ ...row, kind: 'shortfall', amount_micros: 0, balance_after: balance - charge, note: SHORTFALL_NOTE, uncovered_micros: s.cost - charge });
@@ -348,7 +339,7 @@ export function sweepLease(db: Knex, id: string, now: number): Promise<number> {
         await trx('ledger').insert({ account_id: lease.account_id, kind: 'usage', amount_micros: -charge, balance_after: balance, ref: r.request_id, key_id: lease.key_id, model: r.model, prompt_tokens: prompt, completion_tokens: Number(r.completion_tokens), created_at: now });
       }
       await trx('usage_records').insert(
-        usageRecord({ requestId: r.request_id, accountId: Number(lease.account_id), keyId: Number(lease.key_id), model: r.model, endpoint: r.endpoint, charge, uncovered: 0, status: 500, provider: null, counted: 'checkpoint', prompt, completion: Number(r.completion_tokens), cached: 0, cacheWrite: 0, cacheWrite1h: 0, reasoning: 0, latencyMs: null, ttfbMs: null, at: now, leaseId: id, checkpointed: true }),
+        usageRecord({ requestId: r.request_id, accountId: Number(lease.account_id), keyId: Number(lease.key_id), model: r.model, endpoint: r.endpoint, charge, uncovered: 0, status: 500, provider: null, counted: 'checkpoint', usage: usage(prompt, Number(r.completion_tokens)), latencyMs: null, ttfbMs: null, at: now, leaseId: id, checkpointed: true }),
       );
     }
     const amount = Number(lease.amount_micros);

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from 'yaml';
 import { parseUsd } from '../money';
+import { USAGE_CLASSES, familyOf, type PriceKey } from '../usage';
 import { COMMON_PROVIDER_SETTINGS, DEFAULT_TIMEOUTS, configSchema } from './schema';
 import {
   ConfigError,
@@ -19,8 +20,9 @@ import {
   type LimitsConfig,
   type ModelConfig,
   type ModelKind,
-  type CacheClass,
+  type CacheMultipliers,
   type PriceNotice,
+  type Rates,
   type ProviderCatalog,
   type ProviderConfig,
   type RoutingConfig,
@@ -125,10 +127,13 @@ interface RawConfig {
   models: RawModel[];
 }
 
+/** Prices as written: USD per million units, by price key. */
+type RawRates = Partial<Record<PriceKey, number>>;
+
 type RawModel = Omit<Partial<ModelConfig>, 'price' | 'routes'> & {
   id: string;
   kind: ModelKind;
-  price?: { input?: number; output?: number; cached_input?: number; cache_write?: number; cache_write_1h?: number };
+  price?: RawRates;
   allow?: Feature[];
   routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[];
 };
@@ -224,22 +229,13 @@ function model(m: RawModel, i: number, { providers, catalog, fail, notices }: Mo
       fail(['models', i, 'routes', j, 'provider'], `provider '${r.provider}' (type ${p.type}) cannot serve ${m.kind} models`);
     }
   });
-  const at = (k: string) => ['models', i, 'price', k];
-  const input = usdMicros(m.price?.input, '0', at('input'), fail);
   const types = [...new Set(m.routes.map((r) => providers[r.provider].type))];
-  const cache = (c: CacheClass) => cachePrice(m, c, input, types.map((t) => [t, catalog[t].cache?.[c]] as const), notices, (v) => usdMicros(v, '0', at(c), fail));
   return {
     id: m.id,
     kind: m.kind,
     owned_by: m.owned_by ?? m.routes[0].provider,
     created: m.created ?? DEFAULT_CREATED,
-    price: {
-      input,
-      output: usdMicros(m.price?.output, '0', at('output'), fail),
-      cached_input: cache('cached_input'),
-      cache_write: cache('cache_write'),
-      cache_write_1h: cache('cache_write_1h'),
-    },
+    price: rates(m.id, m.price ?? {}, ['models', i, 'price'], { billedBy: types.map((t) => [t, catalog[t].cache ?? {}] as const), notices, fail }),
     max_output_tokens: m.max_output_tokens ?? 4096,
     image_tokens: m.image_tokens ?? DEFAULT_IMAGE_TOKENS,
     file_tokens: m.file_tokens ?? DEFAULT_FILE_TOKENS,
@@ -255,26 +251,54 @@ function model(m: RawModel, i: number, { providers, catalog, fail, notices }: Mo
   };
 }
 
+interface PriceContext {
+  /** The provider types of the model's routes, and what each bills for the classes it bills apart. */
+  billedBy: (readonly [string, CacheMultipliers])[];
+  notices: PriceNotice[];
+  fail: Fail;
+}
+
 /**
- * A cache class's price: as configured, or — left out — what the model's providers bill for it: the highest of their
- * multipliers of the input price (rounded up to a whole micro-USD per million), or the input price when none bills
- * the class apart. A derived price, and a configured one below what a provider bills, are noted for start-up's log.
+ * A model's prices, read in the order of the usage classes (a family's price before its parts'). A price left out
+ * is, for a class at the top of a family (`input`, `output`), 0 (free); for a part (the cache classes), what the
+ * model's providers bill for it (partPrice).
  */
-function cachePrice(m: RawModel, c: CacheClass, input: number, billedBy: (readonly [string, number | undefined])[], notices: PriceNotice[], read: (v: number) => number): number {
-  // A provider without a multiplier for the class bills its tokens (if it reports them at all) as input.
+function rates(model: string, raw: RawRates, at: (string | number)[], ctx: PriceContext): Rates {
+  const out = {} as Rates;
+  for (const c of USAGE_CLASSES) {
+    if (c.price === null) continue;
+    const key = c.price;
+    const read = (v: number) => usdMicros(v, '0', [...at, key], ctx.fail);
+    const family = familyOf(c, USAGE_CLASSES).price;
+    if (c.partOf === null) out[key] = raw[key] === undefined ? 0 : read(raw[key]);
+    else out[key] = partPrice({ model, key }, raw[key], family === null ? 0 : out[family], ctx, read);
+  }
+  return out;
+}
+
+/**
+ * A part's price (a cache class's): as configured, or — left out — what the model's providers bill for it: the
+ * highest of their multipliers of the family's price (rounded up to a whole micro-USD per million), or the family's
+ * price when none bills the class apart. A derived price, and a configured one below what a provider bills, are
+ * noted for start-up's log.
+ */
+function partPrice(of: { model: string; key: PriceKey }, configured: number | undefined, familyPrice: number, ctx: PriceContext, read: (v: number) => number): number {
+  // A provider without a multiplier for the class bills its tokens (if it reports them at all) as the family's.
   let top = { provider: '', billed: -1, derived: false };
-  for (const [provider, perMille] of billedBy) {
-    const billed = perMille === undefined ? input : Math.ceil((input * perMille) / 1000);
+  for (const [provider, multipliers] of ctx.billedBy) {
+    const perMille = multipliers[of.key];
+    const billed = perMille === undefined ? familyPrice : Math.ceil((familyPrice * perMille) / 1000);
     if (billed > top.billed) top = { provider, billed, derived: perMille !== undefined };
   }
   const { provider, billed, derived } = top;
-  const configured = m.price?.[c];
+  const notice = (price: number, kind: PriceNotice['kind']) =>
+    ctx.notices.push({ model: of.model, class: of.key, price, kind, provider, billed });
   if (configured === undefined) {
-    if (derived && input) notices.push({ model: m.id, class: c, price: billed, kind: 'derived', provider, billed });
+    if (derived && familyPrice) notice(billed, 'derived');
     return billed;
   }
   const price = read(configured);
-  if (derived && price < billed) notices.push({ model: m.id, class: c, price, kind: 'below', provider, billed });
+  if (derived && price < billed) notice(price, 'below');
   return price;
 }
 

@@ -2,6 +2,7 @@
  * The JSON Schema of the configuration file. Provider types come from the provider registry (the catalog): each
  * type's own settings are allowed on its providers only.
  */
+import { PRICE_KEYS } from '../usage';
 import { FEATURES, type ProviderCatalog, type Timeouts } from './types';
 
 export const DEFAULT_TIMEOUTS: Timeouts = { connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 };
@@ -76,6 +77,9 @@ const CONSOLE = object({
   ),
 });
 
+/** USD per million units by price key (usage.ts). */
+const PRICE = object(Object.fromEntries(PRICE_KEYS.map((k) => [k, usd])));
+
 export function configSchema(catalog: ProviderCatalog): object {
   return object(
     {
@@ -104,7 +108,7 @@ export function configSchema(catalog: ProviderCatalog): object {
             kind: { enum: ['chat', 'completion', 'embedding'] },
             owned_by: { type: 'string' },
             created: int(0),
-            price: object({ input: usd, output: usd, cached_input: usd, cache_write: usd, cache_write_1h: usd }),
+            price: PRICE,
             max_output_tokens: int(1),
             image_tokens: int(0),
             file_tokens: int(0),

@@ -1,4 +1,5 @@
 /** The configuration as the rest of the gateway sees it: read, checked and with every default filled in. */
+import type { PriceKey } from '../usage';
 
 export type ModelKind = 'chat' | 'completion' | 'embedding';
 
@@ -49,32 +50,24 @@ export interface RouteConfig {
 }
 
 /**
- * Micro-USD per million tokens (the configuration says USD per million tokens, read exactly). A cache class the
- * configuration leaves out is priced from the providers' multipliers of the input price (CacheMultipliers), or at
- * the input price when none of the model's providers bills the class apart.
+ * Micro-USD per million units of each usage class that has a price key (usage.ts, USAGE_CLASSES: `input`, `output`,
+ * `cached_input`, `cache_write`, `cache_write_1h`); the configuration says USD per million, read exactly. A price
+ * for a part of another class (the cache classes) that the configuration leaves out is priced from the providers'
+ * multipliers of its family's price (CacheMultipliers), or at that price when none of the model's providers bills the
+ * class apart.
  */
-export interface PriceConfig {
-  input: number;
-  output: number;
-  /** Cache reads. */
-  cached_input: number;
-  /** 5-minute cache writes. */
-  cache_write: number;
-  /** 1-hour cache writes. */
-  cache_write_1h: number;
-}
+export type Rates = Record<PriceKey, number>;
 
-/** The classes of prompt token a provider may bill apart from fresh input. */
-export const CACHE_CLASSES = ['cached_input', 'cache_write', 'cache_write_1h'] as const;
-export type CacheClass = (typeof CACHE_CLASSES)[number];
+/** A model's prices. */
+export type PriceConfig = Rates;
 
-/** What a provider bills for each cache class, in thousandths of the input price (Anthropic: 100, 1250, 2000). */
-export type CacheMultipliers = Partial<Record<CacheClass, number>>;
+/** What a provider bills for the classes it bills apart from their family, in thousandths of the family's price (Anthropic: 100, 1250, 2000). */
+export type CacheMultipliers = Partial<Record<PriceKey, number>>;
 
 /** What start-up says about a model's prices: a class priced from a multiplier, or priced below what is billed. */
 export interface PriceNotice {
   model: string;
-  class: CacheClass;
+  class: PriceKey;
   /** Micro-USD per million tokens. */
   price: number;
   /** derived: priced from the multiplier; below: configured under what the provider bills (sold at a loss). */

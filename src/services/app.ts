@@ -14,7 +14,7 @@ import { Gateway } from '../gateway/gateway';
 import type { BreakerPosition } from '../gateway/router';
 import { PROVIDER_CATALOG } from '../gateway/providers';
 import { databaseAnswers } from '../db';
-import { Metrics, type TokenClass } from '../metrics';
+import { Metrics } from '../metrics';
 import { ConsoleLimits, sha256 } from './consoleLimits';
 import { checkLowBalances } from './alerts';
 import { purgeIdempotencyKeys } from './idempotency';
@@ -126,13 +126,7 @@ function observe(app: App): void {
     m.upstream.inc({ operation: s.endpoint, model: s.model, route, status: String(s.status) });
     if (s.latencyMs !== null) m.latency.observe({ model: s.model, route }, s.latencyMs / 1000);
     if (s.ttfbMs !== null) m.ttfb.observe({ model: s.model, route }, s.ttfbMs / 1000);
-    const tokens = (cls: TokenClass, n: number) => n > 0 && m.tokens.inc({ model: s.model, class: cls }, n);
-    tokens('prompt', s.prompt);
-    tokens('completion', s.completion);
-    tokens('cached', s.cached);
-    tokens('cache_write', s.cacheWrite);
-    tokens('cache_write_1h', s.cacheWrite1h);
-    tokens('reasoning', s.reasoning);
+    m.used(s.model, s.usage);
     if (cost > 0) m.spend.inc({ model: s.model }, cost);
   };
   m.gauge('switchyard_breaker_open', 'Whether a route is skipped, cooling down after failures (1) or not (0); across workers, 1 if any skips it', ['route'], () =>

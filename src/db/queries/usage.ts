@@ -1,7 +1,11 @@
 /** Reading usage records: the console's usage pages and the CLI's `usage list` share these queries. */
 import type { Knex } from 'knex';
+import { USAGE_CLASSES, type UsageColumn } from '../../usage';
 
-export interface UsageRecord {
+/** Every usage class's count, by its column (usage.ts). */
+export type UsageCounts = Record<UsageColumn, number>;
+
+export interface UsageRecord extends UsageCounts {
   id: number;
   request_id: string;
   account_id: number;
@@ -10,13 +14,6 @@ export interface UsageRecord {
   provider: string | null;
   endpoint: string;
   status: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  /** Of the cache writes: the 1-hour ones. */
-  cache_write_1h_tokens: number;
-  reasoning_tokens: number;
   counted: string;
   cost_micros: number;
   latency_ms: number | null;
@@ -43,6 +40,9 @@ function filtered(db: Knex, f: UsageFilter): Knex.QueryBuilder {
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
+/** The usage columns of a row (or of a sum of rows) as numbers; a column a row lacks is 0. */
+const counts = (r: Record<string, unknown>): UsageCounts => Object.fromEntries(USAGE_CLASSES.map((c) => [c.column, Number(r[c.column] ?? 0)])) as UsageCounts;
+
 function toRecord(r: Record<string, unknown>): UsageRecord {
   return {
     id: Number(r.id),
@@ -53,12 +53,7 @@ function toRecord(r: Record<string, unknown>): UsageRecord {
     provider: (r.provider as string | null) ?? null,
     endpoint: String(r.endpoint),
     status: Number(r.status),
-    prompt_tokens: Number(r.prompt_tokens),
-    completion_tokens: Number(r.completion_tokens),
-    cached_tokens: Number(r.cached_tokens ?? 0),
-    cache_write_tokens: Number(r.cache_write_tokens ?? 0),
-    cache_write_1h_tokens: Number(r.cache_write_1h_tokens ?? 0),
-    reasoning_tokens: Number(r.reasoning_tokens ?? 0),
+    ...counts(r),
     counted: String(r.counted),
     cost_micros: Number(r.cost_micros),
     latency_ms: num(r.latency_ms),
@@ -74,16 +69,9 @@ export async function usageRecords(db: Knex, f: UsageFilter, page: { limit: numb
   return (await q).map(toRecord);
 }
 
-export interface ModelTotals {
+export interface ModelTotals extends UsageCounts {
   model: string;
   requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  /** Of the cache writes: the 1-hour ones. */
-  cache_write_1h_tokens: number;
-  reasoning_tokens: number;
   cost_micros: number;
 }
 
@@ -92,18 +80,13 @@ export async function usageTotals(db: Knex, f: UsageFilter): Promise<ModelTotals
   const rows = (await filtered(db, f)
     .select('model')
     .count({ requests: '*' })
-    .sum({ prompt_tokens: 'prompt_tokens', completion_tokens: 'completion_tokens', cached_tokens: 'cached_tokens', cache_write_tokens: 'cache_write_tokens', cache_write_1h_tokens: 'cache_write_1h_tokens', reasoning_tokens: 'reasoning_tokens', cost: 'cost_micros' })
+    .sum({ ...Object.fromEntries(USAGE_CLASSES.map((c) => [c.column, c.column])), cost: 'cost_micros' })
     .groupBy('model')
     .orderBy('model')) as Record<string, unknown>[];
   return rows.map((t) => ({
     model: String(t.model),
     requests: Number(t.requests),
-    prompt_tokens: Number(t.prompt_tokens),
-    completion_tokens: Number(t.completion_tokens),
-    cached_tokens: Number(t.cached_tokens ?? 0),
-    cache_write_tokens: Number(t.cache_write_tokens ?? 0),
-    cache_write_1h_tokens: Number(t.cache_write_1h_tokens ?? 0),
-    reasoning_tokens: Number(t.reasoning_tokens ?? 0),
+    ...counts(t),
     cost_micros: Number(t.cost),
   }));
 }
