@@ -562,6 +562,11 @@ export interface paths {
          *     Filters: `key_id` (a key of this account; other ids match nothing),
          *     `from` (inclusive) and `to` (exclusive), as ISO 8601 dates or date-times.
          *     `totals` sums the whole filtered range per model, whatever the page.
+         *     `usage` (in each record and total) counts every usage class by name, and
+         *     `classes` describes them: what each is called, its unit, and which class
+         *     it is part of (cached tokens are part of the prompt). The `*_tokens`
+         *     fields repeat the token classes older clients read; a class added later
+         *     appears in `usage` only.
          */
         get: operations["listUsage"];
         put?: never;
@@ -2814,6 +2819,7 @@ export interface components {
             cache_write_1h_tokens: number;
             /** @description Of the completion tokens, those spent reasoning (billed as output). */
             reasoning_tokens: number;
+            usage: components["schemas"]["UsageCounts"];
             /**
              * @description Where the token counts come from: `upstream` (reported by the
              *     provider), `tokenizer` (counted by the gateway), `checkpoint` (settled
@@ -2839,7 +2845,30 @@ export interface components {
             cache_write_1h_tokens: number;
             /** @description Of the completion tokens, those spent reasoning (billed as output). */
             reasoning_tokens: number;
+            usage: components["schemas"]["UsageCounts"];
             cost_usd: components["schemas"]["Usd"];
+        };
+        /**
+         * @description Every usage class, by name (see `classes` of the usage page), with its
+         *     count in its unit. A part is counted within its whole as well: `cached`
+         *     tokens are also `prompt` tokens.
+         */
+        UsageCounts: {
+            [key: string]: number;
+        };
+        /** @description A usage class, as Switchyard counts and prices it. */
+        UsageClass: {
+            /** @description Its key in `usage`. */
+            name: string;
+            /** @description What to call it ("cached", "reasoning"). */
+            label: string;
+            /**
+             * @description What it is counted in.
+             * @enum {string}
+             */
+            unit: "token" | "image" | "second" | "character" | "request" | "search_unit";
+            /** @description The class whose count includes this one's (cached tokens are part of the prompt), or null. */
+            part_of: string | null;
         };
         UsagePage: {
             data: components["schemas"]["UsageRecord"][];
@@ -2847,6 +2876,8 @@ export interface components {
             next_cursor: string | null;
             /** @description Per model, over the whole filtered range. */
             totals: components["schemas"]["ModelUsageTotal"][];
+            /** @description Every usage class, wholes before their parts. */
+            classes: components["schemas"]["UsageClass"][];
         };
         DailyUsage: {
             data: {
@@ -4448,6 +4479,14 @@ export interface operations {
                      *           "cache_write_tokens": 0,
                      *           "cache_write_1h_tokens": 0,
                      *           "reasoning_tokens": 0,
+                     *           "usage": {
+                     *             "prompt": 1234,
+                     *             "cached": 1024,
+                     *             "cache_write": 0,
+                     *             "cache_write_1h": 0,
+                     *             "completion": 567,
+                     *             "reasoning": 0
+                     *           },
                      *           "counted": "upstream",
                      *           "cost_usd": "0.000526",
                      *           "latency_ms": 812,
@@ -4465,7 +4504,53 @@ export interface operations {
                      *           "cache_write_tokens": 0,
                      *           "cache_write_1h_tokens": 0,
                      *           "reasoning_tokens": 0,
+                     *           "usage": {
+                     *             "prompt": 15903210,
+                     *             "cached": 11820544,
+                     *             "cache_write": 0,
+                     *             "cache_write_1h": 0,
+                     *             "completion": 6437702,
+                     *             "reasoning": 0
+                     *           },
                      *           "cost_usd": "6.248103"
+                     *         }
+                     *       ],
+                     *       "classes": [
+                     *         {
+                     *           "name": "prompt",
+                     *           "label": "input",
+                     *           "unit": "token",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "cached",
+                     *           "label": "cached",
+                     *           "unit": "token",
+                     *           "part_of": "prompt"
+                     *         },
+                     *         {
+                     *           "name": "cache_write",
+                     *           "label": "cache write",
+                     *           "unit": "token",
+                     *           "part_of": "prompt"
+                     *         },
+                     *         {
+                     *           "name": "cache_write_1h",
+                     *           "label": "1-hour cache write",
+                     *           "unit": "token",
+                     *           "part_of": "cache_write"
+                     *         },
+                     *         {
+                     *           "name": "completion",
+                     *           "label": "output",
+                     *           "unit": "token",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "reasoning",
+                     *           "label": "reasoning",
+                     *           "unit": "token",
+                     *           "part_of": "completion"
                      *         }
                      *       ]
                      *     }

@@ -1,15 +1,16 @@
 /**
  * What one request used, by usage class, and the classes themselves as one table of data (USAGE_CLASSES). The
  * gateway reads a Usage from each provider's answer (or counts it); billing prices it, the usage records store it,
- * metrics count it, all by reading the table.
+ * metrics count it, the console API and the console show it, all by reading the table: a new class is one entry
+ * (and a migration for its column). See README, "How to add a usage class".
  */
 
-/** What a class is counted in. */
+/** What a class is counted in (the contract's UsageClass lists the same). */
 export const UNITS = ['token', 'image', 'second', 'character', 'request', 'search_unit'] as const;
 export type Unit = (typeof UNITS)[number];
 
 export interface UsageClass {
-  /** Its name: the `class` label of the metrics. */
+  /** Its name: the `class` label of the metrics, its key in the console API's `usage` maps and class list. */
   readonly name: string;
   /** Its key in a Usage, where the gateway puts what the provider reported. */
   readonly field: string;
@@ -29,6 +30,13 @@ export interface UsageClass {
   /** Its usage_records column; also its field in the CLI's `usage list`, which prints the records as stored. */
   readonly column: string;
   /**
+   * Also a field of its own (named `column`) in the console API's records and totals, as before the `usage` map:
+   * the classes older clients read. A class added later appears in the `usage` maps only, so the contract stays.
+   */
+  readonly apiField?: boolean;
+  /** What the console calls it ("cached": "1,024 cached"; a class at the top heads a column: "Input tokens"). */
+  readonly label: string;
+  /**
    * It occurs only when the model allows this feature (`models[].allow`, config FEATURES): elsewhere it never reaches
    * the upstream, and a hold leaves its price out.
    */
@@ -38,14 +46,14 @@ export interface UsageClass {
 /** Every usage class. A part comes after its whole (billing and configuration read the table in this order). */
 export const USAGE_CLASSES = [
   // Every prompt token, cache reads and writes included (OpenAI's `prompt_tokens`): the rest of it is fresh input.
-  { name: 'prompt', field: 'prompt', unit: 'token', price: 'input', partOf: null, column: 'prompt_tokens' },
-  { name: 'cached', field: 'cached', unit: 'token', price: 'cached_input', partOf: 'prompt', column: 'cached_tokens' },
-  { name: 'cache_write', field: 'cacheWrite', unit: 'token', price: 'cache_write', partOf: 'prompt', column: 'cache_write_tokens' },
+  { name: 'prompt', field: 'prompt', unit: 'token', price: 'input', partOf: null, column: 'prompt_tokens', apiField: true, label: 'input' },
+  { name: 'cached', field: 'cached', unit: 'token', price: 'cached_input', partOf: 'prompt', column: 'cached_tokens', apiField: true, label: 'cached' },
+  { name: 'cache_write', field: 'cacheWrite', unit: 'token', price: 'cache_write', partOf: 'prompt', column: 'cache_write_tokens', apiField: true, label: 'cache write' },
   // Anthropic bills 1-hour writes at 2× input, 5-minute ones at 1.25×.
-  { name: 'cache_write_1h', field: 'cacheWrite1h', unit: 'token', price: 'cache_write_1h', partOf: 'cache_write', column: 'cache_write_1h_tokens', feature: 'cache_1h' },
+  { name: 'cache_write_1h', field: 'cacheWrite1h', unit: 'token', price: 'cache_write_1h', partOf: 'cache_write', column: 'cache_write_1h_tokens', apiField: true, label: '1-hour cache write', feature: 'cache_1h' },
   // Every generated token, reasoning included (OpenAI's `completion_tokens`).
-  { name: 'completion', field: 'completion', unit: 'token', price: 'output', partOf: null, column: 'completion_tokens' },
-  { name: 'reasoning', field: 'reasoning', unit: 'token', price: null, partOf: 'completion', column: 'reasoning_tokens' },
+  { name: 'completion', field: 'completion', unit: 'token', price: 'output', partOf: null, column: 'completion_tokens', apiField: true, label: 'output' },
+  { name: 'reasoning', field: 'reasoning', unit: 'token', price: null, partOf: 'completion', column: 'reasoning_tokens', apiField: true, label: 'reasoning' },
 ] as const satisfies readonly UsageClass[];
 
 type Entry = (typeof USAGE_CLASSES)[number];

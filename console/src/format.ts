@@ -1,5 +1,5 @@
 /** Display helpers: money, numbers and dates in the browser's locale. */
-import type { Usd } from './types';
+import type { UsageClass, Usd } from './types';
 
 export function num(v: Usd | null | undefined): number {
   const n = typeof v === 'number' ? v : Number(v ?? 0);
@@ -64,4 +64,24 @@ export function ago(v: string | number | null | undefined): string {
 export function shortDay(day: string): string {
   const [y, m, d] = day.split('-').map(Number);
   return new Date(Date.UTC(y, (m ?? 1) - 1, d ?? 1)).toLocaleDateString('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' });
+}
+
+/** Each unit a usage class is counted in, one and many ("42 s"). */
+const UNITS: Record<UsageClass['unit'], [string, string]> = {
+  token: ['token', 'tokens'],
+  image: ['image', 'images'],
+  second: ['s', 's'],
+  character: ['character', 'characters'],
+  request: ['request', 'requests'],
+  search_unit: ['search unit', 'search units'],
+};
+
+/** The name of a unit, for a count of `n` (plural by default: a column heading). */
+export function unitName(unit: UsageClass['unit'], n = 2): string {
+  return UNITS[unit][n === 1 ? 0 : 1];
+}
+
+/** "3 images", "42 s", "1,024 tokens". */
+export function quantity(n: number, unit: UsageClass['unit']): string {
+  return `${int(n)} ${unitName(unit, n)}`;
 }

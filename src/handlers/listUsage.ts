@@ -1,9 +1,12 @@
 import { usageRecords, usageTotals } from '../db/queries/usage';
 import { formatUsd } from '../money';
-import { cursorParam, timeParam } from '../services/views';
+import { USAGE_CLASS_VIEWS, cursorParam, timeParam, usageCountsView } from '../services/views';
 import type { Handler } from './types';
 
-/** GET /console/api/usage: the account's usage records, newest first, with per-model totals of the filtered range. */
+/**
+ * GET /console/api/usage: the account's usage records, newest first, with per-model totals of the filtered range and
+ * the usage classes they count.
+ */
 export const listUsage: Handler<'listUsage'> = async ({ session, query, app }) => {
   const filter = { accountId: session.accountId, keyId: query.key_id, from: timeParam(query.from, 'from'), to: timeParam(query.to, 'to') };
   const limit = query.limit ?? 50;
@@ -16,19 +19,15 @@ export const listUsage: Handler<'listUsage'> = async ({ session, query, app }) =
         key_id: r.key_id,
         model: r.model,
         status: r.status,
-        prompt_tokens: r.prompt_tokens,
-        completion_tokens: r.completion_tokens,
-        cached_tokens: r.cached_tokens,
-        cache_write_tokens: r.cache_write_tokens,
-        cache_write_1h_tokens: r.cache_write_1h_tokens,
-        reasoning_tokens: r.reasoning_tokens,
+        ...usageCountsView(r),
         counted: r.counted as never,
         cost_usd: formatUsd(r.cost_micros),
         latency_ms: r.latency_ms,
         created_at: new Date(r.created_at).toISOString(),
       })),
       next_cursor: rows.length > limit ? String(rows[limit - 1].id) : null,
-      totals: totals.map(({ cost_micros, ...t }) => ({ ...t, cost_usd: formatUsd(cost_micros) })),
+      totals: totals.map((t) => ({ model: t.model, requests: t.requests, ...usageCountsView(t), cost_usd: formatUsd(t.cost_micros) })),
+      classes: USAGE_CLASS_VIEWS,
     },
   };
 };

@@ -6,8 +6,30 @@ import type { ApiKey, BudgetPeriod } from '../accounts/keys';
 import { periodEnd, spentThisPeriod } from '../billing/budgets';
 import { formatUsd, parseUsd } from '../money';
 import { errors } from '../errors';
+import { USAGE_CLASSES } from '../usage';
+import type { UsageCounts } from '../db/queries/usage';
 
 type Schemas = components['schemas'];
+
+/** The usage columns that are also fields of their own in the console API (usage.ts, `apiField`). */
+type FieldColumn = Extract<(typeof USAGE_CLASSES)[number], { apiField: true }>['column'];
+
+/**
+ * A usage record's or a total's counts as the console API shows them: every class in the `usage` map, by name, and
+ * the classes older clients read also as fields of their own.
+ */
+export function usageCountsView(r: UsageCounts): Pick<Schemas['UsageRecord'], FieldColumn | 'usage'> {
+  const fields: Partial<Record<FieldColumn, number>> = {};
+  const usage: Schemas['UsageCounts'] = {};
+  for (const c of USAGE_CLASSES) {
+    usage[c.name] = r[c.column];
+    if (c.apiField) fields[c.column] = r[c.column];
+  }
+  return { ...(fields as Record<FieldColumn, number>), usage };
+}
+
+/** The usage classes as the console API describes them, wholes before their parts. */
+export const USAGE_CLASS_VIEWS: Schemas['UsageClass'][] = USAGE_CLASSES.map((c) => ({ name: c.name, label: c.label, unit: c.unit, part_of: c.partOf }));
 
 export const SESSION_COOKIE = 'sy_session';
 

@@ -10,6 +10,7 @@ import Stripe from 'stripe';
 import OpenAI from 'openai';
 import { mailedToken, startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, PASSWORD, registered, uniqueEmail } from '../helpers/console';
+import { schemaProblems } from '../helpers/contract';
 import { FakeStripe, checkoutEvent } from '../fakes/stripeApi';
 import { createCodes } from '../../src/billing/redemption';
 import { post, DuplicateLedgerEntry } from '../../src/db/ledger';
@@ -487,7 +488,7 @@ describe('keys', () => {
     }
     expect((await intruder.get('/console/api/keys')).body.data).toEqual([]);
     const usage = await intruder.get(`/console/api/usage?key_id=${id}`);
-    expect(usage.body).toEqual({ data: [], next_cursor: null, totals: [] });
+    expect(usage.body).toMatchObject({ data: [], next_cursor: null, totals: [] });
     expect((await intruder.get('/console/api/ledger')).body.data.map((r: any) => r.kind)).toEqual(['signup']);
     // Untouched, and still working.
     expect((await owner.get('/console/api/keys')).body.data).toEqual([expect.objectContaining({ id, name: 'mine', enabled: true })]);
@@ -738,6 +739,7 @@ describe('usage, daily usage and ledger', () => {
       cache_write_tokens: 0,
       cache_write_1h_tokens: 0,
       reasoning_tokens: 0,
+      usage: { prompt: r.body.data[0].prompt_tokens, cached: 0, cache_write: 0, cache_write_1h: 0, completion: 0, reasoning: 0 },
       counted: expect.stringMatching(/^(upstream|tokenizer)$/),
       cost_usd: expect.stringMatching(/^\d+\.\d{6}$/),
       latency_ms: expect.any(Number),
@@ -745,8 +747,20 @@ describe('usage, daily usage and ledger', () => {
     });
     expect(r.body.next_cursor).toBeNull();
     expect(r.body.totals).toEqual([
-      { model: 'mock-chat', requests: 3, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: expect.any(String) },
-      { model: 'mock-embedding', requests: 1, prompt_tokens: expect.any(Number), completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: expect.any(String) },
+      { model: 'mock-chat', requests: 3, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, usage: expect.any(Object), cost_usd: expect.any(String) },
+      { model: 'mock-embedding', requests: 1, prompt_tokens: expect.any(Number), completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, usage: expect.any(Object), cost_usd: expect.any(String) },
+    ]);
+    // Every class by name in the `usage` maps, as the page's `classes` describe them: the fields older clients read agree.
+    expect(schemaProblems('UsagePage', r.body)).toBeNull();
+    const chat = r.body.totals[0];
+    expect(chat.usage).toEqual({ prompt: chat.prompt_tokens, cached: 0, cache_write: 0, cache_write_1h: 0, completion: chat.completion_tokens, reasoning: 0 });
+    expect(r.body.classes).toEqual([
+      { name: 'prompt', label: 'input', unit: 'token', part_of: null },
+      { name: 'cached', label: 'cached', unit: 'token', part_of: 'prompt' },
+      { name: 'cache_write', label: 'cache write', unit: 'token', part_of: 'prompt' },
+      { name: 'cache_write_1h', label: '1-hour cache write', unit: 'token', part_of: 'cache_write' },
+      { name: 'completion', label: 'output', unit: 'token', part_of: null },
+      { name: 'reasoning', label: 'reasoning', unit: 'token', part_of: 'completion' },
     ]);
     const spent = (await c.get('/console/api/account')).body.totals;
     const sum = r.body.data.reduce((a: number, x: any) => a + Math.round(Number(x.cost_usd) * 1e6), 0);
@@ -772,7 +786,7 @@ describe('usage, daily usage and ledger', () => {
     expect(byKey.data.map((x: any) => x.key_id)).toEqual([keys[0].id, keys[0].id]);
     expect(byKey.totals).toEqual([expect.objectContaining({ model: 'mock-chat', requests: 2 })]);
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
-    expect((await c.get(`/console/api/usage?from=${tomorrow}`)).body).toEqual({ data: [], next_cursor: null, totals: [] });
+    expect((await c.get(`/console/api/usage?from=${tomorrow}`)).body).toMatchObject({ data: [], next_cursor: null, totals: [] });
     expect((await c.get(`/console/api/usage?to=${tomorrow}`)).body.data).toHaveLength(4);
     expect((await c.get(`/console/api/usage?from=2000-01-01T00:00:00Z&to=2000-01-02`)).body.data).toEqual([]);
     for (const q of ['from=yesterday', 'to=2026-13-45', 'limit=0', 'limit=501', 'cursor=abc', 'key_id=x']) {

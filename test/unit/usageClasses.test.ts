@@ -1,12 +1,15 @@
 /**
- * The usage classes as one table (src/usage.ts): the table is well formed and agrees with the configuration and
- * the database; Price reads it, so a class of another unit, or a new part of the prompt, is priced by
+ * The usage classes as one table (src/usage.ts): the table is well formed and agrees with the configuration, the
+ * contract and the database; Price reads it, so a class of another unit, or a new part of the prompt, is priced by
  * adding an entry (here to a table of the test's own).
  */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
 import { Price } from '../../src/billing/prices';
 import { FEATURES, type PriceConfig } from '../../src/config';
 import { connect } from '../../src/db';
-import { PRICE_KEYS, USAGE_CLASSES, usage, usageColumns, type Usage, type UsageClass } from '../../src/usage';
+import { PRICE_KEYS, UNITS, USAGE_CLASSES, usage, usageColumns, type Usage, type UsageClass } from '../../src/usage';
 
 describe('the table', () => {
   const names = USAGE_CLASSES.map((c) => c.name);
@@ -23,6 +26,11 @@ describe('the table', () => {
 
   test('a feature a class needs is one the configuration knows', () => {
     for (const c of USAGE_CLASSES as readonly UsageClass[]) if (c.feature) expect(FEATURES).toContain(c.feature);
+  });
+
+  test("the contract's units are the table's", () => {
+    const contract = parse(fs.readFileSync(path.join(__dirname, '../../openapi/openapi.yaml'), 'utf8'));
+    expect(contract.components.schemas.UsageClass.properties.unit.enum).toEqual([...UNITS]);
   });
 
   test('every class has its usage_records column (a new class needs a migration)', async () => {
@@ -45,7 +53,7 @@ describe('Price reads the table', () => {
   const used = (u: Usage, more: Record<string, number>) => ({ ...u, ...more }) as Usage;
 
   test('a class counted in images, priced per million images, apart from the tokens', () => {
-    const table: UsageClass[] = [...USAGE_CLASSES, { name: 'image', field: 'images', unit: 'image', price: 'image', partOf: null, column: 'images' }];
+    const table: UsageClass[] = [...USAGE_CLASSES, { name: 'image', field: 'images', unit: 'image', price: 'image', partOf: null, column: 'images', label: 'generated' }];
     // 0.04 USD an image: 40,000 USD per million images
     const price = new Price(rates({ input: 1_000_000, output: 4_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000, image: 40_000_000_000 }), true, table);
     // 100 prompt tokens × 1 + 3 images × 40,000 µUSD
@@ -56,7 +64,7 @@ describe('Price reads the table', () => {
   });
 
   test('a new part of the prompt is taken out of fresh input and billed at its own price; a hold counts it', () => {
-    const table: UsageClass[] = [...USAGE_CLASSES, { name: 'audio', field: 'audio', unit: 'token', price: 'audio_input', partOf: 'prompt', column: 'audio_tokens' }];
+    const table: UsageClass[] = [...USAGE_CLASSES, { name: 'audio', field: 'audio', unit: 'token', price: 'audio_input', partOf: 'prompt', column: 'audio_tokens', label: 'audio' }];
     const price = new Price(rates({ input: 2_500_000, output: 10_000_000, cached_input: 1_250_000, cache_write: 2_500_000, cache_write_1h: 2_500_000, audio_input: 40_000_000 }), true, table);
     // fresh 500 × 2.5 + cached 200 × 1.25 + audio 300 × 40 + output 10 × 10 = 1,250 + 250 + 12,000 + 100 µUSD
     expect(price.cost(used(usage(1_000, 10, { cached: 200 }), { audio: 300 }))).toBe(13_600);
@@ -65,7 +73,7 @@ describe('Price reads the table', () => {
 
   test('exact however many classes: a sum past 2^53 falls back to BigInt', () => {
     // Nine classes, each product below 2^50 (each exact in a double) but their sum is not: doubles would lose the µUSD.
-    const table: UsageClass[] = Array.from({ length: 9 }, (_, i) => ({ name: `c${i}`, field: `f${i}`, unit: 'token', price: `k${i}`, partOf: null, column: `c${i}` }));
+    const table: UsageClass[] = Array.from({ length: 9 }, (_, i) => ({ name: `c${i}`, field: `f${i}`, unit: 'token', price: `k${i}`, partOf: null, column: `c${i}`, label: `c${i}` }));
     const price = new Price(rates(Object.fromEntries(table.map((c) => [c.price, 1]))), true, table);
     const counts = [...Array(8).fill(1_125_899_906_842_623), 1_125_899_906_259_017];
     const u = { ...usage(0, 0), ...Object.fromEntries(counts.map((n, i) => [`f${i}`, n])) } as Usage;

@@ -1,9 +1,12 @@
-/** Usage: every request, filtered by key and dates, paged with next_cursor, with totals per model. */
+/**
+ * Usage: every request, filtered by key and dates, paged with next_cursor, with totals per model. The columns are the
+ * usage classes the API describes (`classes`): one per class at the top (input, output), its parts beneath the count.
+ */
 import { useMemo, useState } from 'preact/hooks';
 import { api } from '../api';
 import { Alert, Badge, Button, Card, Empty, Field, Loading, PageHeader, useLoader } from '../components/ui';
-import { dateTime, int, num, usd } from '../format';
-import type { ApiKey, ModelTotal } from '../types';
+import { dateTime, int, num, quantity, unitName, usd } from '../format';
+import type { ApiKey, ModelTotal, UsageClass, UsageCounts } from '../types';
 
 const PAGE = 25;
 
@@ -84,6 +87,8 @@ export function Usage() {
 
   const rows = page.data?.data ?? [];
   const totals = page.data?.totals ?? [];
+  const classes = page.data?.classes ?? [];
+  const tops = classes.filter((c) => c.part_of === null);
   const filtered = !!(filters.key_id || filters.from || filters.to);
 
   return (
@@ -138,7 +143,7 @@ export function Usage() {
         <Alert>{page.error}</Alert>
       ) : (
         <>
-          <Totals totals={totals} loading={page.loading && !page.data} />
+          <Totals totals={totals} classes={classes} loading={page.loading && !page.data} />
           <Card title="Requests" subtitle={filtered ? 'Matching the filters above, newest first' : 'Newest first'} pad={false}>
             {page.loading && !page.data ? (
               <Loading label="Loading requests…" />
@@ -155,8 +160,11 @@ export function Usage() {
                       <th>Key</th>
                       <th>Model</th>
                       <th>Status</th>
-                      <th class="num">Input tokens</th>
-                      <th class="num">Output tokens</th>
+                      {tops.map((c) => (
+                        <th key={c.name} class="num">
+                          {heading(c)}
+                        </th>
+                      ))}
                       <th class="num">Latency</th>
                       <th class="num">Cost</th>
                     </tr>
@@ -175,14 +183,12 @@ export function Usage() {
                           <td>
                             <Badge tone={ok ? 'green' : r.status >= 500 ? 'red' : 'amber'}>{r.status}</Badge>
                           </td>
-                          <td class="num">
-                            {int(r.prompt_tokens)}
-                            <InputSplit cached={r.cached_tokens} written={r.cache_write_tokens} />
-                          </td>
-                          <td class="num">
-                            {int(r.completion_tokens)}
-                            <OutputSplit reasoning={r.reasoning_tokens} />
-                          </td>
+                          {tops.map((c) => (
+                            <td key={c.name} class="num">
+                              {int(r.usage[c.name] ?? 0)}
+                              <Parts of={c} classes={classes} usage={r.usage} />
+                            </td>
+                          ))}
                           <td class="num muted">{r.latency_ms === null || r.latency_ms === undefined ? '—' : `${int(r.latency_ms)} ms`}</td>
                           <td class="num" title={COUNTED[r.counted]}>{num(r.cost_usd) === 0 && !ok ? <span class="muted">Not charged</span> : usd(r.cost_usd, { precise: true })}</td>
                         </tr>
@@ -212,22 +218,30 @@ export function Usage() {
   );
 }
 
-/** Of the input tokens, the prompt-cache reads and writes (billed at their own prices), when there are any. */
-function InputSplit({ cached, written }: { cached: number; written: number }) {
-  if (!cached && !written) return null;
-  const parts = [cached ? `${int(cached)} cached` : '', written ? `${int(written)} cache write` : ''].filter(Boolean);
-  return <div class="muted small" data-testid="input-split">{parts.join(' · ')}</div>;
+/** A column's heading: a class at the top and its unit ("Input tokens", "Generated images"). */
+function heading(c: UsageClass): string {
+  return `${c.label.charAt(0).toUpperCase()}${c.label.slice(1)} ${unitName(c.unit)}`;
 }
 
-/** Of the output tokens, those spent reasoning, when there are any. */
-function OutputSplit({ reasoning }: { reasoning: number }) {
-  if (!reasoning) return null;
-  return <div class="muted small" data-testid="output-split">{int(reasoning)} reasoning</div>;
+/** The classes within `of` (its parts, and theirs), in the API's order. */
+function partsOf(of: UsageClass, classes: UsageClass[]): UsageClass[] {
+  const within = (c: UsageClass): boolean => c.part_of === of.name || (c.part_of !== null && within(classes.find((w) => w.name === c.part_of)!));
+  return classes.filter(within);
 }
 
-function Totals({ totals, loading }: { totals: ModelTotal[]; loading: boolean }) {
+/** Of a count, its parts billed or shown apart (cache reads and writes, reasoning), when there are any; in their own unit when it differs. */
+function Parts({ of, classes, usage }: { of: UsageClass; classes: UsageClass[]; usage: UsageCounts }) {
+  const parts = partsOf(of, classes)
+    .filter((c) => usage[c.name])
+    .map((c) => `${c.unit === of.unit ? int(usage[c.name]) : quantity(usage[c.name], c.unit)} ${c.label}`);
+  if (!parts.length) return null;
+  return <div class="muted small" data-testid={`parts-${of.name}`}>{parts.join(' · ')}</div>;
+}
+
+function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: UsageClass[]; loading: boolean }) {
   if (loading || !totals.length) return null;
-  const sum = totals.reduce((a, t) => ({ requests: a.requests + t.requests, prompt: a.prompt + t.prompt_tokens, completion: a.completion + t.completion_tokens, cost: a.cost + num(t.cost_usd) }), { requests: 0, prompt: 0, completion: 0, cost: 0 });
+  const tops = classes.filter((c) => c.part_of === null);
+  const sum = (name: string) => totals.reduce((a, t) => a + (t.usage[name] ?? 0), 0);
   return (
     <Card title="Totals by model" pad={false}>
       <div class="table-wrap">
@@ -236,8 +250,11 @@ function Totals({ totals, loading }: { totals: ModelTotal[]; loading: boolean })
             <tr>
               <th>Model</th>
               <th class="num">Requests</th>
-              <th class="num">Input tokens</th>
-              <th class="num">Output tokens</th>
+              {tops.map((c) => (
+                <th key={c.name} class="num">
+                  {heading(c)}
+                </th>
+              ))}
               <th class="num">Cost</th>
             </tr>
           </thead>
@@ -248,14 +265,12 @@ function Totals({ totals, loading }: { totals: ModelTotal[]; loading: boolean })
                   <code>{t.model}</code>
                 </td>
                 <td class="num">{int(t.requests)}</td>
-                <td class="num">
-                  {int(t.prompt_tokens)}
-                  <InputSplit cached={t.cached_tokens} written={t.cache_write_tokens} />
-                </td>
-                <td class="num">
-                  {int(t.completion_tokens)}
-                  <OutputSplit reasoning={t.reasoning_tokens} />
-                </td>
+                {tops.map((c) => (
+                  <td key={c.name} class="num">
+                    {int(t.usage[c.name] ?? 0)}
+                    <Parts of={c} classes={classes} usage={t.usage} />
+                  </td>
+                ))}
                 <td class="num">{usd(t.cost_usd, { precise: true })}</td>
               </tr>
             ))}
@@ -264,10 +279,13 @@ function Totals({ totals, loading }: { totals: ModelTotal[]; loading: boolean })
             <tfoot>
               <tr>
                 <td>All models</td>
-                <td class="num">{int(sum.requests)}</td>
-                <td class="num">{int(sum.prompt)}</td>
-                <td class="num">{int(sum.completion)}</td>
-                <td class="num">{usd(sum.cost, { precise: true })}</td>
+                <td class="num">{int(totals.reduce((a, t) => a + t.requests, 0))}</td>
+                {tops.map((c) => (
+                  <td key={c.name} class="num">
+                    {int(sum(c.name))}
+                  </td>
+                ))}
+                <td class="num">{usd(totals.reduce((a, t) => a + num(t.cost_usd), 0), { precise: true })}</td>
               </tr>
             </tfoot>
           )}
