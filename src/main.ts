@@ -73,9 +73,10 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
 export function logPrices(log: Logger, config: Config): void {
   const usd = (micros: number) => formatUsd(micros).replace(/\.?0+$/, '');
   for (const n of config.priceNotices) {
-    const at = { model: n.model, class: n.class, usd_per_million: usd(n.price), provider: n.provider, provider_bills: usd(n.billed) };
-    if (n.kind === 'derived') log.info(at, `price.${n.class} of ${n.model} not set: ${usd(n.price)} USD per million tokens, what ${n.provider} bills`);
-    else log.warn(at, `price.${n.class} of ${n.model} is below what ${n.provider} bills (${usd(n.billed)} USD per million tokens): its requests are sold at a loss`);
+    const at = { model: n.model, class: n.class, ...(n.tier !== undefined ? { above_prompt_tokens: n.tier } : {}), usd_per_million: usd(n.price), provider: n.provider, provider_bills: usd(n.billed) };
+    const price = `price.${n.class} of ${n.model}${n.tier !== undefined ? ` above ${n.tier} prompt tokens` : ''}`;
+    if (n.kind === 'derived') log.info(at, `${price} not set: ${usd(n.price)} USD per million tokens, what ${n.provider} bills`);
+    else log.warn(at, `${price} is below what ${n.provider} bills (${usd(n.billed)} USD per million tokens): its requests are sold at a loss`);
   }
 }
 

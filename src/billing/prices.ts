@@ -5,15 +5,25 @@
  * micro-USD — fresh input × input + cache reads × cached_input + 5-minute cache writes × cache_write + 1-hour cache
  * writes × cache_write_1h + output × output, today — computed exactly (BigInt when a double would not be) and rounded
  * up once per request, never per token or per class.
+ *
+ * Tiers. A price may depend on the prompt's size: the prices of the highest tier whose `above_prompt_tokens` the
+ * prompt is above apply to the whole request (Gemini 2.5 Pro above 200k prompt tokens: 2× input, 1.5× output).
+ * Settlement prices a usage at the tier its reported prompt reached; a hold prices the prompt bound at the dearest
+ * tier that bound can reach (the highest, as prices rise with the prompt), so it covers any tier the request lands in.
  */
-import type { ModelConfig, PriceConfig } from '../config';
+import type { ModelConfig, PriceConfig, Rates } from '../config';
 import { USAGE_CLASSES, countOf, familyOf, type Usage, type UsageClass } from '../usage';
 
-export class Price {
-  /** By price key: a test's table may have keys of its own. */
-  private readonly rates: Readonly<Record<string, number>>;
+interface Tier {
+  /** The tier applies to prompts of more tokens than this (the base: -1, every prompt). */
+  above: number;
+  rates: Readonly<Record<string, number>>;
   /** For each class at the top of a family: the highest price in its family, what a hold pays for each of its units. */
-  private readonly top: Record<string, number> = {};
+  top: Record<string, number>;
+}
+
+export class Price {
+  private readonly tiers: Tier[];
   private readonly billedApart: readonly UsageClass[];
 
   /**
@@ -27,45 +37,68 @@ export class Price {
     private readonly classes: readonly UsageClass[] = USAGE_CLASSES,
   ) {
     const reaches = (c: UsageClass) => !c.feature || allowed === true || (allowed !== false && allowed.includes(c.feature));
-    this.rates = p;
-    for (const c of classes) {
-      const family = familyOf(c, classes).name;
-      this.top[family] = Math.max(this.top[family] ?? 0, c.price !== null && reaches(c) ? (this.rates[c.price] ?? 0) : 0);
-    }
+    const tier = (above: number, prices: Rates): Tier => {
+      const rates: Readonly<Record<string, number>> = prices; // by price key: a test's table may have keys of its own
+      const top: Record<string, number> = {};
+      for (const c of classes) {
+        const family = familyOf(c, classes).name;
+        top[family] = Math.max(top[family] ?? 0, c.price !== null && reaches(c) ? (rates[c.price] ?? 0) : 0);
+      }
+      return { above, rates, top };
+    };
+    this.tiers = [tier(-1, p), ...(p.tiers ?? []).map((t) => tier(t.above_prompt_tokens, t))];
     this.billedApart = classes.filter((c) => c.price !== null);
   }
 
-  /** What a usage costs, micro-USD. */
+  /** What a usage costs, micro-USD: at the tier its prompt reached. */
   cost(u: Usage): number {
+    const rates = this.tierOf(u.prompt).rates;
     const own = this.ownCounts(u);
-    return ceilMillionth(this.billedApart.map((c) => [own.get(c.name)!, this.rates[c.price!] ?? 0]));
+    return ceilMillionth(this.billedApart.map((c) => [own.get(c.name)!, rates[c.price!] ?? 0]));
   }
 
   /**
    * The most a request can cost whose prompt is at most `promptTokens` and output at most `outputTokens` (each token
-   * at the highest price of its family). `others`: bounds of the other classes at the top of a family, by name (none
-   * yet: every class is part of the prompt or of the output).
+   * at the highest price of its family), at the dearest tier the prompt bound reaches. `others`: bounds of the other
+   * classes at the top of a family, by name (none yet: every class is part of the prompt or of the output).
    */
   worstCase(promptTokens: number, outputTokens: number, others: Readonly<Record<string, number>> = {}): number {
-    return ceilMillionth(this.holdTerms({ ...others, prompt: promptTokens, completion: outputTokens }));
+    return Math.max(...this.reachable(promptTokens).map((t) => ceilMillionth(this.holdTerms(t, { ...others, prompt: promptTokens, completion: outputTokens }))));
   }
 
   /**
-   * The most output tokens `budget` micro-USD pays for once the prompt (and `others`) are paid; -1 when not even
-   * that is paid for, null when output is free.
+   * The most output tokens `budget` micro-USD pays for once the prompt (and `others`) are paid, at every tier the
+   * prompt bound reaches; -1 when not even that is paid for, null when output is free.
    */
   affordableOutput(promptTokens: number, budget: number, others: Readonly<Record<string, number>> = {}): number | null {
-    const rest = this.holdTerms({ ...others, prompt: promptTokens, completion: 0 });
-    const output = this.top.completion ?? 0;
-    if (output === 0) return ceilMillionth(rest) <= budget ? null : -1;
-    const left = BigInt(budget) * 1_000_000n - rest.reduce((n, [units, price]) => n + BigInt(units) * BigInt(price), 0n);
-    if (left < 0n) return -1;
-    return Number(left / BigInt(output));
+    let fits: number | null = null;
+    for (const t of this.reachable(promptTokens)) {
+      const rest = this.holdTerms(t, { ...others, prompt: promptTokens, completion: 0 });
+      const output = t.top.completion ?? 0;
+      if (output === 0) {
+        if (ceilMillionth(rest) > budget) return -1;
+        continue;
+      }
+      const left = BigInt(budget) * 1_000_000n - rest.reduce((n, [units, price]) => n + BigInt(units) * BigInt(price), 0n);
+      if (left < 0n) return -1;
+      fits = Math.min(fits ?? Infinity, Number(left / BigInt(output)));
+    }
+    return fits;
+  }
+
+  /** The tier a prompt of this many tokens reached. */
+  private tierOf(promptTokens: number): Tier {
+    return this.reachable(promptTokens).at(-1)!;
+  }
+
+  /** The tiers a prompt of at most this many tokens may reach, lowest first. */
+  private reachable(promptTokens: number): Tier[] {
+    return this.tiers.filter((t) => promptTokens > t.above);
   }
 
   /** A hold's terms: each family's bound at its highest price. */
-  private holdTerms(bounds: Readonly<Record<string, number>>): [number, number][] {
-    return Object.entries(bounds).map(([family, units]) => [units, this.top[family] ?? 0]);
+  private holdTerms(t: Tier, bounds: Readonly<Record<string, number>>): [number, number][] {
+    return Object.entries(bounds).map(([family, units]) => [units, t.top[family] ?? 0]);
   }
 
   /**

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from 'yaml';
 import { parseUsd } from '../money';
-import { USAGE_CLASSES, familyOf, type PriceKey } from '../usage';
+import { PRICE_KEYS, USAGE_CLASSES, familyOf, type PriceKey } from '../usage';
 import { COMMON_PROVIDER_SETTINGS, DEFAULT_TIMEOUTS, configSchema } from './schema';
 import {
   ConfigError,
@@ -21,7 +21,9 @@ import {
   type ModelConfig,
   type ModelKind,
   type CacheMultipliers,
+  type PriceConfig,
   type PriceNotice,
+  type PriceTier,
   type Rates,
   type ProviderCatalog,
   type ProviderConfig,
@@ -133,7 +135,7 @@ type RawRates = Partial<Record<PriceKey, number>>;
 type RawModel = Omit<Partial<ModelConfig>, 'price' | 'routes'> & {
   id: string;
   kind: ModelKind;
-  price?: RawRates;
+  price?: RawRates & { tiers?: (RawRates & { above_prompt_tokens: number })[] };
   allow?: Feature[];
   routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[];
 };
@@ -235,7 +237,7 @@ function model(m: RawModel, i: number, { providers, catalog, fail, notices }: Mo
     kind: m.kind,
     owned_by: m.owned_by ?? m.routes[0].provider,
     created: m.created ?? DEFAULT_CREATED,
-    price: rates(m.id, m.price ?? {}, ['models', i, 'price'], { billedBy: types.map((t) => [t, catalog[t].cache ?? {}] as const), notices, fail }),
+    price: priceConfig(m, ['models', i, 'price'], { billedBy: types.map((t) => [t, catalog[t].cache ?? {}] as const), notices, fail }),
     max_output_tokens: m.max_output_tokens ?? 4096,
     image_tokens: m.image_tokens ?? DEFAULT_IMAGE_TOKENS,
     file_tokens: m.file_tokens ?? DEFAULT_FILE_TOKENS,
@@ -259,19 +261,40 @@ interface PriceContext {
 }
 
 /**
- * A model's prices, read in the order of the usage classes (a family's price before its parts'). A price left out
- * is, for a class at the top of a family (`input`, `output`), 0 (free); for a part (the cache classes), what the
- * model's providers bill for it (partPrice).
+ * A model's prices: its base rates, then its tiers by prompt size, each over the one below it. Tiers must rise
+ * (ascending `above_prompt_tokens`) and each must set a price: a mistake in either would bill long prompts at a tier
+ * the operator did not mean.
  */
-function rates(model: string, raw: RawRates, at: (string | number)[], ctx: PriceContext): Rates {
+function priceConfig(m: RawModel, at: (string | number)[], ctx: PriceContext): PriceConfig {
+  const base = rates(m.id, m.price ?? {}, null, at, ctx);
+  if (!m.price?.tiers?.length) return base;
+  const tiers: PriceTier[] = [];
+  m.price.tiers.forEach((t, j) => {
+    const where = [...at, 'tiers', j];
+    const below = tiers.at(-1);
+    if (below && t.above_prompt_tokens <= below.above_prompt_tokens) {
+      ctx.fail([...where, 'above_prompt_tokens'], `tiers must be in ascending order of above_prompt_tokens: ${t.above_prompt_tokens} is not above ${below.above_prompt_tokens} (the tier before it)`);
+    }
+    if (!PRICE_KEYS.some((k) => t[k] !== undefined)) ctx.fail(where, `a tier must set at least one price (${PRICE_KEYS.join(', ')})`);
+    tiers.push({ ...rates(m.id, t, below ?? base, where, ctx, t.above_prompt_tokens), above_prompt_tokens: t.above_prompt_tokens });
+  });
+  return { ...base, tiers };
+}
+
+/**
+ * One set of rates, read in the order of the usage classes (a family's price before its parts'). A price left out
+ * is, for a class at the top of a family (`input`, `output`), the tier below's (the base's: 0, free); for a part
+ * (the cache classes), what the model's providers bill for it at this tier's family price (partPrice).
+ */
+function rates(model: string, raw: RawRates, below: Rates | null, at: (string | number)[], ctx: PriceContext, tier?: number): Rates {
   const out = {} as Rates;
   for (const c of USAGE_CLASSES) {
     if (c.price === null) continue;
     const key = c.price;
     const read = (v: number) => usdMicros(v, '0', [...at, key], ctx.fail);
     const family = familyOf(c, USAGE_CLASSES).price;
-    if (c.partOf === null) out[key] = raw[key] === undefined ? 0 : read(raw[key]);
-    else out[key] = partPrice({ model, key }, raw[key], family === null ? 0 : out[family], ctx, read);
+    if (c.partOf === null) out[key] = raw[key] === undefined ? (below?.[key] ?? 0) : read(raw[key]);
+    else out[key] = partPrice({ model, key, tier }, raw[key], family === null ? 0 : out[family], ctx, read);
   }
   return out;
 }
@@ -282,7 +305,7 @@ function rates(model: string, raw: RawRates, at: (string | number)[], ctx: Price
  * price when none bills the class apart. A derived price, and a configured one below what a provider bills, are
  * noted for start-up's log.
  */
-function partPrice(of: { model: string; key: PriceKey }, configured: number | undefined, familyPrice: number, ctx: PriceContext, read: (v: number) => number): number {
+function partPrice(of: { model: string; key: PriceKey; tier?: number }, configured: number | undefined, familyPrice: number, ctx: PriceContext, read: (v: number) => number): number {
   // A provider without a multiplier for the class bills its tokens (if it reports them at all) as the family's.
   let top = { provider: '', billed: -1, derived: false };
   for (const [provider, multipliers] of ctx.billedBy) {
@@ -292,7 +315,7 @@ function partPrice(of: { model: string; key: PriceKey }, configured: number | un
   }
   const { provider, billed, derived } = top;
   const notice = (price: number, kind: PriceNotice['kind']) =>
-    ctx.notices.push({ model: of.model, class: of.key, price, kind, provider, billed });
+    ctx.notices.push({ model: of.model, class: of.key, ...(of.tier !== undefined ? { tier: of.tier } : {}), price, kind, provider, billed });
   if (configured === undefined) {
     if (derived && familyPrice) notice(billed, 'derived');
     return billed;

@@ -77,8 +77,9 @@ const CONSOLE = object({
   ),
 });
 
-/** USD per million units by price key (usage.ts). */
-const PRICE = object(Object.fromEntries(PRICE_KEYS.map((k) => [k, usd])));
+/** USD per million units by price key (usage.ts), and tiers of the same prices above a prompt size (load.ts checks their order). */
+const RATES = Object.fromEntries(PRICE_KEYS.map((k) => [k, usd]));
+const PRICE = object({ ...RATES, tiers: { type: 'array', items: object({ above_prompt_tokens: int(1), ...RATES }, ['above_prompt_tokens']) } });
 
 export function configSchema(catalog: ProviderCatalog): object {
   return object(

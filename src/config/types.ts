@@ -58,8 +58,14 @@ export interface RouteConfig {
  */
 export type Rates = Record<PriceKey, number>;
 
-/** A model's prices. */
-export type PriceConfig = Rates;
+/** A model's prices above a prompt size: the prices left out are those of the tier below, the cache ones derived. */
+export interface PriceTier extends Rates {
+  /** The tier applies to requests whose prompt (every prompt token, cached ones included) is above this many tokens. */
+  above_prompt_tokens: number;
+}
+
+/** A model's prices: its base rates, and the tiers above them by prompt size (ascending), when it has any. */
+export type PriceConfig = Rates & { tiers?: PriceTier[] };
 
 /** What a provider bills for the classes it bills apart from their family, in thousandths of the family's price (Anthropic: 100, 1250, 2000). */
 export type CacheMultipliers = Partial<Record<PriceKey, number>>;
@@ -68,6 +74,8 @@ export type CacheMultipliers = Partial<Record<PriceKey, number>>;
 export interface PriceNotice {
   model: string;
   class: PriceKey;
+  /** Of the tier above this many prompt tokens; absent: the base price. */
+  tier?: number;
   /** Micro-USD per million tokens. */
   price: number;
   /** derived: priced from the multiplier; below: configured under what the provider bills (sold at a loss). */

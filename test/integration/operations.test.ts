@@ -272,6 +272,7 @@ providers: { an: { type: anthropic, api_key: sk-ant-not-used } }
 models:
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
   - { id: claude-cheap, kind: chat, price: { input: 3, output: 15, cache_write: 3 }, routes: [ { provider: an } ] }
+  - { id: claude-1m, kind: chat, price: { input: 3, output: 15, tiers: [ { above_prompt_tokens: 200000, input: 6, output: 22.5 } ] }, routes: [ { provider: an } ] }
 `;
     const gw = await startProcess(writeConfig(yaml), INFO, ['--workers', '2']);
     running.push(gw);
@@ -283,6 +284,10 @@ models:
     const loss = lines(/price\.cache_write of claude-cheap is below what anthropic bills \(3\.75 USD per million tokens\)/);
     expect(loss).toHaveLength(1);
     expect(JSON.parse(loss[0])).toMatchObject({ level: 40, model: 'claude-cheap', class: 'cache_write', usd_per_million: '3', provider_bills: '3.75' });
+    // A tier's cache prices come from its own input price.
+    const tier = lines(/price\.cache_write of claude-1m above 200000 prompt tokens not set: 7\.5 USD per million tokens, what anthropic bills/);
+    expect(tier).toHaveLength(1);
+    expect(JSON.parse(tier[0])).toMatchObject({ level: 30, model: 'claude-1m', class: 'cache_write', above_prompt_tokens: 200000, usd_per_million: '7.5' });
   });
 
   test('SIGHUP: a stream in flight finishes at the old price, requests during the reload are all served, the next pays the new price; an invalid file is refused, naming the place, and the old configuration kept', async () => {

@@ -133,6 +133,56 @@ ${models}`;
   });
 });
 
+describe('tiered prices', () => {
+  const yaml = (price: string, provider = 'an') => `
+providers:
+  an: { type: anthropic }
+  g: { type: gemini }
+models:
+  - { id: m, kind: chat, price: ${price}, routes: [ { provider: ${provider} } ] }`;
+
+  test('a tier sets the prices above a prompt size; cache prices left out come from its own input', () => {
+    // Gemini 2.5 Pro: 1.25 / 10 up to 200k prompt tokens, 2.5 / 15 above (cache reads 0.31 and 0.625)
+    const c = parseConfig(yaml('{ input: 1.25, output: 10, cached_input: 0.31, tiers: [ { above_prompt_tokens: 200000, input: 2.5, output: 15, cached_input: 0.625 } ] }', 'g'), null, {});
+    expect(c.models[0].price).toEqual({
+      input: 1_250_000,
+      output: 10_000_000,
+      cached_input: 310_000,
+      cache_write: 1_250_000,
+      cache_write_1h: 1_250_000,
+      tiers: [{ above_prompt_tokens: 200_000, input: 2_500_000, output: 15_000_000, cached_input: 625_000, cache_write: 2_500_000, cache_write_1h: 2_500_000 }],
+    });
+  });
+
+  test("Claude's long context: the tier's cache prices are Anthropic's multipliers of the tier's input, and start-up says so", () => {
+    const c = parseConfig(yaml('{ input: 3, output: 15, tiers: [ { above_prompt_tokens: 200000, input: 6, output: 22.5 } ] }'), null, {});
+    expect(c.models[0].price.tiers).toEqual([{ above_prompt_tokens: 200_000, input: 6_000_000, output: 22_500_000, cached_input: 600_000, cache_write: 7_500_000, cache_write_1h: 12_000_000 }]);
+    expect(c.priceNotices.filter((n) => n.tier !== undefined).map((n) => `${n.class} ${n.tier} ${n.price}`)).toEqual(['cached_input 200000 600000', 'cache_write 200000 7500000', 'cache_write_1h 200000 12000000']);
+  });
+
+  test('input and output a tier leaves out are those of the tier below it', () => {
+    const c = parseConfig(yaml('{ input: 1, output: 2, tiers: [ { above_prompt_tokens: 1000, input: 3 }, { above_prompt_tokens: 2000, output: 5 } ] }', 'g'), null, {});
+    expect(c.models[0].price.tiers).toEqual([expect.objectContaining({ above_prompt_tokens: 1000, input: 3_000_000, output: 2_000_000 }), expect.objectContaining({ above_prompt_tokens: 2000, input: 3_000_000, output: 5_000_000 })]);
+  });
+
+  test('without tiers (or with none) a price has no tiers', () => {
+    expect(parseConfig(yaml('{ input: 1, output: 2, tiers: [] }', 'g'), null, {}).models[0].price).not.toHaveProperty('tiers');
+  });
+
+  test.each([
+    ['{ input: 1, tiers: [ { above_prompt_tokens: 2000, input: 2 }, { above_prompt_tokens: 1000, input: 3 } ] }', /gw\.yaml:6:\d+: models\[0\]\.price\.tiers\[1\]\.above_prompt_tokens: tiers must be in ascending order of above_prompt_tokens: 1000 is not above 2000/],
+    ['{ input: 1, tiers: [ { above_prompt_tokens: 1000, input: 2 }, { above_prompt_tokens: 1000, input: 3 } ] }', /tiers\[1\]\.above_prompt_tokens: tiers must be in ascending order/],
+    ['{ input: 1, tiers: [ { above_prompt_tokens: 1000 } ] }', /models\[0\]\.price\.tiers\[0\]: a tier must set at least one price \(input, cached_input, cache_write, cache_write_1h, output\)/],
+    ['{ input: 1, tiers: [ { input: 2 } ] }', /models\[0\]\.price\.tiers\[0\]: missing required setting 'above_prompt_tokens'/],
+    ['{ input: 1, tiers: [ { above_prompt_tokens: 0, input: 2 } ] }', /tiers\[0\]\.above_prompt_tokens: must be >= 1/],
+    ['{ input: 1, tiers: [ { above_prompt_tokens: 1.5, input: 2 } ] }', /tiers\[0\]\.above_prompt_tokens: must be integer/],
+    ['{ input: 1, tiers: [ { above_prompt_tokens: 100, inputs: 2 } ] }', /tiers\[0\]: unknown setting 'inputs'/],
+    ['{ input: 1, tiers: [ { above_prompt_tokens: 100, input: 0.0000001 } ] }', /tiers\[0\]\.input: must be a USD amount with at most 6 decimals/],
+  ])('%s is refused', (price, message) => {
+    expect(configError(yaml(price))).toMatch(message);
+  });
+});
+
 describe('environment variables', () => {
   const text = `
 providers:

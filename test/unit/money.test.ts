@@ -94,3 +94,38 @@ describe('Price', () => {
     expect(big.worstCase(2 ** 31, 2 ** 31)).toBe(Number((2n ** 32n * 999_999_999n + 999_999n) / 1_000_000n));
   });
 });
+
+describe('tiered prices', () => {
+  const { Price } = require('../../src/billing/prices') as typeof import('../../src/billing/prices');
+  const { usage } = require('../../src/usage') as typeof import('../../src/usage');
+  // Gemini 2.5 Pro: 1.25 / 10 up to 200k prompt tokens, 2.5 / 15 above; cache reads 0.31 / 0.625
+  const tier = { above_prompt_tokens: 200_000, input: 2_500_000, output: 15_000_000, cached_input: 625_000, cache_write: 2_500_000, cache_write_1h: 2_500_000 };
+  const price = new Price({ input: 1_250_000, output: 10_000_000, cached_input: 310_000, cache_write: 1_250_000, cache_write_1h: 1_250_000, tiers: [tier] });
+
+  test('a usage is charged at the tier its prompt reached: 200,000 prompt tokens are not above 200,000', () => {
+    expect(price.cost(usage(200_000, 1_000))).toBe(250_000 + 10_000);
+    // 200,001 × 2.5 + 1,000 × 15 = 500,002.5 + 15,000 → 515,003
+    expect(price.cost(usage(200_001, 1_000))).toBe(515_003);
+  });
+
+  test('cached tokens count in the prompt that reaches a tier, and are billed at its cached price', () => {
+    // 1 fresh × 2.5 + 200,000 cached × 0.625 = 125,002.5 → 125,003
+    expect(price.cost(usage(200_001, 0, { cached: 200_000 }))).toBe(125_003);
+  });
+
+  test('a hold prices the prompt bound at the highest tier it can reach', () => {
+    expect(price.worstCase(200_000, 100)).toBe(250_000 + 1_000);
+    expect(price.worstCase(200_001, 100)).toBe(501_503); // 500,002.5 + 1,500
+    // 1 USD after a 250,000-token bound: 68,750 output tokens at the base, 25,000 at the tier
+    expect(price.affordableOutput(250_000, 1_000_000)).toBe(25_000);
+    expect(price.affordableOutput(150_000, 1_000_000)).toBe(81_250);
+  });
+
+  test('a tier priced below the one under it never lowers a hold: the dearest tier the bound reaches', () => {
+    const one = { input: 1_000_000, output: 1_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000 };
+    const cheaper = new Price({ ...price.p, tiers: [{ above_prompt_tokens: 200_000, ...one }] });
+    expect(cheaper.cost(usage(300_000, 0))).toBe(300_000);
+    expect(cheaper.worstCase(300_000, 100)).toBe(375_000 + 1_000); // the base's 1.25 / 10, not the tier's 1 / 1
+    expect(cheaper.affordableOutput(300_000, 1_000_000)).toBe(62_500);
+  });
+});
