@@ -1,6 +1,7 @@
 /**
  * The shape of the house, checked on every run: the import graph of src/ has no cycle, no module imports a layer
- * above its own, the gateway knows nothing of accounts, billing or HTTP, and no function is longer than 60 lines.
+ * above its own, the gateway knows nothing of accounts, billing or HTTP, no function is longer than 60 lines, and
+ * no type declares a member twice.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -108,4 +109,23 @@ test('no function is longer than 60 lines', () => {
     visit(sf);
   }
   expect(long).toEqual([]);
+});
+
+test('no interface or object type declares a member twice', () => {
+  const twice: string[] = [];
+  for (const f of all) {
+    const sf = ts.createSourceFile(f, fs.readFileSync(path.join(SRC, f), 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (n: ts.Node) => {
+      if (ts.isInterfaceDeclaration(n) || ts.isTypeLiteralNode(n)) {
+        // Overloads of a method repeat its name on purpose: only properties and optional members count.
+        const counted = n.members.filter((m) => m.name && (m.questionToken || ts.isPropertySignature(m)));
+        const names = counted.map((m) => m.name!.getText(sf));
+        const line = sf.getLineAndCharacterOfPosition(n.getStart()).line + 1;
+        for (const name of new Set(names.filter((x, i) => names.indexOf(x) !== i))) twice.push(`${f}:${line} ${name}`);
+      }
+      ts.forEachChild(n, visit);
+    };
+    visit(sf);
+  }
+  expect(twice).toEqual([]);
 });

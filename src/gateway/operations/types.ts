@@ -105,7 +105,10 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
   upstream: UpstreamOp;
   /** Client headers passed on when a provider serves the operation natively (e.g. anthropic-beta). */
   forwardHeaders?: readonly string[];
-  /** Those headers as they go upstream for this model: what would raise the upstream's price is taken out, unless allowed. */
+  /**
+   * Those headers as they go upstream for this model: what would raise the upstream's price (Anthropic's priced
+   * betas) is taken out, unless the model allows it.
+   */
   headers?(headers: Record<string, string>, model: ModelConfig): Record<string, string>;
   reader: Reader<any, any, any>;
   bridge?: Bridge<Req, Res, Chunk, UpstreamOp>;
@@ -119,8 +122,6 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
    * body without them). Attachments were checked from the profile already.
    */
   features(body: Req, model: ModelConfig, profile: BodyProfile): Req;
-  /** The same for the client headers it passes on (`forwardHeaders`): Anthropic's betas that raise the price. */
-  headers?(headers: Record<string, string>, model: ModelConfig): Record<string, string>;
   present(res: Res, p: Presented, body: Req): Res;
   /** A chunk as the client gets it, or null to hold it back; `includeUsage`: the client asked for the usage chunk. */
   presentChunk(chunk: Chunk, c: ChunkContext): Chunk | null;
