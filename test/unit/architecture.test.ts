@@ -1,7 +1,7 @@
 /**
  * The shape of the house, checked on every run: the import graph of src/ has no cycle, no module imports a layer
- * above its own, the gateway knows nothing of accounts, billing or HTTP, no function is longer than 60 lines, and
- * no type declares a member twice.
+ * above its own, the gateway knows nothing of accounts, billing or HTTP, no function is longer than 60 lines, no
+ * type declares a member twice, and no TypeScript file at the root goes unchecked.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -128,4 +128,10 @@ test('no interface or object type declares a member twice', () => {
     visit(sf);
   }
   expect(twice).toEqual([]);
+});
+
+test('every TypeScript file at the root is type-checked (tsconfig.json includes it)', () => {
+  const root = path.join(SRC, '..');
+  const { include } = ts.readConfigFile(path.join(root, 'tsconfig.json'), ts.sys.readFile).config as { include: string[] };
+  expect(fs.readdirSync(root).filter((f) => f.endsWith('.ts') && !include.includes(f))).toEqual([]);
 });
