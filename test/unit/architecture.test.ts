@@ -1,11 +1,14 @@
 /**
  * The shape of the house, checked on every run: the import graph of src/ has no cycle, no module imports a layer
  * above its own, the gateway knows nothing of accounts, billing or HTTP, no function is longer than 60 lines, no
- * type declares a member twice, and no TypeScript file at the root goes unchecked.
+ * type declares a member twice, no TypeScript file at the root goes unchecked, and what the contract lists
+ * (operations, scopes, model kinds, wires) is listed nowhere else by hand.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { GENERATED } from '../../scripts/contract';
+import { ENDPOINTS, MODEL_KINDS, SCOPES, WIRES } from '../../src/contract';
 
 const SRC = path.join(__dirname, '..', '..', 'src');
 
@@ -134,4 +137,111 @@ test('every TypeScript file at the root is type-checked (tsconfig.json includes 
   const root = path.join(SRC, '..');
   const { include } = ts.readConfigFile(path.join(root, 'tsconfig.json'), ts.sys.readFile).config as { include: string[] };
   expect(fs.readdirSync(root).filter((f) => f.endsWith('.ts') && !include.includes(f))).toEqual([]);
+});
+
+/**
+ * What the contract lists (operationIds, key scopes, model kinds, wires) is written once, in the contract, and read
+ * from what `npm run generate` derives from it (src/contract.ts and the other generated tables): a list of them
+ * written out by hand anywhere else in src/ or the console would be one more place to edit for a new endpoint, and
+ * could disagree. A list is an array, a union type, an enum, a switch, an interface's or object type's members, an
+ * object literal's keys (operationIds and kinds: providers key their adapters by wire, which is their own) or its
+ * string values, made only of the names of one of them (two at least). The migrations are left out: they record
+ * what was, and must not follow the contract.
+ */
+describe('no list of what the contract lists is kept by hand', () => {
+  const ROOT = path.join(SRC, '..');
+  const GENERATED_FILES = new Set<string>(GENERATED);
+  const NAMES = {
+    operationId: new Set<string>(Object.keys(ENDPOINTS)),
+    scope: new Set<string>(SCOPES),
+    kind: new Set<string>(MODEL_KINDS),
+    wire: new Set<string>(Object.keys(WIRES)),
+  };
+  type Names = keyof typeof NAMES;
+  const ALL: Names[] = ['operationId', 'scope', 'kind', 'wire'];
+
+  function sources(dir: string, out: string[] = []): string[] {
+    for (const f of fs.readdirSync(path.join(ROOT, dir))) {
+      const p = `${dir}/${f}`;
+      if (fs.statSync(path.join(ROOT, p)).isDirectory()) sources(p, out);
+      else if (/\.tsx?$/.test(p) && !GENERATED_FILES.has(p) && !p.startsWith('src/db/migrations/')) out.push(p);
+    }
+    return out;
+  }
+
+  const text = (n: ts.Node | undefined) => (n && (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) ? n.text : '');
+  const key = (n: ts.Node) => {
+    const name = (n as { name?: ts.Node }).name;
+    return name && (ts.isIdentifier(name) || ts.isStringLiteral(name)) ? name.text : '';
+  };
+
+  /** The lists in a node, with what they may be lists of. */
+  function lists(n: ts.Node): [string[], Names[]][] {
+    if (ts.isArrayLiteralExpression(n)) return [[n.elements.map(text), ALL]];
+    if (ts.isUnionTypeNode(n)) return [[n.types.map((t) => (ts.isLiteralTypeNode(t) ? text(t.literal) : '')), ALL]];
+    if (ts.isEnumDeclaration(n) || ts.isInterfaceDeclaration(n) || ts.isTypeLiteralNode(n)) {
+      return [[n.members.map(key), ALL]];
+    }
+    if (ts.isSwitchStatement(n)) return [[n.caseBlock.clauses.map((c) => (ts.isCaseClause(c) ? text(c.expression) : '')), ALL]];
+    if (!ts.isObjectLiteralExpression(n)) return [];
+    const values = n.properties.map((p) => (ts.isPropertyAssignment(p) ? text(p.initializer) : ''));
+    return [
+      [n.properties.map(key), ['operationId', 'kind']],
+      [values, ALL],
+    ];
+  }
+
+  function handKept(file: string, source = fs.readFileSync(path.join(ROOT, file), 'utf8')): string[] {
+    const kind = file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
+    const sf = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, kind);
+    const found: string[] = [];
+    const visit = (n: ts.Node) => {
+      for (const [names, of] of lists(n)) {
+        const list = of.find((s) => new Set(names).size >= 2 && names.every((x) => NAMES[s].has(x)));
+        const line = sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1;
+        if (list) found.push(`${file}:${line} lists ${list}s: ${names.join(', ')}`);
+      }
+      ts.forEachChild(n, visit);
+    };
+    visit(sf);
+    return found;
+  }
+
+  /** Lists not yet read from the contract: each goes in the commit that derives it. */
+  const LEFT = [
+    'src/accounts/keys.ts lists scopes',
+    'console/src/types.ts lists scopes',
+    'src/config/schema.ts lists kinds',
+    'src/config/types.ts lists kinds',
+    'src/gateway/operations/completions.ts lists kinds',
+    'src/gateway/operations/types.ts lists scopes',
+    'src/gateway/providers/types.ts lists wires',
+    'src/gateway/providers/types.ts lists kinds',
+    'src/handlers/types.ts lists operationIds',
+  ];
+
+  test('in src/ and console/src', () => {
+    const found = [...sources('src'), ...sources('console/src')].flatMap((f) => handKept(f));
+    expect(found.filter((f) => !LEFT.includes(f.replace(/:\d+ (lists \w+):.*/, ' $1')))).toEqual([]);
+    expect(LEFT.filter((l) => !found.some((f) => f.replace(/:\d+ (lists \w+):.*/, ' $1') === l))).toEqual([]);
+  });
+
+  test('the check finds such lists', () => {
+    const [a, b] = SCOPES;
+    const [id1, id2] = Object.keys(ENDPOINTS);
+    const [k1, k2] = MODEL_KINDS;
+    const probe = [
+      `const s = ['${a}', '${b}'];`,
+      `type T = '${a}' | '${b}';`,
+      `const h = { ${id1}, ${id2}: 1 };`,
+      `const v = { x: '${k1}', y: '${k2}' };`,
+      `const one = ['${a}', '${a}'];`,
+    ];
+    expect(handKept('probe.tsx', probe.join('\n'))).toEqual([
+      `probe.tsx:1 lists scopes: ${a}, ${b}`,
+      `probe.tsx:2 lists scopes: ${a}, ${b}`,
+      `probe.tsx:3 lists operationIds: ${id1}, ${id2}`,
+      `probe.tsx:4 lists kinds: ${k1}, ${k2}`,
+    ]);
+  });
 });
