@@ -2650,7 +2650,11 @@ export interface components {
          * @enum {string}
          */
         ModelKind: "chat" | "completion" | "embedding";
-        /** @enum {string} */
+        /**
+         * @description What an API key may call: each operation called with a key requires
+         *     one scope (its `security`).
+         * @enum {string}
+         */
         KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses";
         ConsoleKey: {
             id: number;

@@ -34,6 +34,8 @@ export interface WireUse {
 
 export interface Tables {
   scopes: string[];
+  /** What each scope lets a key call (KeyScope's x-enumDescriptions), for people. */
+  scopeLabels: Record<string, string>;
   kinds: string[];
   endpoints: Record<string, Endpoint>;
   wires: Record<string, WireUse>;
@@ -61,6 +63,7 @@ export function derive(spec: Json): Tables {
   const problems: string[] = [];
   const schemas = isObject(spec.components) && isObject(spec.components.schemas) ? spec.components.schemas : {};
   const scopes = enumOf(schemas, 'KeyScope', problems);
+  const scopeLabels = labelsOf(schemas, 'KeyScope', scopes, problems);
   const kinds = enumOf(schemas, 'ModelKind', problems);
   const endpoints: Record<string, Endpoint> = {};
   const wires: Record<string, WireUse> = {};
@@ -77,7 +80,7 @@ export function derive(spec: Json): Tables {
   for (const s of scopes) if (!Object.values(endpoints).some((e) => e.caller === 'key' && e.scope === s)) problems.push(`the scope '${s}' of KeyScope is required by no operation`);
   for (const k of kinds) if (!Object.values(wires).some((w) => w.kinds.includes(k))) problems.push(`the kind '${k}' of ModelKind is served by no wire`);
   if (problems.length) throw new ContractError(problems);
-  return { scopes, kinds, endpoints, wires };
+  return { scopes, scopeLabels, kinds, endpoints, wires };
 }
 
 function enumOf(schemas: Json, name: string, problems: string[]): string[] {
@@ -86,6 +89,15 @@ function enumOf(schemas: Json, name: string, problems: string[]): string[] {
   if (strings(values) && values.length && values.every((v) => IDENTIFIER.test(v))) return values;
   problems.push(`components.schemas.${name} must be an enum of names (letters, digits, _)`);
   return [];
+}
+
+function labelsOf(schemas: Json, name: string, values: string[], problems: string[]): Record<string, string> {
+  const s = schemas[name];
+  const labels = isObject(s) && isObject(s['x-enumDescriptions']) ? s['x-enumDescriptions'] : {};
+  const keys = Object.keys(labels);
+  const ok = keys.length === values.length && values.every((v) => typeof labels[v] === 'string' && labels[v]);
+  if (!ok) problems.push(`components.schemas.${name} must describe each of its values, and only them, in x-enumDescriptions`);
+  return labels as Record<string, string>;
 }
 
 function operations(spec: Json, problems: string[]): Op[] {
@@ -170,7 +182,8 @@ export function generate(text: string): Record<(typeof GENERATED)[number], strin
   return { 'src/contract.ts': contractFile(t, sha), 'src/handlers/index.ts': handlersFile(t), 'src/gateway/operations/index.ts': operationsFile(t) };
 }
 
-const q = (s: string) => `'${s}'`;
+/** A string literal in single quotes. */
+const q = (s: string) => `'${s.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 const list = (xs: string[]) => `[${xs.map(q).join(', ')}]`;
 const union = (xs: string[]) => xs.map(q).join(' | ') || 'never';
 const paidWires = (t: Tables) => Object.keys(t.wires).filter((w) => t.wires[w].paid);
@@ -199,6 +212,11 @@ export const CONTRACT_SHA256 = ${q(sha)};
 /** The scopes an API key may have (KeyScope). */
 export const SCOPES = ${list(t.scopes)} as const;
 export type Scope = (typeof SCOPES)[number];
+
+/** What each scope lets a key call, as people read it (KeyScope's x-enumDescriptions). */
+export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
+${t.scopes.map((s) => `  ${s}: ${q(t.scopeLabels[s] ?? '')},`).join('\n')}
+};
 
 /** The kinds of model (ModelKind). */
 export const MODEL_KINDS = ${list(t.kinds)} as const;

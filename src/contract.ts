@@ -7,11 +7,21 @@
 import type { components, operations } from '../generated/openapi';
 
 /** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
-export const CONTRACT_SHA256 = '50533f8c07faf89a3687f7a860c453af1e1764f6a535ae2d2effdd25a0672b92';
+export const CONTRACT_SHA256 = 'b35770328f72b2bc301194e06aaf190c4effceac6b351f7585edc690c3acb895';
 
 /** The scopes an API key may have (KeyScope). */
 export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] as const;
 export type Scope = (typeof SCOPES)[number];
+
+/** What each scope lets a key call, as people read it (KeyScope's x-enumDescriptions). */
+export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
+  chat: 'Chat completions',
+  completions: 'Completions (legacy)',
+  embeddings: 'Embeddings',
+  models: 'List models',
+  messages: 'Messages (Anthropic; Claude Code)',
+  responses: 'Responses (Codex)',
+};
 
 /** The kinds of model (ModelKind). */
 export const MODEL_KINDS = ['chat', 'completion', 'embedding'] as const;

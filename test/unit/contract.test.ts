@@ -1,6 +1,7 @@
 /** The tables derived from the contract (scripts/contract.ts): its rules, and that the generated files are current. */
 import fs from 'node:fs';
 import path from 'node:path';
+import YAML from 'yaml';
 import { ContractError, derive, generate, GENERATED } from '../../scripts/contract';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -30,7 +31,7 @@ function spec(paths: Record<string, unknown> = {}) {
     },
     components: {
       schemas: {
-        KeyScope: { type: 'string', enum: ['chat', 'models'] },
+        KeyScope: { type: 'string', enum: ['chat', 'models'], 'x-enumDescriptions': { chat: 'Chat', models: "Models' list" } },
         ModelKind: { type: 'string', enum: ['chat'] },
         Req: { type: 'object' },
         Res: { type: 'object' },
@@ -53,6 +54,7 @@ function problems(s: Record<string, unknown>): string[] {
 test('who may call each operation follows its security; what is checked of a key and its wire, its x-switchyard', () => {
   expect(derive(spec())).toEqual({
     scopes: ['chat', 'models'],
+    scopeLabels: { chat: 'Chat', models: "Models' list" },
     kinds: ['chat'],
     endpoints: {
       createChat: { caller: 'key', scope: 'chat', anthropicKey: false, meter: 'paid', wire: 'chat' },
@@ -104,6 +106,19 @@ test("scopes, kinds and stream events must be the contract's own; a wire is one 
   expect(problems(spec({ '/v1/chat': { post: chat({ stream: 'Nope' }) } }))).toEqual(['createChat (POST /v1/chat) names in x-switchyard.stream no schema of components.schemas']);
   const images = { ...chat(), security: [{ bearerAuth: ['images'] }] };
   expect(problems(spec({ '/v1/chat': { post: images } }))).toEqual(["createChat (POST /v1/chat) requires the scope 'images', which KeyScope does not list", "the scope 'chat' of KeyScope is required by no operation"]);
+});
+
+test('every scope is described for people, and only the scopes', () => {
+  const described = (d: Record<string, string>) => {
+    const s = spec();
+    s.components.schemas.KeyScope['x-enumDescriptions'] = d as never;
+    return s;
+  };
+  const problem = 'components.schemas.KeyScope must describe each of its values, and only them, in x-enumDescriptions';
+  expect(problems(described({ chat: 'Chat' }))).toEqual([problem]);
+  expect(problems(described({ chat: 'Chat', models: '' }))).toEqual([problem]);
+  expect(problems(described({ chat: 'Chat', models: 'Models', images: 'Images' }))).toEqual([problem]);
+  expect(generate(YAML.stringify(spec()))['src/contract.ts']).toContain(`models: 'Models\\' list',`);
 });
 
 test('the generated files are what openapi/openapi.yaml makes (npm run generate)', () => {
