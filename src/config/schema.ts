@@ -2,6 +2,7 @@
  * The JSON Schema of the configuration file. Provider types come from the provider registry (the catalog): each
  * type's own settings are allowed on its providers only.
  */
+import { MODEL_KINDS } from '../contract';
 import { FEATURES, type ProviderCatalog, type Timeouts } from './types';
 
 export const DEFAULT_TIMEOUTS: Timeouts = { connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 };
@@ -101,7 +102,7 @@ export function configSchema(catalog: ProviderCatalog): object {
         items: object(
           {
             id: { type: 'string', minLength: 1, pattern: '^[^\\s]+$' },
-            kind: { enum: ['chat', 'completion', 'embedding'] },
+            kind: { enum: [...MODEL_KINDS] },
             owned_by: { type: 'string' },
             created: int(0),
             price: object({ input: usd, output: usd, cached_input: usd, cache_write: usd, cache_write_1h: usd }),

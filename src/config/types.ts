@@ -1,6 +1,8 @@
 /** The configuration as the rest of the gateway sees it: read, checked and with every default filled in. */
+import type { ModelKind } from '../contract';
 
-export type ModelKind = 'chat' | 'completion' | 'embedding';
+/** What a model does (`kind`): the contract's ModelKind; which operations serve it is the contract's too. */
+export type { ModelKind };
 
 /**
  * Features that make an upstream charge more than a model's token prices (or more tokens than a request shows); a
