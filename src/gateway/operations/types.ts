@@ -1,16 +1,18 @@
 /**
- * An operation is one client-facing endpoint, as a descriptor: which models it serves, what it may cost (its output
+ * An operation is one client-facing endpoint, as a descriptor: the wire that serves it (and so, per the contract,
+ * which models it serves) and the one it may go through instead, what it may cost (its output
  * allowance; the prompt is bounded by the body's profile, see bound.ts), what it forbids or strips per model, how
  * to read usage and text from an answer and a chunk, how to shape what the client gets, and how a stream is framed.
  * The gateway runs every operation on one generic path (gateway.ts); the request layer meters it (metered.ts).
  */
-import type { ModelConfig, ModelKind } from '../../config';
+import type { ModelConfig } from '../../config';
+import type { OperationName, UpstreamOp, Wire } from '../../contract';
 import type { Usage } from '../../usage';
 import type { BodyProfile } from '../bound';
-import type { UpstreamOp, Wire } from '../providers/types';
 import type { CountJob } from '../tokenizer';
 
-export type OperationName = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
+/** The wires of the contract's paid operations: each has its descriptor here, in <name>.ts. */
+export type { OperationName };
 
 /** What a request asks to generate: an allowance per choice and the number of choices (best_of, n, prompts). */
 export interface Output {
@@ -100,8 +102,10 @@ export interface Bridge<Req, Res, Chunk, Via extends UpstreamOp> {
 export interface Operation<Req extends { model: string } = any, Res = any, Chunk = any> {
   name: OperationName;
   path: string;
-  serves: readonly ModelKind[];
-  /** The upstream operation that serves it natively, and how to read that operation's shapes. */
+  /**
+   * The upstream operation that serves it natively, and how to read that operation's shapes. The kinds of model it
+   * serves are that wire's (the contract's x-switchyard.kinds), and its bridge's wire's.
+   */
   upstream: UpstreamOp;
   /** Client headers passed on when a provider serves the operation natively (e.g. anthropic-beta). */
   forwardHeaders?: readonly string[];
