@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { ContractError, derive, generate, GENERATED } from '../../scripts/contract';
+import { checkTables } from '../../src/http/api';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -125,4 +126,11 @@ test('the generated files are what openapi/openapi.yaml makes (npm run generate)
   const files = generate(fs.readFileSync(path.join(ROOT, 'openapi', 'openapi.yaml'), 'utf8'));
   expect(Object.keys(files)).toEqual([...GENERATED]);
   for (const f of GENERATED) expect([f, fs.readFileSync(path.join(ROOT, f), 'utf8')]).toEqual([f, files[f]]);
+});
+
+test('the server refuses to start on a contract edited since the tables were generated', () => {
+  const text = fs.readFileSync(path.join(ROOT, 'openapi', 'openapi.yaml'), 'utf8');
+  expect(() => checkTables(text)).not.toThrow();
+  expect(() => checkTables(text.replace(/\n/g, '\r\n'))).not.toThrow();
+  expect(() => checkTables(text.replace('security: []', 'security:\n        - cookieSession: []'))).toThrow(/openapi.yaml changed since src\/contract.ts was generated from it: run npm run generate/);
 });
