@@ -75,10 +75,14 @@ export function derive(spec: Json): Tables {
     if (endpoint.caller === 'key') {
       if (!scopes.includes(endpoint.scope)) fail(`requires the scope '${endpoint.scope}', which KeyScope does not list`);
       switchyard(op, endpoint, { kinds, schemas, wires }, fail);
-    } else if (op.def['x-switchyard'] !== undefined) fail('has x-switchyard, which only operations called with an API key have');
+    } else if (op.def['x-switchyard'] !== undefined) {
+      fail('has x-switchyard, which only operations called with an API key have');
+    }
   }
-  for (const s of scopes) if (!Object.values(endpoints).some((e) => e.caller === 'key' && e.scope === s)) problems.push(`the scope '${s}' of KeyScope is required by no operation`);
-  for (const k of kinds) if (!Object.values(wires).some((w) => w.kinds.includes(k))) problems.push(`the kind '${k}' of ModelKind is served by no wire`);
+  const required = new Set(Object.values(endpoints).map((e) => (e.caller === 'key' ? e.scope : '')));
+  for (const s of scopes) if (!required.has(s)) problems.push(`the scope '${s}' of KeyScope is required by no operation`);
+  const served = new Set(Object.values(wires).flatMap((w) => w.kinds));
+  for (const k of kinds) if (!served.has(k)) problems.push(`the kind '${k}' of ModelKind is served by no wire`);
   if (problems.length) throw new ContractError(problems);
   return { scopes, scopeLabels, kinds, endpoints, wires };
 }
@@ -96,7 +100,9 @@ function labelsOf(schemas: Json, name: string, values: string[], problems: strin
   const labels = isObject(s) && isObject(s['x-enumDescriptions']) ? s['x-enumDescriptions'] : {};
   const keys = Object.keys(labels);
   const ok = keys.length === values.length && values.every((v) => typeof labels[v] === 'string' && labels[v]);
-  if (!ok) problems.push(`components.schemas.${name} must describe each of its values, and only them, in x-enumDescriptions`);
+  if (!ok) {
+    problems.push(`components.schemas.${name} must describe each of its values, and only them, in x-enumDescriptions`);
+  }
   return labels as Record<string, string>;
 }
 
@@ -107,8 +113,9 @@ function operations(spec: Json, problems: string[]): Op[] {
       const def = isObject(item) ? item[method] : undefined;
       if (!isObject(def)) continue;
       const id = def.operationId;
-      if (typeof id !== 'string' || !IDENTIFIER.test(id)) problems.push(`${method.toUpperCase()} ${path} needs an operationId that is an identifier`);
-      else if (ops.some((o) => o.id === id)) problems.push(`the operationId ${id} is used twice`);
+      if (typeof id !== 'string' || !IDENTIFIER.test(id)) {
+        problems.push(`${method.toUpperCase()} ${path} needs an operationId that is an identifier`);
+      } else if (ops.some((o) => o.id === id)) problems.push(`the operationId ${id} is used twice`);
       else ops.push({ id, method, path, def });
     }
   }
@@ -127,7 +134,8 @@ function callerOf(op: Op, fail: (problem: string) => void): Endpoint | null {
   if (schemes.length === 1 && schemes[0] === 'adminToken') return { caller: 'admin' };
   if (schemes.length === 1 && /^cookieSession(\+csrfToken)?$/.test(schemes[0])) {
     const csrf = schemes[0].endsWith('csrfToken');
-    if (!csrf && op.method !== 'get' && op.method !== 'head') fail('changes state and must require csrfToken with cookieSession');
+    const safe = op.method === 'get' || op.method === 'head';
+    if (!csrf && !safe) fail('changes state and must require csrfToken with cookieSession');
     return { caller: 'session', csrf };
   }
   return keyed(security, schemes, fail);
@@ -135,9 +143,10 @@ function callerOf(op: Op, fail: (problem: string) => void): Endpoint | null {
 
 /** An operation called with an API key: bearerAuth with one scope, and optionally Anthropic's x-api-key with it. */
 function keyed(security: Json[], schemes: string[], fail: (problem: string) => void): Endpoint | null {
-  const scopes = new Set(security.flatMap((r) => Object.values(r)).map((s) => (strings(s) && s.length === 1 ? s[0] : '')));
+  const scopes = new Set(security.flatMap((r) => Object.values(r).map((s) => (strings(s) && s.length === 1 ? s[0] : ''))));
   const [scope] = scopes;
-  if (!schemes.includes('bearerAuth') || !schemes.every((s) => s === 'bearerAuth' || s === 'anthropicApiKey') || scopes.size !== 1 || !scope) {
+  const known = schemes.every((s) => s === 'bearerAuth' || s === 'anthropicApiKey');
+  if (!schemes.includes('bearerAuth') || !known || scopes.size !== 1 || !scope) {
     fail('must require bearerAuth (or anthropicApiKey besides) with one scope, cookieSession, adminToken or nothing');
     return null;
   }
@@ -151,13 +160,15 @@ interface Known {
 }
 
 /** The operation's `x-switchyard`: its meter, and the wire it goes through with that wire's kinds and stream. */
-function switchyard(op: Op, endpoint: Endpoint & { caller: 'key' }, known: Known, fail: (problem: string) => void): void {
+function switchyard(op: Op, endpoint: Endpoint & { caller: 'key' }, known: Known, fail: (problem: string) => void) {
   const x = op.def['x-switchyard'];
   if (!isObject(x) || typeof x.meter !== 'string' || !METERS.includes(x.meter)) {
     fail(`must say in x-switchyard.meter what is checked before its body is read: ${METERS.join(', ')}`);
     return;
   }
-  for (const k of Object.keys(x)) if (!SWITCHYARD_FIELDS.includes(k)) fail(`has x-switchyard.${k}, which is not one of ${SWITCHYARD_FIELDS.join(', ')}`);
+  for (const k of Object.keys(x)) {
+    if (!SWITCHYARD_FIELDS.includes(k)) fail(`has x-switchyard.${k}, which is not one of ${SWITCHYARD_FIELDS.join(', ')}`);
+  }
   endpoint.meter = x.meter;
   if (x.wire === undefined) {
     if (x.meter === 'paid') fail('is paid and must name its wire (x-switchyard.wire)');
@@ -165,12 +176,16 @@ function switchyard(op: Op, endpoint: Endpoint & { caller: 'key' }, known: Known
     return;
   }
   if (typeof x.wire !== 'string' || !IDENTIFIER.test(x.wire)) return fail('must name its wire with an identifier');
-  if (known.wires[x.wire]) return fail(`goes through the wire '${x.wire}' of ${known.wires[x.wire].operationId}: a wire is one operation's`);
-  if (!strings(x.kinds) || !x.kinds.length || !x.kinds.every((k) => known.kinds.includes(k))) fail(`must list in x-switchyard.kinds the kinds of ModelKind its wire serves`);
-  if (x.stream !== undefined && (typeof x.stream !== 'string' || !isObject(known.schemas[x.stream]))) fail('names in x-switchyard.stream no schema of components.schemas');
-  if (!json(op.def.requestBody) || !json(isObject(op.def.responses) ? op.def.responses['200'] : undefined)) fail('has a wire, so it must take and answer (200) application/json');
+  const taken = known.wires[x.wire];
+  if (taken) return fail(`goes through the wire '${x.wire}' of ${taken.operationId}: a wire is one operation's`);
+  const kinds = strings(x.kinds) && x.kinds.length && x.kinds.every((k) => known.kinds.includes(k)) ? x.kinds : null;
+  if (!kinds) fail('must list in x-switchyard.kinds the kinds of ModelKind its wire serves');
+  const stream = typeof x.stream === 'string' && isObject(known.schemas[x.stream]) ? x.stream : undefined;
+  if (x.stream !== undefined && !stream) fail('names in x-switchyard.stream no schema of components.schemas');
+  const answer = isObject(op.def.responses) ? op.def.responses['200'] : undefined;
+  if (!json(op.def.requestBody) || !json(answer)) fail('has a wire, so it must take and answer (200) application/json');
   endpoint.wire = x.wire;
-  known.wires[x.wire] = { operationId: op.id, kinds: strings(x.kinds) ? x.kinds : [], stream: x.stream as string | undefined, paid: x.meter === 'paid' };
+  known.wires[x.wire] = { operationId: op.id, kinds: kinds ?? [], stream, paid: x.meter === 'paid' };
 }
 
 const json = (body: unknown) => isObject(body) && isObject(body.content) && isObject(body.content['application/json']);
@@ -179,7 +194,11 @@ const json = (body: unknown) => isObject(body) && isObject(body.content) && isOb
 export function generate(text: string): Record<(typeof GENERATED)[number], string> {
   const t = derive(YAML.parse(text) as Json);
   const sha = crypto.createHash('sha256').update(text.replace(/\r\n/g, '\n')).digest('hex');
-  return { 'src/contract.ts': contractFile(t, sha), 'src/handlers/index.ts': handlersFile(t), 'src/gateway/operations/index.ts': operationsFile(t) };
+  return {
+    'src/contract.ts': contractFile(t, sha),
+    'src/handlers/index.ts': handlersFile(t),
+    'src/gateway/operations/index.ts': operationsFile(t),
+  };
 }
 
 /** A string literal in single quotes. */
@@ -252,8 +271,10 @@ export type OperationId = keyof typeof ENDPOINTS;
 }
 
 function wires(t: Tables): string {
-  const wire = (w: string, u: WireUse) =>
-    `  ${w}: { req: JsonRequest<${q(u.operationId)}>; res: JsonAnswer<${q(u.operationId)}>; chunk: ${u.stream ? `components['schemas'][${q(u.stream)}]` : 'never'} };`;
+  const wire = (w: string, u: WireUse) => {
+    const chunk = u.stream ? `components['schemas'][${q(u.stream)}]` : 'never';
+    return `  ${w}: {\n    req: JsonRequest<${q(u.operationId)}>;\n    res: JsonAnswer<${q(u.operationId)}>;\n    chunk: ${chunk};\n  };`;
+  };
   return `/** The kinds of model each wire serves: a provider with an adapter for the wire serves them. */
 export const WIRES = {
 ${Object.entries(t.wires)
@@ -265,8 +286,9 @@ export type UpstreamOp = keyof typeof WIRES;
 /** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
 export type OperationName = ${union(paidWires(t))};
 
-type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
-type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: { content: { 'application/json': infer R } } } } ? R : never;
+type Json<T> = { content: { 'application/json': T } };
+type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
+type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
 
 /** The request, answer and stream event of each wire: those of the operation that goes through it. */
 export interface Wire {

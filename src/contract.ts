@@ -104,15 +104,40 @@ export type UpstreamOp = keyof typeof WIRES;
 /** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
 export type OperationName = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
 
-type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
-type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: { content: { 'application/json': infer R } } } } ? R : never;
+type Json<T> = { content: { 'application/json': T } };
+type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
+type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
 
 /** The request, answer and stream event of each wire: those of the operation that goes through it. */
 export interface Wire {
-  chat: { req: JsonRequest<'createChatCompletion'>; res: JsonAnswer<'createChatCompletion'>; chunk: components['schemas']['CreateChatCompletionStreamResponse'] };
-  completions: { req: JsonRequest<'createCompletion'>; res: JsonAnswer<'createCompletion'>; chunk: components['schemas']['CreateCompletionResponse'] };
-  embeddings: { req: JsonRequest<'createEmbedding'>; res: JsonAnswer<'createEmbedding'>; chunk: never };
-  messages: { req: JsonRequest<'createMessage'>; res: JsonAnswer<'createMessage'>; chunk: components['schemas']['AnthropicStreamEvent'] };
-  count_tokens: { req: JsonRequest<'countMessageTokens'>; res: JsonAnswer<'countMessageTokens'>; chunk: never };
-  responses: { req: JsonRequest<'createResponse'>; res: JsonAnswer<'createResponse'>; chunk: components['schemas']['ResponseStreamEvent'] };
+  chat: {
+    req: JsonRequest<'createChatCompletion'>;
+    res: JsonAnswer<'createChatCompletion'>;
+    chunk: components['schemas']['CreateChatCompletionStreamResponse'];
+  };
+  completions: {
+    req: JsonRequest<'createCompletion'>;
+    res: JsonAnswer<'createCompletion'>;
+    chunk: components['schemas']['CreateCompletionResponse'];
+  };
+  embeddings: {
+    req: JsonRequest<'createEmbedding'>;
+    res: JsonAnswer<'createEmbedding'>;
+    chunk: never;
+  };
+  messages: {
+    req: JsonRequest<'createMessage'>;
+    res: JsonAnswer<'createMessage'>;
+    chunk: components['schemas']['AnthropicStreamEvent'];
+  };
+  count_tokens: {
+    req: JsonRequest<'countMessageTokens'>;
+    res: JsonAnswer<'countMessageTokens'>;
+    chunk: never;
+  };
+  responses: {
+    req: JsonRequest<'createResponse'>;
+    res: JsonAnswer<'createResponse'>;
+    chunk: components['schemas']['ResponseStreamEvent'];
+  };
 }
