@@ -1,9 +1,10 @@
 /** The operation descriptors: each is its wire's, and the models it takes are those the contract gives that wire. */
 import type { Config, ModelConfig } from '../../src/config';
-import { ENDPOINTS, WIRES } from '../../src/contract';
+import { ENDPOINTS, WIRES, type Wire } from '../../src/contract';
 import { ApiError } from '../../src/errors';
 import { ModelRegistry } from '../../src/gateway/models';
 import { OPERATIONS } from '../../src/gateway/operations';
+import type * as T from '../../src/gateway/types';
 
 const registry = new ModelRegistry({
   models: [
@@ -39,4 +40,25 @@ test("an operation takes the models of its wire's kinds, and through its bridge 
     responses: ['a-chat'],
   });
   expect(WIRES.completions).toEqual(['completion']); // the chat models come through the bridge
+});
+
+/** Whether two types are the same (checked by the typecheck: `make typecheck`). */
+type Same<A, B> = (<X>() => X extends A ? 1 : 2) extends <X>() => X extends B ? 1 : 2 ? true : false;
+
+test("each wire's request, answer and chunk are its contract operation's (not never, which any adapter would satisfy)", () => {
+  const same: true[] = [
+    true satisfies Same<Wire['chat']['req'], T.ChatRequest>,
+    true satisfies Same<Wire['chat']['res'], T.ChatResponse>,
+    true satisfies Same<Wire['chat']['chunk'], T.ChatChunk>,
+    true satisfies Same<Wire['completions']['req'], T.CompletionRequest>,
+    true satisfies Same<Wire['completions']['chunk'], T.CompletionResponse>,
+    true satisfies Same<Wire['embeddings']['res'], T.EmbeddingResponse>,
+    true satisfies Same<Wire['embeddings']['chunk'], never>,
+    true satisfies Same<Wire['messages']['req'], T.MessagesRequest>,
+    true satisfies Same<Wire['messages']['chunk'], T.AnthropicEvent>,
+    true satisfies Same<Wire['count_tokens']['res'], { input_tokens: number }>,
+    true satisfies Same<Wire['responses']['res'], T.ResponseObject>,
+    true satisfies Same<Wire['responses']['chunk'], T.ResponseEvent>,
+  ];
+  expect(same).not.toContain(false);
 });
