@@ -29,7 +29,7 @@ generate: install
 	$(NPM) run -s generate
 
 generate-check: install
-	@$(NPM) run -s generate:check || { echo "generated/ is stale: run 'make generate' and commit it"; exit 1; }
+	@$(NPM) run -s generate:check || { echo "generated/ or the tables derived from the contract are stale: run 'make generate' and commit them"; exit 1; }
 
 build: install
 	$(NPM) run -s build

@@ -2649,7 +2649,17 @@ export interface components {
             /** @description Send it as `x-csrf-token` on every state-changing console call. */
             csrf_token: string;
         };
-        /** @enum {string} */
+        /**
+         * @description What a model does, as its configuration's `kind` says: which
+         *     operations may use it (`x-switchyard.kinds`).
+         * @enum {string}
+         */
+        ModelKind: "chat" | "completion" | "embedding";
+        /**
+         * @description What an API key may call: each operation called with a key requires
+         *     one scope (its `security`).
+         * @enum {string}
+         */
         KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses";
         ConsoleKey: {
             id: number;
@@ -2741,8 +2751,7 @@ export interface components {
         };
         ConsoleModel: {
             id: string;
-            /** @enum {string} */
-            kind: "chat" | "completion" | "embedding";
+            kind: components["schemas"]["ModelKind"];
             owned_by: string;
             input_usd_per_million: components["schemas"]["Usd"];
             output_usd_per_million: components["schemas"]["Usd"];

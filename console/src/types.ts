@@ -31,4 +31,5 @@ export type CheckoutResponse = S['CheckoutResponse'];
 export type RegisterBody = Body<'register'>;
 export type LoginBody = Body<'login'>;
 
-export const SCOPES: Scope[] = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'];
+/** Every scope a key may have and what it lets the key call, from the contract (KeyScope; see src/contract.ts). */
+export { SCOPE_LABELS, SCOPES } from '../../src/contract';

@@ -4,9 +4,10 @@
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import { SCOPES, type Scope } from '../contract';
 
-export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] as const;
-export type Scope = (typeof SCOPES)[number];
+/** The scopes a key may have are the contract's (KeyScope): an operation needs one of them. */
+export { SCOPES, type Scope };
 
 export type BudgetPeriod = 'day' | 'week' | 'month';
 export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'week', 'month'];

@@ -2,6 +2,7 @@
  * The JSON Schema of the configuration file. Provider types come from the provider registry (the catalog): each
  * type's own settings are allowed on its providers only.
  */
+import { MODEL_KINDS } from '../contract';
 import { PRICE_KEYS } from '../usage';
 import { FEATURES, type ProviderCatalog, type Timeouts } from './types';
 
@@ -106,7 +107,7 @@ export function configSchema(catalog: ProviderCatalog): object {
         items: object(
           {
             id: { type: 'string', minLength: 1, pattern: '^[^\\s]+$' },
-            kind: { enum: ['chat', 'completion', 'embedding'] },
+            kind: { enum: [...MODEL_KINDS] },
             owned_by: { type: 'string' },
             created: int(0),
             price: PRICE,

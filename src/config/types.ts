@@ -1,7 +1,9 @@
 /** The configuration as the rest of the gateway sees it: read, checked and with every default filled in. */
+import type { ModelKind } from '../contract';
 import type { PriceKey } from '../usage';
 
-export type ModelKind = 'chat' | 'completion' | 'embedding';
+/** What a model does (`kind`): the contract's ModelKind; which operations serve it is the contract's too. */
+export type { ModelKind };
 
 /**
  * Features that make an upstream charge more than a model's token prices (or more tokens than a request shows); a

@@ -1,5 +1,6 @@
 /** The configured models, by id. Which of them a key may use is decided by the caller (the request layer). */
-import type { Config, ModelConfig } from '../config';
+import type { Config, ModelConfig, ModelKind } from '../config';
+import { WIRES } from '../contract';
 import { errors } from '../errors';
 import type { Operation } from './operations';
 import type { Model } from './types';
@@ -21,12 +22,26 @@ export class ModelRegistry {
   }
 
   /** The model a request names, checked against the operation (unknown → 400 Model not found). */
-  resolve(id: string, op: Pick<Operation, 'serves' | 'path'>): ModelConfig {
+  resolve(id: string, op: Served): ModelConfig {
     const m = this.byId.get(id);
     if (!m) throw errors.modelNotFound(id);
-    if (!op.serves.includes(m.kind)) throw errors.wrongModelKind(id, m.kind, op.path);
+    if (!servedKinds(op).includes(m.kind)) throw errors.wrongModelKind(id, m.kind, op.path);
     return m;
   }
+}
+
+type Served = Pick<Operation, 'upstream' | 'bridge' | 'path'>;
+const served = new WeakMap<Served, readonly ModelKind[]>();
+
+/**
+ * The kinds of model an operation serves: those its wire serves (the contract's x-switchyard.kinds) and, when it
+ * can go through another wire (its bridge), that wire's too: legacy completions take chat models through chat.
+ * Worked out once per operation: it is asked on every paid request.
+ */
+export function servedKinds(op: Served): readonly ModelKind[] {
+  let kinds = served.get(op);
+  if (!kinds) served.set(op, (kinds = op.bridge ? [...new Set([...WIRES[op.upstream], ...WIRES[op.bridge.via]])] : WIRES[op.upstream]));
+  return kinds;
 }
 
 export function toModel(m: ModelConfig): Model {

@@ -1,21 +1,27 @@
-/** Every operation of the contract, by operationId. The server refuses to start if one is missing. */
+// Generated from openapi/openapi.yaml by scripts/generate.ts (`npm run generate`): do not edit.
+/** The handler of every operation of the contract, by operationId: src/handlers/<operationId>.ts. */
 import { adminCreateRedemptionCodes } from './adminCreateRedemptionCodes';
 import { adminDisableAccount } from './adminDisableAccount';
 import { adminEnableAccount } from './adminEnableAccount';
+import { adminFarmingReport } from './adminFarmingReport';
 import { adminGrantCredits } from './adminGrantCredits';
 import { adminListAccounts } from './adminListAccounts';
+import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
+import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
+import { adminUpdateKey } from './adminUpdateKey';
+import { confirmPasswordReset } from './confirmPasswordReset';
+import { countMessageTokens } from './countMessageTokens';
 import { createChatCompletion } from './createChatCompletion';
 import { createCheckout } from './createCheckout';
 import { createCompletion } from './createCompletion';
 import { createConsoleKey } from './createConsoleKey';
 import { createEmbedding } from './createEmbedding';
 import { createMessage } from './createMessage';
-import { countMessageTokens } from './countMessageTokens';
 import { createResponse } from './createResponse';
-import { deleteResponse } from './deleteResponse';
-import { retrieveResponse } from './retrieveResponse';
 import { deleteConsoleKey } from './deleteConsoleKey';
+import { deleteResponse } from './deleteResponse';
 import { getAccount } from './getAccount';
+import { getConsoleConfig } from './getConsoleConfig';
 import { getDailyUsage } from './getDailyUsage';
 import { getSession } from './getSession';
 import { getTopupOptions } from './getTopupOptions';
@@ -28,49 +34,37 @@ import { login } from './login';
 import { logout } from './logout';
 import { redeemCode } from './redeemCode';
 import { register } from './register';
-import { confirmPasswordReset } from './confirmPasswordReset';
 import { requestPasswordReset } from './requestPasswordReset';
 import { resendVerification } from './resendVerification';
-import { verifyEmail } from './verifyEmail';
-import { updateAccount } from './updateAccount';
-import { getConsoleConfig } from './getConsoleConfig';
-import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
-import { adminUpdateKey } from './adminUpdateKey';
-import { adminFarmingReport } from './adminFarmingReport';
-import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { retrieveModel } from './retrieveModel';
+import { retrieveResponse } from './retrieveResponse';
 import { stripeWebhook } from './stripeWebhook';
+import { updateAccount } from './updateAccount';
 import { updateConsoleKey } from './updateConsoleKey';
+import { verifyEmail } from './verifyEmail';
 import type { Handler, OperationId } from './types';
 
 export const handlers: { [Op in OperationId]: Handler<Op> } = {
-  // /v1
   createChatCompletion,
   createCompletion,
   createEmbedding,
   listModels,
   retrieveModel,
-  createMessage,
-  countMessageTokens,
-  createResponse,
-  retrieveResponse,
-  deleteResponse,
-  // console
   getConsoleConfig,
   register,
+  login,
   verifyEmail,
   resendVerification,
   requestPasswordReset,
   confirmPasswordReset,
-  login,
   logout,
   getSession,
   getAccount,
   updateAccount,
   listConsoleKeys,
   createConsoleKey,
-  updateConsoleKey,
   deleteConsoleKey,
+  updateConsoleKey,
   listConsoleModels,
   redeemCode,
   getTopupOptions,
@@ -79,14 +73,18 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   listUsage,
   getDailyUsage,
   listLedger,
-  // admin
   adminListAccounts,
   adminGrantCredits,
-  adminDisableAccount,
-  adminEnableAccount,
-  adminCreateRedemptionCodes,
   adminFarmingReport,
   adminRevokeFreeCredits,
   adminUpdateKey,
   adminSetLowBalanceAlert,
+  adminDisableAccount,
+  adminEnableAccount,
+  adminCreateRedemptionCodes,
+  createMessage,
+  countMessageTokens,
+  createResponse,
+  retrieveResponse,
+  deleteResponse,
 };

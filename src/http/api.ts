@@ -13,6 +13,8 @@
  *
  * The Stripe webhook needs the exact bytes Stripe signed: every handler is given the raw body (HttpInfo.rawBody).
  */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
@@ -20,11 +22,11 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import OpenAPIBackend, { type Operation } from 'openapi-backend';
 import proxyaddr from 'proxy-addr';
-import type { Scope } from '../accounts/keys';
+import { CONTRACT_SHA256, ENDPOINTS, type Endpoint, type OperationId } from '../contract';
 import { errors, type ApiError } from '../errors';
 import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
 import { handlers } from '../handlers';
-import { ADMIN_OPERATIONS, ANTHROPIC_OPERATIONS, COUNTED_OPERATIONS, METERED_OPERATIONS, PUBLIC_OPERATIONS, SESSION_OPERATIONS, type Client, type HttpInfo, type Reply } from '../handlers/types';
+import type { Client, HttpInfo, Reply } from '../handlers/types';
 import type { App } from '../services/app';
 import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
 import { authorize, type Guard } from './security';
@@ -311,6 +313,7 @@ function queryOf(q: string): Record<string, string | string[]> {
  * compiled meta-schemas and caches out of the resident memory.
  */
 async function loadContract(): Promise<OpenAPIBackend> {
+  checkTables();
   const shared = new Map<boolean, Ajv2020>();
   const api = new OpenAPIBackend({
     definition: CONTRACT,
@@ -323,21 +326,31 @@ async function loadContract(): Promise<OpenAPIBackend> {
       return ajv as never;
     },
   });
-  await api.init();
-  const missing = api.getOperations().map((o) => o.operationId).filter((id): id is string => !!id && !(id in handlers));
-  if (missing.length) throw new Error(`no handler for operations: ${missing.join(', ')}`);
+  await api.init(); // every operationId has its handler: the table is generated from the same contract (checkTables)
   api.validator.preCompileRequestValidators();
   return api;
 }
 
-/** An operation's route: who may call it (checked against the handlers' expectations), its validators, its handler. */
+/**
+ * Who may call each operation, the handler tables and the types handlers are given are derived from the contract
+ * when it is generated (src/contract.ts): a contract edited since would be served by tables that no longer say
+ * what it says (an operation made private still public), so start-up stops until `npm run generate` has run.
+ */
+export function checkTables(contract = fs.readFileSync(CONTRACT, 'utf8')): void {
+  const text = contract.replace(/\r\n/g, '\n'); // as generated on any checkout (git may turn \n into \r\n)
+  if (crypto.createHash('sha256').update(text).digest('hex') !== CONTRACT_SHA256) {
+    throw new Error(`${CONTRACT} changed since src/contract.ts was generated from it: run npm run generate (and build)`);
+  }
+}
+
+/** An operation's route: who may call it (the contract's tables), its validators, its handler. */
 function routeOf(api: OpenAPIBackend, op: Operation): Route {
   const id = op.operationId!;
   const [bodyValidator, paramsValidator] = api.validator.getRequestValidatorsForOperation(id) ?? [];
   const hasBody = !!op.requestBody;
   return {
     operationId: id,
-    guard: guardOf(op),
+    guard: guardOf(ENDPOINTS[id as OperationId]),
     hasBody,
     validateBody: hasBody ? bodyValidator : null,
     // openapi-backend compiles a params validator for every operation; it only matters when there are parameters.
@@ -347,37 +360,20 @@ function routeOf(api: OpenAPIBackend, op: Operation): Route {
 }
 
 /**
- * The contract's security of every operation must match what its handler expects (src/handlers/types.ts): a
- * console operation without a session check, or a state-changing one without the CSRF check, stops start-up.
+ * The checks of the caller before the body is read: the key's scope and, for paid and metered operations, its
+ * requests per minute and money, for counted ones its requests per minute; a session, with the CSRF header when
+ * the call changes state; the admin token; or nothing.
  */
-function guardOf(op: Operation): Guard {
-  const id = op.operationId!;
-  const reqs = op.security ?? [];
-  const every = (scheme: string) => reqs.length > 0 && reqs.every((r) => scheme in r);
-  const safe = op.method === 'get' || op.method === 'head';
-  const fail = (problem: string): never => {
-    throw new Error(`the contract's security does not match the handlers: ${id} ${problem}`);
-  };
-  if ((SESSION_OPERATIONS as readonly string[]).includes(id)) {
-    if (!every('cookieSession')) fail('must require cookieSession');
-    if (!safe && !every('csrfToken')) fail('changes state and must require csrfToken');
-    return { scheme: 'session', csrf: !safe };
+function guardOf(e: Endpoint): Guard {
+  switch (e.caller) {
+    case 'key':
+      return { scheme: 'bearer', scope: e.scope, metered: e.meter === 'paid' || e.meter === 'metered', counted: e.meter === 'counted', anthropic: e.anthropicKey };
+    case 'session':
+      return { scheme: 'session', csrf: e.csrf };
+    case 'admin':
+    case 'public':
+      return { scheme: e.caller };
   }
-  if ((ADMIN_OPERATIONS as readonly string[]).includes(id)) {
-    if (!every('adminToken')) fail('must require adminToken');
-    return { scheme: 'admin' };
-  }
-  if ((PUBLIC_OPERATIONS as readonly string[]).includes(id)) {
-    if (reqs.length) fail('is public and must have security: []');
-    return { scheme: 'public' };
-  }
-  const anthropic = (ANTHROPIC_OPERATIONS as readonly string[]).includes(id);
-  const keyed = reqs.length > 0 && reqs.every((r) => 'bearerAuth' in r || (anthropic && 'anthropicApiKey' in r));
-  if (!keyed || !reqs.some((r) => 'bearerAuth' in r)) fail(anthropic ? 'must require bearerAuth or anthropicApiKey' : 'must require bearerAuth');
-  const scope = reqs.find((s) => 'bearerAuth' in s)?.bearerAuth?.[0] as Scope | undefined;
-  const metered = (METERED_OPERATIONS as readonly string[]).includes(id);
-  const counted = (COUNTED_OPERATIONS as readonly string[]).includes(id);
-  return { scheme: 'bearer', scope, metered, counted, anthropic };
 }
 
 /** Which proxies are believed (server.trust_proxy), compiled once per configuration: proxy-addr's form. */

@@ -15,15 +15,15 @@ import type { App } from '../services/app';
 import { bearerMatches } from '../services/consoleLimits';
 import { readCookie, SESSION_COOKIE } from '../services/views';
 
-/** What the contract says about an operation's caller (see api.ts). */
+/** What the contract says about an operation's caller (its ENDPOINTS entry, see api.ts). */
 export interface Guard {
   /** bearerAuth: the scope it needs; cookieSession (+ csrfToken); adminToken; or nothing (public). */
   scheme: 'bearer' | 'session' | 'admin' | 'public';
   scope?: Scope;
   csrf?: boolean;
-  /** A metered /v1 operation (METERED_OPERATIONS): the rate limit and money are checked here. */
+  /** A paid or metered /v1 operation (the contract's x-switchyard.meter): the rate limit and money are checked here. */
   metered?: boolean;
-  /** An operation that costs no money (COUNTED_OPERATIONS): only the key's requests per minute are counted here. */
+  /** A counted operation, which costs no money: only the key's requests per minute are counted here. */
   counted?: boolean;
   /** An Anthropic-shaped operation: the key may come as `x-api-key`, errors take Anthropic's shape. */
   anthropic?: boolean;

@@ -153,7 +153,31 @@ describe('toGeminiRequest: messages', () => {
     expect(toolResponse('plain')).toEqual({ content: 'plain' });
   });
 
-  test('data URLs', () => {
+  test('data URLs: the media type is read (lower case; text/plain when left out), text that is not base64 is encoded; a file without one is sent as it came, typed by its name', () => {
+    const req = toGeminiRequest(
+      chat([
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url: 'data:Image/PNG;base64,iVBORw0KGgo=' } },
+            { type: 'image_url', image_url: { url: 'data:image/svg+xml;charset=utf-8,%3Csvg%2F%3E' } },
+            { type: 'file', file: { file_data: 'data:,caf%C3%A9', filename: 'a.txt' } },
+            { type: 'file', file: { file_data: 'R0lGODlh', filename: 'b.GIF' } },
+            { type: 'file', file: { file_data: 'JVBERi0=' } },
+          ],
+        },
+      ]),
+    );
+    expect(req.contents[0].parts).toEqual([
+      { inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } },
+      { inlineData: { mimeType: 'image/svg+xml', data: Buffer.from('<svg/>').toString('base64') } },
+      { inlineData: { mimeType: 'text/plain', data: Buffer.from('café').toString('base64') } },
+      { inlineData: { mimeType: 'image/gif', data: 'R0lGODlh' } },
+      { inlineData: { mimeType: 'application/pdf', data: 'JVBERi0=' } },
+    ]);
+    // A data URL whose percent-encoding is broken is not one: as an image it is a 400, like any other URL.
+    const broken = rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png,%E0%A4%A' } }] }])));
+    expect(broken.upstreamMessage).toContain('send images as data URLs');
   });
 });
 

@@ -4,16 +4,7 @@ import { api } from '../api';
 import { Icon } from '../components/icons';
 import { Alert, Badge, Button, Card, CopyButton, Empty, Field, Loading, Modal, PageHeader, Toggle, useLoader } from '../components/ui';
 import { ago, date, num, usd } from '../format';
-import { SCOPES, type ApiKey, type Model, type NewKeyInput, type Scope } from '../types';
-
-const SCOPE_LABELS: Record<Scope, string> = {
-  chat: 'Chat completions',
-  completions: 'Completions (legacy)',
-  embeddings: 'Embeddings',
-  models: 'List models',
-  messages: 'Messages (Anthropic; Claude Code)',
-  responses: 'Responses (Codex)',
-};
+import { SCOPE_LABELS, SCOPES, type ApiKey, type Model, type NewKeyInput, type Scope } from '../types';
 
 export function Keys() {
   const keys = useLoader(() => api.keys());

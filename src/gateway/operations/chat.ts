@@ -57,7 +57,6 @@ export function chatFeatures<T extends Pick<ChatRequest, 'audio' | 'modalities' 
 export const chat: Operation<ChatRequest, ChatResponse, ChatChunk> = {
   name: 'chat',
   path: '/v1/chat/completions',
-  serves: ['chat'],
   upstream: 'chat',
   reader: chatReader,
   streams: (body) => body.stream === true,

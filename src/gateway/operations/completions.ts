@@ -73,7 +73,6 @@ const chatChunkToCompletion = (chunk: ChatChunk) =>
 export const completions: Operation<CompletionRequest, CompletionResponse, CompletionResponse> = {
   name: 'completions',
   path: '/v1/completions',
-  serves: ['completion', 'chat'],
   upstream: 'completions',
   reader,
   bridge: {

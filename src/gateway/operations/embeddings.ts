@@ -15,7 +15,6 @@ const reader: Reader<EmbeddingRequest, EmbeddingResponse, never> = {
 export const embeddings: Operation<EmbeddingRequest, EmbeddingResponse, never> = {
   name: 'embeddings',
   path: '/v1/embeddings',
-  serves: ['embedding'],
   upstream: 'embeddings',
   reader,
   streams: () => false,

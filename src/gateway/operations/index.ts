@@ -1,12 +1,14 @@
-/** Every operation the gateway meters, by name (an endpoint is the contract, one file here and one handler). */
+// Generated from openapi/openapi.yaml by scripts/generate.ts (`npm run generate`): do not edit.
+/** The descriptor of every wire a paid operation goes through, by name: src/gateway/operations/<name>.ts. */
+import type { OperationName } from '../../contract';
 import { chat } from './chat';
 import { completions } from './completions';
 import { embeddings } from './embeddings';
 import { messages } from './messages';
 import { responses } from './responses';
-import type { Operation, OperationName } from './types';
+import type { Operation } from './types';
 
-export const OPERATIONS: Record<OperationName, Operation> = { chat, completions, embeddings, messages, responses };
+export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, messages, responses };
 
 export { chat, completions, embeddings, messages, responses };
 export type { Operation, OperationName };

@@ -59,7 +59,6 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
 export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
   name: 'messages',
   path: '/v1/messages',
-  serves: ['chat'],
   upstream: 'messages',
   forwardHeaders: ['anthropic-beta'],
   reader,

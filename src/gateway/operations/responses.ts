@@ -120,7 +120,6 @@ function isReference(item: unknown): boolean {
 export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEvent> = {
   name: 'responses',
   path: '/v1/responses',
-  serves: ['chat'],
   upstream: 'responses',
   reader,
   bridge: chatBridge,

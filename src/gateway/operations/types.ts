@@ -1,16 +1,18 @@
 /**
- * An operation is one client-facing endpoint, as a descriptor: which models it serves, what it may cost (its output
+ * An operation is one client-facing endpoint, as a descriptor: the wire that serves it (and so, per the contract,
+ * which models it serves) and the one it may go through instead, what it may cost (its output
  * allowance; the prompt is bounded by the body's profile, see bound.ts), what it forbids or strips per model, how
  * to read usage and text from an answer and a chunk, how to shape what the client gets, and how a stream is framed.
  * The gateway runs every operation on one generic path (gateway.ts); the request layer meters it (metered.ts).
  */
-import type { ModelConfig, ModelKind } from '../../config';
+import type { ModelConfig } from '../../config';
+import type { OperationName, UpstreamOp, Wire } from '../../contract';
 import type { Usage } from '../../usage';
 import type { BodyProfile } from '../bound';
-import type { UpstreamOp, Wire } from '../providers/types';
 import type { CountJob } from '../tokenizer';
 
-export type OperationName = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
+/** The wires of the contract's paid operations: each has its descriptor here, in <name>.ts. */
+export type { OperationName };
 
 /** What a request asks to generate: an allowance per choice and the number of choices (best_of, n, prompts). */
 export interface Output {
@@ -100,12 +102,17 @@ export interface Bridge<Req, Res, Chunk, Via extends UpstreamOp> {
 export interface Operation<Req extends { model: string } = any, Res = any, Chunk = any> {
   name: OperationName;
   path: string;
-  serves: readonly ModelKind[];
-  /** The upstream operation that serves it natively, and how to read that operation's shapes. */
+  /**
+   * The upstream operation that serves it natively, and how to read that operation's shapes. The kinds of model it
+   * serves are that wire's (the contract's x-switchyard.kinds), and its bridge's wire's.
+   */
   upstream: UpstreamOp;
   /** Client headers passed on when a provider serves the operation natively (e.g. anthropic-beta). */
   forwardHeaders?: readonly string[];
-  /** Those headers as they go upstream for this model: what would raise the upstream's price is taken out, unless allowed. */
+  /**
+   * Those headers as they go upstream for this model: what would raise the upstream's price (Anthropic's priced
+   * betas) is taken out, unless the model allows it.
+   */
   headers?(headers: Record<string, string>, model: ModelConfig): Record<string, string>;
   reader: Reader<any, any, any>;
   bridge?: Bridge<Req, Res, Chunk, UpstreamOp>;
@@ -119,8 +126,6 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
    * body without them). Attachments were checked from the profile already.
    */
   features(body: Req, model: ModelConfig, profile: BodyProfile): Req;
-  /** The same for the client headers it passes on (`forwardHeaders`): Anthropic's betas that raise the price. */
-  headers?(headers: Record<string, string>, model: ModelConfig): Record<string, string>;
   present(res: Res, p: Presented, body: Req): Res;
   /** A chunk as the client gets it, or null to hold it back; `includeUsage`: the client asked for the usage chunk. */
   presentChunk(chunk: Chunk, c: ChunkContext): Chunk | null;

@@ -3,19 +3,20 @@
  * picks the descriptor; the configuration reads each type's capabilities and settings from this catalog.
  */
 import type { ModelKind, ProviderCatalog, ProviderConfig } from '../../config';
+import { WIRES } from '../../contract';
 import { anthropic } from './anthropic';
 import { azure } from './azure';
 import { gemini } from './gemini';
 import { mock } from './mock';
 import { openai } from './openai';
 import { Provider } from './provider';
-import { OP_KIND, type ProviderDescriptor, type UpstreamOp } from './types';
+import type { ProviderDescriptor, UpstreamOp } from './types';
 
 export const PROVIDERS: Record<string, ProviderDescriptor<any>> = { openai, azure, anthropic, gemini, mock };
 
-/** The model kinds a provider serves: those of the upstream operations it has adapters for. */
+/** The model kinds a provider serves: those of the upstream operations it has adapters for (the contract's). */
 function kinds(d: ProviderDescriptor<any>): ModelKind[] {
-  return [...new Set((Object.keys(d.operations) as UpstreamOp[]).map((op) => OP_KIND[op]))];
+  return [...new Set((Object.keys(d.operations) as UpstreamOp[]).flatMap((op) => WIRES[op]))];
 }
 
 /** A provider that answers in the process needs no base_url. */

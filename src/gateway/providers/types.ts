@@ -4,44 +4,15 @@
  * our HTTP status codes: it turns an operation's request into the upstream's, the upstream's answer (or stream)
  * back into the operation's shapes, and reports failures as UpstreamErrors. `provider.ts` runs descriptors.
  */
-import type { CacheMultipliers, ModelKind, ProviderConfig } from '../../config';
+import type { CacheMultipliers, ProviderConfig } from '../../config';
+import type { UpstreamOp, Wire } from '../../contract';
 import type { SseEvent } from '../sse';
-import type {
-  AnthropicEvent,
-  AnthropicMessage,
-  ChatChunk,
-  ChatRequest,
-  ChatResponse,
-  CompletionRequest,
-  CompletionResponse,
-  EmbeddingRequest,
-  EmbeddingResponse,
-  MessagesRequest,
-  ResponseEvent,
-  ResponseObject,
-  ResponsesRequest,
-} from '../types';
 
-/** The upstream operations a provider may serve, with their request, answer and chunk shapes (OpenAI's wire types). */
-export interface Wire {
-  chat: { req: ChatRequest; res: ChatResponse; chunk: ChatChunk };
-  completions: { req: CompletionRequest; res: CompletionResponse; chunk: CompletionResponse };
-  embeddings: { req: EmbeddingRequest; res: EmbeddingResponse; chunk: never };
-  messages: { req: MessagesRequest; res: AnthropicMessage; chunk: AnthropicEvent };
-  count_tokens: { req: MessagesRequest; res: { input_tokens: number }; chunk: never };
-  responses: { req: ResponsesRequest; res: ResponseObject; chunk: ResponseEvent };
-}
-export type UpstreamOp = keyof Wire;
-
-/** Which model kind each upstream operation serves natively. */
-export const OP_KIND: Record<UpstreamOp, ModelKind> = {
-  chat: 'chat',
-  completions: 'completion',
-  embeddings: 'embedding',
-  messages: 'chat',
-  count_tokens: 'chat',
-  responses: 'chat',
-};
+/**
+ * The upstream operations a provider may serve (wires), with their request, answer and chunk shapes (OpenAI's
+ * and Anthropic's wire types): the contract's (x-switchyard.wire of an operation), in src/contract.ts.
+ */
+export type { UpstreamOp, Wire };
 
 /** What an adapter knows about the call it shapes. */
 export interface CallContext<State = unknown> {

@@ -1,0 +1,334 @@
+/**
+ * What the contract says that the code needs as values and exact types: the key scopes (KeyScope), the model kinds
+ * (ModelKind), who may call each operation (its `security`), what the gateway does for it (`x-switchyard`, described
+ * above `paths:` in openapi/openapi.yaml) and the handler of each operationId. Pure: the contract's text in, the
+ * generated files out (scripts/generate.ts writes or checks them); a contract that breaks a rule here is refused
+ * with every problem it has, so that the code never meets an operation it cannot tell how to serve.
+ */
+import crypto from 'node:crypto';
+import YAML from 'yaml';
+
+/** The files written, relative to the repository (the architecture test lets them list what the contract lists). */
+export const GENERATED = ['src/contract.ts', 'src/handlers/index.ts', 'src/gateway/operations/index.ts'] as const;
+
+const HEADER = '// Generated from openapi/openapi.yaml by scripts/generate.ts (`npm run generate`): do not edit.';
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+const METERS = ['paid', 'metered', 'counted', 'none'];
+const SWITCHYARD_FIELDS = ['meter', 'wire', 'kinds', 'stream'];
+/** Names that become identifiers and file names: handlers' and descriptors'. */
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export type Endpoint =
+  | { caller: 'key'; scope: string; anthropicKey: boolean; meter: string; wire?: string }
+  | { caller: 'session'; csrf: boolean }
+  | { caller: 'admin' }
+  | { caller: 'public' };
+
+/** An upstream operation: the contract operation whose request and answer it carries, its kinds, its stream event. */
+export interface WireUse {
+  operationId: string;
+  kinds: string[];
+  stream?: string;
+  paid: boolean;
+}
+
+export interface Tables {
+  scopes: string[];
+  /** What each scope lets a key call (KeyScope's x-enumDescriptions), for people. */
+  scopeLabels: Record<string, string>;
+  kinds: string[];
+  endpoints: Record<string, Endpoint>;
+  wires: Record<string, WireUse>;
+}
+
+export class ContractError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`openapi/openapi.yaml breaks the rules of scripts/contract.ts:\n- ${problems.join('\n- ')}`);
+  }
+}
+
+type Json = Record<string, unknown>;
+interface Op {
+  id: string;
+  method: string;
+  path: string;
+  def: Json;
+}
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+
+/** The tables, from the parsed contract; throws a ContractError listing every problem. */
+export function derive(spec: Json): Tables {
+  const problems: string[] = [];
+  const schemas = isObject(spec.components) && isObject(spec.components.schemas) ? spec.components.schemas : {};
+  const scopes = enumOf(schemas, 'KeyScope', problems);
+  const scopeLabels = labelsOf(schemas, 'KeyScope', scopes, problems);
+  const kinds = enumOf(schemas, 'ModelKind', problems);
+  const endpoints: Record<string, Endpoint> = {};
+  const wires: Record<string, WireUse> = {};
+  for (const op of operations(spec, problems)) {
+    const fail = (problem: string) => problems.push(`${op.id} (${op.method.toUpperCase()} ${op.path}) ${problem}`);
+    const endpoint = callerOf(op, fail);
+    if (!endpoint) continue;
+    endpoints[op.id] = endpoint;
+    if (endpoint.caller === 'key') {
+      if (!scopes.includes(endpoint.scope)) fail(`requires the scope '${endpoint.scope}', which KeyScope does not list`);
+      switchyard(op, endpoint, { kinds, schemas, wires }, fail);
+    } else if (op.def['x-switchyard'] !== undefined) {
+      fail('has x-switchyard, which only operations called with an API key have');
+    }
+  }
+  const required = new Set(Object.values(endpoints).map((e) => (e.caller === 'key' ? e.scope : '')));
+  for (const s of scopes) if (!required.has(s)) problems.push(`the scope '${s}' of KeyScope is required by no operation`);
+  const served = new Set(Object.values(wires).flatMap((w) => w.kinds));
+  for (const k of kinds) if (!served.has(k)) problems.push(`the kind '${k}' of ModelKind is served by no wire`);
+  if (problems.length) throw new ContractError(problems);
+  return { scopes, scopeLabels, kinds, endpoints, wires };
+}
+
+function enumOf(schemas: Json, name: string, problems: string[]): string[] {
+  const s = schemas[name];
+  const values = isObject(s) ? s.enum : undefined;
+  if (strings(values) && values.length && values.every((v) => IDENTIFIER.test(v))) return values;
+  problems.push(`components.schemas.${name} must be an enum of names (letters, digits, _)`);
+  return [];
+}
+
+function labelsOf(schemas: Json, name: string, values: string[], problems: string[]): Record<string, string> {
+  const s = schemas[name];
+  const labels = isObject(s) && isObject(s['x-enumDescriptions']) ? s['x-enumDescriptions'] : {};
+  const keys = Object.keys(labels);
+  const ok = keys.length === values.length && values.every((v) => typeof labels[v] === 'string' && labels[v]);
+  if (!ok) {
+    problems.push(`components.schemas.${name} must describe each of its values, and only them, in x-enumDescriptions`);
+  }
+  return labels as Record<string, string>;
+}
+
+function operations(spec: Json, problems: string[]): Op[] {
+  const ops: Op[] = [];
+  for (const [path, item] of Object.entries(isObject(spec.paths) ? spec.paths : {})) {
+    for (const method of METHODS) {
+      const def = isObject(item) ? item[method] : undefined;
+      if (!isObject(def)) continue;
+      const id = def.operationId;
+      if (typeof id !== 'string' || !IDENTIFIER.test(id)) {
+        problems.push(`${method.toUpperCase()} ${path} needs an operationId that is an identifier`);
+      } else if (ops.some((o) => o.id === id)) problems.push(`the operationId ${id} is used twice`);
+      else ops.push({ id, method, path, def });
+    }
+  }
+  return ops;
+}
+
+/** Who may call the operation, from its `security` (see the comment above `paths:`). */
+function callerOf(op: Op, fail: (problem: string) => void): Endpoint | null {
+  const security = op.def.security;
+  if (!Array.isArray(security) || !security.every(isObject)) {
+    fail('must state its security (`security: []` when public)');
+    return null;
+  }
+  if (!security.length) return { caller: 'public' };
+  const schemes = security.map((r) => Object.keys(r).sort().join('+'));
+  if (schemes.length === 1 && schemes[0] === 'adminToken') return { caller: 'admin' };
+  if (schemes.length === 1 && /^cookieSession(\+csrfToken)?$/.test(schemes[0])) {
+    const csrf = schemes[0].endsWith('csrfToken');
+    const safe = op.method === 'get' || op.method === 'head';
+    if (!csrf && !safe) fail('changes state and must require csrfToken with cookieSession');
+    return { caller: 'session', csrf };
+  }
+  return keyed(security, schemes, fail);
+}
+
+/** An operation called with an API key: bearerAuth with one scope, and optionally Anthropic's x-api-key with it. */
+function keyed(security: Json[], schemes: string[], fail: (problem: string) => void): Endpoint | null {
+  const scopes = new Set(security.flatMap((r) => Object.values(r).map((s) => (strings(s) && s.length === 1 ? s[0] : ''))));
+  const [scope] = scopes;
+  const known = schemes.every((s) => s === 'bearerAuth' || s === 'anthropicApiKey');
+  if (!schemes.includes('bearerAuth') || !known || scopes.size !== 1 || !scope) {
+    fail('must require bearerAuth (or anthropicApiKey besides) with one scope, cookieSession, adminToken or nothing');
+    return null;
+  }
+  return { caller: 'key', scope, anthropicKey: schemes.includes('anthropicApiKey'), meter: 'none' };
+}
+
+interface Known {
+  kinds: string[];
+  schemas: Json;
+  wires: Record<string, WireUse>;
+}
+
+/** The operation's `x-switchyard`: its meter, and the wire it goes through with that wire's kinds and stream. */
+function switchyard(op: Op, endpoint: Endpoint & { caller: 'key' }, known: Known, fail: (problem: string) => void) {
+  const x = op.def['x-switchyard'];
+  if (!isObject(x) || typeof x.meter !== 'string' || !METERS.includes(x.meter)) {
+    fail(`must say in x-switchyard.meter what is checked before its body is read: ${METERS.join(', ')}`);
+    return;
+  }
+  for (const k of Object.keys(x)) {
+    if (!SWITCHYARD_FIELDS.includes(k)) fail(`has x-switchyard.${k}, which is not one of ${SWITCHYARD_FIELDS.join(', ')}`);
+  }
+  endpoint.meter = x.meter;
+  if (x.wire === undefined) {
+    if (x.meter === 'paid') fail('is paid and must name its wire (x-switchyard.wire)');
+    if (x.kinds !== undefined || x.stream !== undefined) fail('has x-switchyard.kinds or stream without a wire');
+    return;
+  }
+  if (typeof x.wire !== 'string' || !IDENTIFIER.test(x.wire)) return fail('must name its wire with an identifier');
+  const taken = known.wires[x.wire];
+  if (taken) return fail(`goes through the wire '${x.wire}' of ${taken.operationId}: a wire is one operation's`);
+  const kinds = strings(x.kinds) && x.kinds.length && x.kinds.every((k) => known.kinds.includes(k)) ? x.kinds : null;
+  if (!kinds) fail('must list in x-switchyard.kinds the kinds of ModelKind its wire serves');
+  const stream = typeof x.stream === 'string' && isObject(known.schemas[x.stream]) ? x.stream : undefined;
+  if (x.stream !== undefined && !stream) fail('names in x-switchyard.stream no schema of components.schemas');
+  const answer = isObject(op.def.responses) ? op.def.responses['200'] : undefined;
+  if (!json(op.def.requestBody) || !json(answer)) fail('has a wire, so it must take and answer (200) application/json');
+  endpoint.wire = x.wire;
+  known.wires[x.wire] = { operationId: op.id, kinds: kinds ?? [], stream, paid: x.meter === 'paid' };
+}
+
+const json = (body: unknown) => isObject(body) && isObject(body.content) && isObject(body.content['application/json']);
+
+/** The generated files, by path, from the contract's text. */
+export function generate(text: string): Record<(typeof GENERATED)[number], string> {
+  const t = derive(YAML.parse(text) as Json);
+  const sha = crypto.createHash('sha256').update(text.replace(/\r\n/g, '\n')).digest('hex');
+  return {
+    'src/contract.ts': contractFile(t, sha),
+    'src/handlers/index.ts': handlersFile(t),
+    'src/gateway/operations/index.ts': operationsFile(t),
+  };
+}
+
+/** A string literal in single quotes. */
+const q = (s: string) => `'${s.replace(/[\\']/g, (c) => `\\${c}`)}'`;
+const list = (xs: string[]) => `[${xs.map(q).join(', ')}]`;
+const union = (xs: string[]) => xs.map(q).join(' | ') || 'never';
+const paidWires = (t: Tables) => Object.keys(t.wires).filter((w) => t.wires[w].paid);
+
+function endpointLiteral(e: Endpoint): string {
+  const fields = Object.entries(e).map(([k, v]) => `${k}: ${typeof v === 'string' ? q(v) : String(v)}`);
+  return `{ ${fields.join(', ')} }`;
+}
+
+function contractFile(t: Tables, sha: string): string {
+  return [vocabulary(t, sha), endpoints(t), wires(t)].join('\n');
+}
+
+function vocabulary(t: Tables, sha: string): string {
+  return `${HEADER}
+/**
+ * What the contract says that the code needs as values, with exact types: the key scopes, the model kinds, who may
+ * call each operation and what is checked before its body is read (its \`security\` and \`x-switchyard\`), and the
+ * upstream operations (wires) that operations go through. See the comment above \`paths:\` in openapi/openapi.yaml.
+ */
+import type { components, operations } from '../generated/openapi';
+
+/** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
+export const CONTRACT_SHA256 = ${q(sha)};
+
+/** The scopes an API key may have (KeyScope). */
+export const SCOPES = ${list(t.scopes)} as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** What each scope lets a key call, as people read it (KeyScope's x-enumDescriptions). */
+export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
+${t.scopes.map((s) => `  ${s}: ${q(t.scopeLabels[s] ?? '')},`).join('\n')}
+};
+
+/** The kinds of model (ModelKind). */
+export const MODEL_KINDS = ${list(t.kinds)} as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+`;
+}
+
+function endpoints(t: Tables): string {
+  return `/**
+ * What is checked of an API key before the body is read, besides its scope: \`paid\` and \`metered\`, its requests per
+ * minute and money (a paid call is then held for and charged); \`counted\`, its requests per minute; \`none\`, nothing.
+ */
+export type Meter = ${union(METERS)};
+
+/**
+ * Who may call an operation: an API key with a scope (\`anthropicKey\`: also sent as x-api-key), a console session
+ * (\`csrf\`: with the CSRF header too), the admin token, or anyone.
+ */
+export type Endpoint =
+  | { caller: 'key'; scope: Scope; anthropicKey: boolean; meter: Meter; wire?: UpstreamOp }
+  | { caller: 'session'; csrf: boolean }
+  | { caller: 'admin' }
+  | { caller: 'public' };
+
+/** Every operation of the contract, by operationId. */
+export const ENDPOINTS = {
+${Object.entries(t.endpoints)
+  .map(([id, e]) => `  ${id}: ${endpointLiteral(e)},`)
+  .join('\n')}
+} as const satisfies { [Op in keyof operations]: Endpoint };
+export type OperationId = keyof typeof ENDPOINTS;
+`;
+}
+
+function wires(t: Tables): string {
+  const wire = (w: string, u: WireUse) => {
+    const chunk = u.stream ? `components['schemas'][${q(u.stream)}]` : 'never';
+    return `  ${w}: {\n    req: JsonRequest<${q(u.operationId)}>;\n    res: JsonAnswer<${q(u.operationId)}>;\n    chunk: ${chunk};\n  };`;
+  };
+  return `/** The kinds of model each wire serves: a provider with an adapter for the wire serves them. */
+export const WIRES = {
+${Object.entries(t.wires)
+  .map(([w, u]) => `  ${w}: ${list(u.kinds)},`)
+  .join('\n')}
+} as const satisfies { [W in keyof Wire]: readonly ModelKind[] };
+export type UpstreamOp = keyof typeof WIRES;
+
+/** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
+export type OperationName = ${union(paidWires(t))};
+
+type Json<T> = { content: { 'application/json': T } };
+type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
+type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
+
+/** The request, answer and stream event of each wire: those of the operation that goes through it. */
+export interface Wire {
+${Object.entries(t.wires)
+  .map(([w, u]) => wire(w, u))
+  .join('\n')}
+}
+`;
+}
+
+function handlersFile(t: Tables): string {
+  const ids = Object.keys(t.endpoints);
+  return `${HEADER}
+/** The handler of every operation of the contract, by operationId: src/handlers/<operationId>.ts. */
+${[...ids]
+  .sort()
+  .map((id) => `import { ${id} } from './${id}';`)
+  .join('\n')}
+import type { Handler, OperationId } from './types';
+
+export const handlers: { [Op in OperationId]: Handler<Op> } = {
+${ids.map((id) => `  ${id},`).join('\n')}
+};
+`;
+}
+
+function operationsFile(t: Tables): string {
+  const names = paidWires(t);
+  return `${HEADER}
+/** The descriptor of every wire a paid operation goes through, by name: src/gateway/operations/<name>.ts. */
+import type { OperationName } from '../../contract';
+${[...names]
+  .sort()
+  .map((n) => `import { ${n} } from './${n}';`)
+  .join('\n')}
+import type { Operation } from './types';
+
+export const OPERATIONS: { [Name in OperationName]: Operation } = { ${names.join(', ')} };
+
+export { ${names.join(', ')} };
+export type { Operation, OperationName };
+`;
+}

@@ -1,0 +1,143 @@
+// Generated from openapi/openapi.yaml by scripts/generate.ts (`npm run generate`): do not edit.
+/**
+ * What the contract says that the code needs as values, with exact types: the key scopes, the model kinds, who may
+ * call each operation and what is checked before its body is read (its `security` and `x-switchyard`), and the
+ * upstream operations (wires) that operations go through. See the comment above `paths:` in openapi/openapi.yaml.
+ */
+import type { components, operations } from '../generated/openapi';
+
+/** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
+export const CONTRACT_SHA256 = '2160456f4e871ace67942a5667c2371d4651319b8d0e8c89f1df0efdb45f4371';
+
+/** The scopes an API key may have (KeyScope). */
+export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** What each scope lets a key call, as people read it (KeyScope's x-enumDescriptions). */
+export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
+  chat: 'Chat completions',
+  completions: 'Completions (legacy)',
+  embeddings: 'Embeddings',
+  models: 'List models',
+  messages: 'Messages (Anthropic; Claude Code)',
+  responses: 'Responses (Codex)',
+};
+
+/** The kinds of model (ModelKind). */
+export const MODEL_KINDS = ['chat', 'completion', 'embedding'] as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+
+/**
+ * What is checked of an API key before the body is read, besides its scope: `paid` and `metered`, its requests per
+ * minute and money (a paid call is then held for and charged); `counted`, its requests per minute; `none`, nothing.
+ */
+export type Meter = 'paid' | 'metered' | 'counted' | 'none';
+
+/**
+ * Who may call an operation: an API key with a scope (`anthropicKey`: also sent as x-api-key), a console session
+ * (`csrf`: with the CSRF header too), the admin token, or anyone.
+ */
+export type Endpoint =
+  | { caller: 'key'; scope: Scope; anthropicKey: boolean; meter: Meter; wire?: UpstreamOp }
+  | { caller: 'session'; csrf: boolean }
+  | { caller: 'admin' }
+  | { caller: 'public' };
+
+/** Every operation of the contract, by operationId. */
+export const ENDPOINTS = {
+  createChatCompletion: { caller: 'key', scope: 'chat', anthropicKey: false, meter: 'paid', wire: 'chat' },
+  createCompletion: { caller: 'key', scope: 'completions', anthropicKey: false, meter: 'paid', wire: 'completions' },
+  createEmbedding: { caller: 'key', scope: 'embeddings', anthropicKey: false, meter: 'paid', wire: 'embeddings' },
+  listModels: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
+  retrieveModel: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
+  getConsoleConfig: { caller: 'public' },
+  register: { caller: 'public' },
+  login: { caller: 'public' },
+  verifyEmail: { caller: 'public' },
+  resendVerification: { caller: 'session', csrf: true },
+  requestPasswordReset: { caller: 'public' },
+  confirmPasswordReset: { caller: 'public' },
+  logout: { caller: 'session', csrf: true },
+  getSession: { caller: 'session', csrf: false },
+  getAccount: { caller: 'session', csrf: false },
+  updateAccount: { caller: 'session', csrf: true },
+  listConsoleKeys: { caller: 'session', csrf: false },
+  createConsoleKey: { caller: 'session', csrf: true },
+  deleteConsoleKey: { caller: 'session', csrf: true },
+  updateConsoleKey: { caller: 'session', csrf: true },
+  listConsoleModels: { caller: 'session', csrf: false },
+  redeemCode: { caller: 'session', csrf: true },
+  getTopupOptions: { caller: 'session', csrf: false },
+  createCheckout: { caller: 'session', csrf: true },
+  stripeWebhook: { caller: 'public' },
+  listUsage: { caller: 'session', csrf: false },
+  getDailyUsage: { caller: 'session', csrf: false },
+  listLedger: { caller: 'session', csrf: false },
+  adminListAccounts: { caller: 'admin' },
+  adminGrantCredits: { caller: 'admin' },
+  adminFarmingReport: { caller: 'admin' },
+  adminRevokeFreeCredits: { caller: 'admin' },
+  adminUpdateKey: { caller: 'admin' },
+  adminSetLowBalanceAlert: { caller: 'admin' },
+  adminDisableAccount: { caller: 'admin' },
+  adminEnableAccount: { caller: 'admin' },
+  adminCreateRedemptionCodes: { caller: 'admin' },
+  createMessage: { caller: 'key', scope: 'messages', anthropicKey: true, meter: 'paid', wire: 'messages' },
+  countMessageTokens: { caller: 'key', scope: 'messages', anthropicKey: true, meter: 'metered', wire: 'count_tokens' },
+  createResponse: { caller: 'key', scope: 'responses', anthropicKey: false, meter: 'paid', wire: 'responses' },
+  retrieveResponse: { caller: 'key', scope: 'responses', anthropicKey: false, meter: 'counted' },
+  deleteResponse: { caller: 'key', scope: 'responses', anthropicKey: false, meter: 'counted' },
+} as const satisfies { [Op in keyof operations]: Endpoint };
+export type OperationId = keyof typeof ENDPOINTS;
+
+/** The kinds of model each wire serves: a provider with an adapter for the wire serves them. */
+export const WIRES = {
+  chat: ['chat'],
+  completions: ['completion'],
+  embeddings: ['embedding'],
+  messages: ['chat'],
+  count_tokens: ['chat'],
+  responses: ['chat'],
+} as const satisfies { [W in keyof Wire]: readonly ModelKind[] };
+export type UpstreamOp = keyof typeof WIRES;
+
+/** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
+export type OperationName = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
+
+type Json<T> = { content: { 'application/json': T } };
+type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
+type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
+
+/** The request, answer and stream event of each wire: those of the operation that goes through it. */
+export interface Wire {
+  chat: {
+    req: JsonRequest<'createChatCompletion'>;
+    res: JsonAnswer<'createChatCompletion'>;
+    chunk: components['schemas']['CreateChatCompletionStreamResponse'];
+  };
+  completions: {
+    req: JsonRequest<'createCompletion'>;
+    res: JsonAnswer<'createCompletion'>;
+    chunk: components['schemas']['CreateCompletionResponse'];
+  };
+  embeddings: {
+    req: JsonRequest<'createEmbedding'>;
+    res: JsonAnswer<'createEmbedding'>;
+    chunk: never;
+  };
+  messages: {
+    req: JsonRequest<'createMessage'>;
+    res: JsonAnswer<'createMessage'>;
+    chunk: components['schemas']['AnthropicStreamEvent'];
+  };
+  count_tokens: {
+    req: JsonRequest<'countMessageTokens'>;
+    res: JsonAnswer<'countMessageTokens'>;
+    chunk: never;
+  };
+  responses: {
+    req: JsonRequest<'createResponse'>;
+    res: JsonAnswer<'createResponse'>;
+    chunk: components['schemas']['ResponseStreamEvent'];
+  };
+}
