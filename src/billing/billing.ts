@@ -118,6 +118,8 @@ const LEASE_SHARE = 8;
 
 export class Billing {
   private readonly leases = new Map<string, Lease>();
+  /** Leases being opened, by key (account:key); settled, never rejected, when the open ends (see leaseFor). */
+  private readonly opening = new Map<string, Promise<void>>();
   private readonly live = new Map<string, Live>();
   /** Settlements waiting to be written, each with the lease its charge comes out of. */
   private queue: { s: store.Settlement; lease: Lease | null }[] = [];
@@ -191,8 +193,6 @@ export class Billing {
     let hold = full;
     let outputTokens = r.outputTokens;
     if (lease) {
-      lease.inFlight += full;
-      lease.lastUsed = this.now();
       this.maybeGrow(lease, r.principal, full);
     } else if (full > 0) {
       ({ hold, outputTokens } = await this.holdRow(r, price, full));
@@ -264,31 +264,59 @@ export class Billing {
   // -------------------------------------------------------------------------------------------------------------
   // Leases
 
-  /** A lease of this key that covers `full`, opened or grown if the money allows; null: take a per-request hold. */
+  /**
+   * A lease of this key with `full` taken out of it for the request, opened or grown if the money allows; null: take
+   * a per-request hold. A process opens one lease of a key at a time: the key's requests that arrive meanwhile wait
+   * for it instead of opening their own (each of which reserved a slice of the same stale balance: eight of them
+   * were all of it, and the key's other requests were refused with money in the account).
+   */
   private async leaseFor(p: KeyPrincipal, full: number): Promise<Lease | null> {
     const key = pair(p);
-    let lease = this.leases.get(key);
+    const opening = this.opening.get(key);
+    if (opening) await opening;
+    let lease: Lease | null | undefined = this.leases.get(key);
     if (lease?.dead) {
       this.leases.delete(key);
       lease = undefined;
     }
-    if (lease && free(lease) >= full) return lease;
-    if (lease) {
+    if (!lease) {
+      if (opening) return null; // the one it waited for was not opened (too little money for a lease)
+      const open = this.open(p, full);
+      const waited = open.then(() => undefined, () => undefined);
+      this.opening.set(key, waited);
+      try {
+        lease = await open;
+      } finally {
+        if (this.opening.get(key) === waited) this.opening.delete(key);
+      }
+      if (!lease) return null;
+    } else if (free(lease) < full) {
       await this.grow(lease, p, full);
-      return !lease.dead && free(lease) >= full ? lease : null;
     }
-    const slice = this.slice(await store.available(this.db, p.accountId, p.key.id), full);
-    if (!slice || this.leases.has(key)) return this.leases.get(key) ?? null; // another request opened one meanwhile
-    const opened: Lease = { id: `lease_${crypto.randomUUID().replace(/-/g, "")}`, accountId: p.accountId, keyId: p.key.id, amount: slice, inFlight: 0, unflushed: 0, lastUsed: this.now(), growing: null, dead: false };
-    const ok = await store.openLease(this.db, { id: opened.id, accountId: p.accountId, keyId: p.key.id, owner: this.owner, amount: slice, expiresAt: this.expiry(), now: this.now() });
-    if (!ok) return null;
-    const raced = this.leases.get(key);
-    if (raced && !raced.dead) {
-      await store.closeLease(this.db, opened.id); // two requests opened one at once: keep the first
-      return free(raced) >= full ? raced : null;
-    }
-    this.leases.set(key, opened);
-    return opened;
+    return this.take(lease, full);
+  }
+
+  /** Takes `full` out of the lease if it has that much free: checked and taken at once, so that no lease is overdrawn. */
+  private take(lease: Lease, full: number): Lease | null {
+    if (lease.dead || free(lease) < full) return null;
+    lease.inFlight += full;
+    lease.lastUsed = this.now();
+    return lease;
+  }
+
+  /**
+   * Opens a lease of the key: a slice of what it can reserve, worked out again under lock when reserving (processes
+   * that open leases of one key at once each take a share of what the others left). Null when the money is too
+   * short for a lease to be worth it.
+   */
+  private async open(p: KeyPrincipal, full: number): Promise<Lease | null> {
+    if (!this.slice(await store.available(this.db, p.accountId, p.key.id), full)) return null;
+    const id = `lease_${crypto.randomUUID().replace(/-/g, '')}`;
+    const amount = await store.openLease(this.db, { id, accountId: p.accountId, keyId: p.key.id, owner: this.owner, amount: (available) => this.slice(available, full), expiresAt: this.expiry(), now: this.now() });
+    if (!amount) return null;
+    const lease: Lease = { id, accountId: p.accountId, keyId: p.key.id, amount, inFlight: 0, unflushed: 0, lastUsed: this.now(), growing: null, dead: false };
+    this.leases.set(pair(p), lease);
+    return lease;
   }
 
   /** The slice to lease out of `available`, or 0 when money is too short for leasing to be worth it. */

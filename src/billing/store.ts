@@ -36,10 +36,16 @@ export interface Settlement {
   checkpointed: boolean;
 }
 
-/** Money a key can still reserve: the least of the account's and the key's available amounts. */
-export async function available(db: Knex, accountId: number, keyId: number, now = Date.now()): Promise<number> {
-  const account = await db('accounts').where({ id: accountId, status: 'active' }).first('balance_micros', 'held_micros');
-  const key = await db('api_keys').where('id', keyId).first('quota_micros', 'used_micros', 'held_micros', 'budget_micros', 'budget_period', 'budget_start', 'budget_used_micros');
+/**
+ * Money a key can still reserve: the least of the account's and the key's available amounts. In a transaction,
+ * `lock` reads both rows for update (the account's first, as every reservation does): what it returns stays true
+ * until the transaction ends.
+ */
+export async function available(db: Knex | Knex.Transaction, accountId: number, keyId: number, now = Date.now(), lock = false): Promise<number> {
+  const accountQuery = db('accounts').where({ id: accountId, status: 'active' });
+  const account = await (lock ? accountQuery.forUpdate() : accountQuery).first('balance_micros', 'held_micros');
+  const keyQuery = db('api_keys').where('id', keyId);
+  const key = await (lock ? keyQuery.forUpdate() : keyQuery).first('quota_micros', 'used_micros', 'held_micros', 'budget_micros', 'budget_period', 'budget_start', 'budget_used_micros');
   if (!account || !key) return 0;
   let left = Number(account.balance_micros) - Number(account.held_micros);
   if (key.quota_micros !== null) left = Math.min(left, Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros));
@@ -117,14 +123,23 @@ export function hold(db: Knex, h: HoldRow, expiresAt: number, now: number): Prom
   );
 }
 
-/** A new lease of `amount`; false when not covered. */
-export function openLease(db: Knex, l: { id: string; accountId: number; keyId: number; owner: string; amount: number; expiresAt: number; now: number }): Promise<boolean> {
-  return covered(() =>
+/**
+ * A new lease; returns its amount, 0 when none was opened (not covered). `amount` is a number, or the amount to
+ * take of what the key can reserve, read under lock in the same transaction (0: none): processes that open leases
+ * of one key at once each take their share of what the others left, not of what they all read before any of them
+ * reserved (eight eighths of the same balance would be all of it, and every other request refused).
+ */
+export async function openLease(db: Knex, l: { id: string; accountId: number; keyId: number; owner: string; amount: number | ((available: number) => number); expiresAt: number; now: number }): Promise<number> {
+  let amount = 0;
+  const ok = await covered(() =>
     transact(db, async (trx) => {
-      await reserve(trx, l.accountId, l.keyId, l.amount);
-      await trx('leases').insert({ id: l.id, account_id: l.accountId, key_id: l.keyId, owner: l.owner, amount_micros: l.amount, expires_at: l.expiresAt, created_at: l.now });
+      amount = typeof l.amount === 'number' ? l.amount : l.amount(await available(trx, l.accountId, l.keyId, Date.now(), true));
+      if (amount <= 0) throw new NotCovered();
+      await reserve(trx, l.accountId, l.keyId, amount);
+      await trx('leases').insert({ id: l.id, account_id: l.accountId, key_id: l.keyId, owner: l.owner, amount_micros: amount, expires_at: l.expiresAt, created_at: l.now });
     }),
   );
+  return ok ? amount : 0;
 }
 
 /** Adds `amount` to a lease; false when not covered, or when the lease is gone (swept). */

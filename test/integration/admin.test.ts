@@ -147,7 +147,7 @@ describe('accounts', () => {
   test('an adjustment never takes what requests in flight hold (the balance would go below zero when they settle)', async () => {
     const { accountId, keyId } = await gw.newKey({}, 10_000_000);
     const lease = `lease_admin_${accountId}`;
-    expect(await openLease(db(), { id: lease, accountId, keyId, owner: 'test', amount: 8_000_000, expiresAt: Date.now() + 60_000, now: Date.now() })).toBe(true);
+    expect(await openLease(db(), { id: lease, accountId, keyId, owner: 'test', amount: 8_000_000, expiresAt: Date.now() + 60_000, now: Date.now() })).toBe(8_000_000);
     const tooMuch = await admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd: '-2.000001' });
     expect(tooMuch.status).toBe(400);
     expect(tooMuch.body.error.code).toBe('insufficient_balance');

@@ -7,6 +7,9 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import OpenAI from 'openai';
+import pino from 'pino';
+import { getKey } from '../../src/accounts/keys';
+import { Billing } from '../../src/billing/billing';
 import { FakeOpenAI, chatStreamEvents } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { verifyLedger } from '../../src/billing/verify';
@@ -436,6 +439,60 @@ describe('credit leases and write-behind settlement', () => {
     expect(Number(shortfall.uncovered_micros)).toBeGreaterThan(0);
     expect(await balance(b.accountId)).toBeGreaterThanOrEqual(0);
     expect((await verifyLedger(db())).problems.filter((p) => p.account_id === b.accountId)).toEqual([]);
+  });
+});
+
+/**
+ * Processes admitting requests of one key at once, each a Billing on the test's database (a gateway process), not
+ * started (no sweeps or renewals). Each request asks 45 µUSD at worst (100 prompt and 50 output tokens of `priced`)
+ * and is settled at that. Returns what each admission came to: 'served', or the refusal's message.
+ */
+async function admitAtOnce(processes: Billing[], perProcess: number, accountId: number, keyId: number): Promise<string[]> {
+  const key = (await getKey(db(), keyId))!;
+  const model = gw.app.config.models.find((m) => m.id === 'priced')!;
+  const admitted = await Promise.all(
+    processes.flatMap((p, i) =>
+      Array.from({ length: perProcess }, (_, j) =>
+        p.admit({ requestId: `req_burst_${keyId}_${i}_${j}`, principal: { key, accountId }, model, endpoint: 'chat', promptTokens: 100, outputTokens: 50, promptBytes: 400 }).then(
+          (a) => a,
+          (e: Error) => e.message,
+        ),
+      ),
+    ),
+  );
+  // Settled once every admission is decided: the leases are at their fullest while all of them are in flight.
+  await Promise.all(admitted.map((a) => typeof a !== 'string' && a.settle({ status: 200, used: { provider: 'up', counted: 'upstream', usage: usage(100, 50) } })));
+  await Promise.all(processes.map((p) => p.settled()));
+  await Promise.all(processes.map((p) => p.stop()));
+  return admitted.map((a) => (typeof a === 'string' ? a : 'served'));
+}
+
+describe('credit leases opened at once', () => {
+  const processes = (n: number) => Array.from({ length: n }, () => new Billing(db(), gw.app.config.billing, pino({ level: 'silent' })));
+
+  test('requests of a fresh key that arrive together in one process wait for the one lease being opened instead of each opening its own (eight of those reserved the whole balance, and the rest were refused)', async () => {
+    const a = await account(1_000_000); // 1 USD: a lease is an eighth of it; a request asks 45 µUSD
+    let opened = 0; // leases this process opened (inserted), whether or not it kept them
+    const count = (q: { sql: string }) => /^insert into .leases./i.test(q.sql) && opened++;
+    db().on('query', count);
+    const outcomes = await admitAtOnce(processes(1), 40, a.accountId, a.keyId).finally(() => db().off('query', count));
+    expect(outcomes.filter((o) => o !== 'served')).toEqual([]);
+    expect(opened).toBe(1);
+    expect(await balance(a.accountId)).toBe(1_000_000 - 40 * 45);
+    expect(await db()('leases').where('account_id', a.accountId)).toEqual([]); // given back at stop()
+    expect(Number((await db()('accounts').where('id', a.accountId).first()).held_micros)).toBe(0);
+    expect((await verifyLedger(db())).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
+  });
+
+  test('processes that open leases of one key at once each take a share of what is left when they reserve, not of what they all read before any of them did: none is refused', async () => {
+    const a = await account(1_000_000);
+    // Nine processes read 1 USD available before any of them reserves: eight eighths of it would be all of it.
+    const outcomes = await admitAtOnce(processes(9), 1, a.accountId, a.keyId);
+    expect(outcomes.filter((o) => o !== 'served')).toEqual([]);
+    expect(await balance(a.accountId)).toBe(1_000_000 - 9 * 45);
+    expect(await db()('leases').where('account_id', a.accountId)).toEqual([]);
+    expect(Number((await db()('accounts').where('id', a.accountId).first()).held_micros)).toBe(0);
+    expect((await verifyLedger(db())).problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
   });
 });
 

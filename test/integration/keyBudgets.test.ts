@@ -104,6 +104,7 @@ test('credit leases never let a key overshoot its budget or its quota, with two 
   const budgeted = (await createKey(db, { accountId: account.id, budget: { micros: 100_000, period: 'day' } })).key;
   const quoted = (await createKey(db, { accountId: account.id, quotaMicros: 70_000 })).key;
   let leased = 0;
+  let served = 0; // µUSD the served requests cost
   const spend = async (key: typeof budgeted, n: number) => {
     const principal = { key, accountId: account.id };
     const outcomes = await Promise.all(
@@ -111,7 +112,10 @@ test('credit leases never let a key overshoot its budget or its quota, with two 
         try {
           const a = await processes[i % 2].admit({ requestId: `req_${key.id}_${i}_${Math.random()}`, principal, model, endpoint: 'chat', promptTokens: 100, outputTokens: 100, promptBytes: 400 });
           leased = Math.max(leased, Number((await db('leases').where('key_id', key.id).count({ n: '*' }))[0].n));
-          await a.settle({ status: 200, used: { provider: 'local', counted: 'upstream', usage: { prompt: 100, completion: 100, cached: 0, cacheWrite: 0, reasoning: 0 } } }); // the whole hold
+          // The whole hold: 100 output tokens, or the allowance it was lowered to when the money left was short of 200 µUSD
+          // (what remains of the quota at the end need not be a multiple of 200: the leases are eighths of it).
+          await a.settle({ status: 200, used: { provider: 'local', counted: 'upstream', usage: { prompt: 100, completion: a.outputTokens, cached: 0, cacheWrite: 0, reasoning: 0 } } });
+          served += 100 + a.outputTokens; // 1 µUSD a token
           return 'served';
         } catch (e) {
           return (e as { message: string }).message;
@@ -122,18 +126,21 @@ test('credit leases never let a key overshoot its budget or its quota, with two 
     return outcomes;
   };
   const budgetRun = await spend(budgeted, 700); // 700 × 200 µUSD = 0.14 USD asked of a 0.10 USD budget
+  const budgetServed = served;
+  served = 0;
   const quotaRun = await spend(quoted, 500); // 0.10 USD asked of a 0.07 USD quota
+  const quotaServed = served;
   await Promise.all(processes.map((p) => p.stop()));
   expect(leased).toBeGreaterThan(0); // leases were used, not only per-request holds
   const b = (await getKey(db, budgeted.id))!;
   const q = (await getKey(db, quoted.id))!;
   expect(b.budget_used_micros).toBeLessThanOrEqual(100_000);
   expect(b.used_micros).toBe(b.budget_used_micros);
-  expect(budgetRun.filter((o) => o === 'served').length * 200).toBe(b.used_micros); // every served request paid in full
+  expect(budgetServed).toBe(b.used_micros); // every served request paid in full
   expect(budgetRun.filter((o) => o !== 'served').every((m) => m.startsWith("Insufficient quota: this key's budget of 0.100000 USD per day is used up"))).toBe(true);
   expect(budgetRun.filter((o) => o !== 'served').length).toBeGreaterThan(0);
   expect(q.used_micros).toBeLessThanOrEqual(70_000);
-  expect(quotaRun.filter((o) => o === 'served').length * 200).toBe(q.used_micros);
+  expect(quotaServed).toBe(q.used_micros);
   expect(quotaRun.filter((o) => o !== 'served').every((m) => m === 'Insufficient quota')).toBe(true);
   expect({ budgetHeld: b.held_micros, quotaHeld: q.held_micros }).toEqual({ budgetHeld: 0, quotaHeld: 0 }); // leases went back
   expect((await db('ledger').where({ account_id: account.id, kind: 'shortfall' })).length).toBe(0);
