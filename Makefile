@@ -10,7 +10,7 @@ NODE22 ?= 22.22.0
 NODE24 ?= 24.21.0
 export SWITCHYARD_CONFIG ?= $(if $(wildcard switchyard.yaml),switchyard.yaml,switchyard.example.yaml)
 
-.PHONY: install services generate generate-check build run serve test typecheck lint unit integration integration-mysql contract e2e agents test-node22 test-node24 mock migrate bench clean
+.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql contract e2e agents test-node22 test-node24 mock migrate bench clean
 
 # Exactly the lockfile's tree. If npm ci says "Missing: X@ from lock file" after the lockfile was regenerated, see
 # scripts/lock-missing-optionals.mjs.
@@ -48,6 +48,13 @@ typecheck: install
 
 lint: install
 	$(NPM) run -s lint
+
+# Prettier at 120 columns (.prettierrc.json; what it leaves alone: .prettierignore).
+format: install
+	$(NPM) run -s format
+
+format-check: install
+	@$(NPM) run -s format:check || { echo "not formatted: run 'make format' and commit it"; exit 1; }
 
 unit: install
 	$(NPM) exec -- jest test/unit
@@ -88,7 +95,7 @@ mock: install
 	node_modules/.bin/prism mock -h 127.0.0.1 -p 4010 openapi/openapi.yaml
 
 # Needs nothing but the repository (and Node 20, make): services first, then every suite, then Node 22.
-test: services typecheck lint generate-check unit integration integration-mysql contract e2e agents test-node22
+test: services typecheck lint format-check generate-check unit integration integration-mysql contract e2e agents test-node22
 
 # Switchyard against a bare Node proxy, with wrk as the load generator (test/bench/bench.mjs; BENCH_* settings there).
 bench: build

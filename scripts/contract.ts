@@ -73,14 +73,16 @@ export function derive(spec: Json): Tables {
     if (!endpoint) continue;
     endpoints[op.id] = endpoint;
     if (endpoint.caller === 'key') {
-      if (!scopes.includes(endpoint.scope)) fail(`requires the scope '${endpoint.scope}', which KeyScope does not list`);
+      if (!scopes.includes(endpoint.scope))
+        fail(`requires the scope '${endpoint.scope}', which KeyScope does not list`);
       switchyard(op, endpoint, { kinds, schemas, wires }, fail);
     } else if (op.def['x-switchyard'] !== undefined) {
       fail('has x-switchyard, which only operations called with an API key have');
     }
   }
   const required = new Set(Object.values(endpoints).map((e) => (e.caller === 'key' ? e.scope : '')));
-  for (const s of scopes) if (!required.has(s)) problems.push(`the scope '${s}' of KeyScope is required by no operation`);
+  for (const s of scopes)
+    if (!required.has(s)) problems.push(`the scope '${s}' of KeyScope is required by no operation`);
   const served = new Set(Object.values(wires).flatMap((w) => w.kinds));
   for (const k of kinds) if (!served.has(k)) problems.push(`the kind '${k}' of ModelKind is served by no wire`);
   if (problems.length) throw new ContractError(problems);
@@ -143,7 +145,9 @@ function callerOf(op: Op, fail: (problem: string) => void): Endpoint | null {
 
 /** An operation called with an API key: bearerAuth with one scope, and optionally Anthropic's x-api-key with it. */
 function keyed(security: Json[], schemes: string[], fail: (problem: string) => void): Endpoint | null {
-  const scopes = new Set(security.flatMap((r) => Object.values(r).map((s) => (strings(s) && s.length === 1 ? s[0] : ''))));
+  const scopes = new Set(
+    security.flatMap((r) => Object.values(r).map((s) => (strings(s) && s.length === 1 ? s[0] : ''))),
+  );
   const [scope] = scopes;
   const known = schemes.every((s) => s === 'bearerAuth' || s === 'anthropicApiKey');
   if (!schemes.includes('bearerAuth') || !known || scopes.size !== 1 || !scope) {
@@ -167,7 +171,8 @@ function switchyard(op: Op, endpoint: Endpoint & { caller: 'key' }, known: Known
     return;
   }
   for (const k of Object.keys(x)) {
-    if (!SWITCHYARD_FIELDS.includes(k)) fail(`has x-switchyard.${k}, which is not one of ${SWITCHYARD_FIELDS.join(', ')}`);
+    if (!SWITCHYARD_FIELDS.includes(k))
+      fail(`has x-switchyard.${k}, which is not one of ${SWITCHYARD_FIELDS.join(', ')}`);
   }
   endpoint.meter = x.meter;
   if (x.wire === undefined) {

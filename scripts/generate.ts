@@ -17,7 +17,8 @@ function main(check: boolean): number {
     console.error(e.message);
     return 1;
   }
-  const current = (f: string) => fs.existsSync(path.join(ROOT, f)) && fs.readFileSync(path.join(ROOT, f), 'utf8') === files[f];
+  const current = (f: string) =>
+    fs.existsSync(path.join(ROOT, f)) && fs.readFileSync(path.join(ROOT, f), 'utf8') === files[f];
   const stale = Object.keys(files).filter((f) => !current(f));
   if (check) {
     for (const f of stale) console.error(`${f} is not what openapi/openapi.yaml makes: run npm run generate`);

@@ -22,7 +22,7 @@ const npm = (...args) => execFileSync('npm', args, { encoding: 'utf8', stdio: ['
 
 /** Where Node would find `name` from the package at `loc` (its own node_modules, then each parent's). */
 function resolves(loc, name) {
-  for (let dir = loc; ; ) {
+  for (let dir = loc; ;) {
     if (pkgs[`${dir ? `${dir}/` : ''}node_modules/${name}`]) return true;
     if (!dir) return false;
     const i = dir.lastIndexOf('/node_modules/');
@@ -39,9 +39,15 @@ for (const [loc, entry] of Object.entries(pkgs)) {
       continue;
     }
     let exists = true;
-    try { npm('view', `${name}@${spec}`, 'version'); } catch { exists = false; }
+    try {
+      npm('view', `${name}@${spec}`, 'version');
+    } catch {
+      exists = false;
+    }
     if (exists) {
-      console.error(`${loc}: optional ${name}@${spec} exists on the registry: regenerate the lockfile with npm instead`);
+      console.error(
+        `${loc}: optional ${name}@${spec} exists on the registry: regenerate the lockfile with npm instead`,
+      );
       process.exitCode = 1;
       continue;
     }
@@ -58,11 +64,17 @@ for (const [loc, entry] of Object.entries(pkgs)) {
       optional: true,
       os: meta.os,
     };
-    console.log(`added ${name}@${spec} (${meta.os}/${meta.cpu}${meta.libc ? `/${meta.libc}` : ''}), not on the registry`);
+    console.log(
+      `added ${name}@${spec} (${meta.os}/${meta.cpu}${meta.libc ? `/${meta.libc}` : ''}), not on the registry`,
+    );
     added++;
   }
 }
 fs.writeFileSync(FILE, `${JSON.stringify(lock, null, 2)}\n`);
 // Let npm sort and format the file as it would have.
-if (added) execFileSync('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund'], { cwd: new URL('..', import.meta.url), stdio: 'inherit' });
+if (added)
+  execFileSync('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund'], {
+    cwd: new URL('..', import.meta.url),
+    stdio: 'inherit',
+  });
 console.log(`${added} entries added`);

@@ -10,7 +10,9 @@ const addon = process.env.SWITCHYARD_BETTER_SQLITE3_ADDON;
 if (addon) {
   const dlopen = process.dlopen;
   process.dlopen = function (module, filename, ...rest) {
-    const target = /[\\/]better-sqlite3[\\/]build[\\/]Release[\\/]better_sqlite3\.node$/.test(filename) ? addon : filename;
+    const target = /[\\/]better-sqlite3[\\/]build[\\/]Release[\\/]better_sqlite3\.node$/.test(filename)
+      ? addon
+      : filename;
     return dlopen.call(this, module, target, ...rest);
   };
 }

@@ -7,9 +7,27 @@ import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
-import { AccountError, createAccount, getAccount, listAccounts, setLowBalance, type Account } from './accounts/accounts';
+import {
+  AccountError,
+  createAccount,
+  getAccount,
+  listAccounts,
+  setLowBalance,
+  type Account,
+} from './accounts/accounts';
 import { CHANNEL, type KeyChange } from './accounts/keyCache';
-import { BUDGET_PERIODS, createKey, getKey, KeyError, listKeys, SCOPES, type ApiKey, type BudgetPeriod, type KeyChanges, type Scope } from './accounts/keys';
+import {
+  BUDGET_PERIODS,
+  createKey,
+  getKey,
+  KeyError,
+  listKeys,
+  SCOPES,
+  type ApiKey,
+  type BudgetPeriod,
+  type KeyChanges,
+  type Scope,
+} from './accounts/keys';
 import { MAX_BATCH } from './billing/redemption';
 import { verifyLedger } from './billing/verify';
 import { ConfigError } from './config';
@@ -51,19 +69,36 @@ interface Command {
 
 const COMMANDS: Record<string, Command> = {
   migrate: { usage: '', run: async () => ({ migrated: true }) },
-  serve: { usage: '[--port P] [--host H] [--workers N]', note: 'also PORT, HOST, WORKERS; default 127.0.0.1:8080, 1 process', run: async () => undefined },
+  serve: {
+    usage: '[--port P] [--host H] [--workers N]',
+    note: 'also PORT, HOST, WORKERS; default 127.0.0.1:8080, 1 process',
+    run: async () => undefined,
+  },
   'accounts create': {
     usage: '--email E [--credits USD]',
-    run: async ({ db, o }) => showAccount(db, await createAccount(db, required(o, 'email'), o.values.credits ? parseUsd(String(o.values.credits)) : 0)),
+    run: async ({ db, o }) =>
+      showAccount(
+        db,
+        await createAccount(db, required(o, 'email'), o.values.credits ? parseUsd(String(o.values.credits)) : 0),
+      ),
   },
-  'accounts show': { usage: 'ID', note: 'balance in USD and micro-USD, keys', run: async ({ db, o }) => showAccount(db, await account(db, o.positionals[0])) },
+  'accounts show': {
+    usage: 'ID',
+    note: 'balance in USD and micro-USD, keys',
+    run: async ({ db, o }) => showAccount(db, await account(db, o.positionals[0])),
+  },
   'accounts list': { usage: '', run: async ({ db }) => ({ accounts: (await listAccounts(db)).map(adminAccountView) }) },
   'accounts disable': {
     usage: 'ID',
     note: 'its keys and console sessions stop working (within 2 s everywhere)',
-    run: async ({ db, o, announce }) => adminAccountView(await setStatus(db, announce, id(o.positionals[0], 'ID'), 'disabled')),
+    run: async ({ db, o, announce }) =>
+      adminAccountView(await setStatus(db, announce, id(o.positionals[0], 'ID'), 'disabled')),
   },
-  'accounts enable': { usage: 'ID', run: async ({ db, o, announce }) => adminAccountView(await setStatus(db, announce, id(o.positionals[0], 'ID'), 'active')) },
+  'accounts enable': {
+    usage: 'ID',
+    run: async ({ db, o, announce }) =>
+      adminAccountView(await setStatus(db, announce, id(o.positionals[0], 'ID'), 'active')),
+  },
   'accounts alert': {
     usage: 'ID (--usd N | --off)',
     note: 'mail the account once when its balance falls below N USD (again after it is back above); --off: no alert',
@@ -77,11 +112,13 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'keys create': {
-    usage: '--account ID [--name N] [--quota USD] [--models a,b] [--scopes chat,embeddings] [--disabled] [--rpm N] [--tpm N] [--expires DATE] [--budget USD --period day|week|month]',
+    usage:
+      '--account ID [--name N] [--quota USD] [--models a,b] [--scopes chat,embeddings] [--disabled] [--rpm N] [--tpm N] [--expires DATE] [--budget USD --period day|week|month]',
     note: 'the key is printed once; per-key limits default to the configuration',
     run: async ({ db, o }) => {
       const scopes = list(o.values.scopes) as Scope[] | undefined;
-      if (scopes?.some((s) => !SCOPES.includes(s))) throw new UsageError(`--scopes takes a list of ${SCOPES.join(', ')}`);
+      if (scopes?.some((s) => !SCOPES.includes(s)))
+        throw new UsageError(`--scopes takes a list of ${SCOPES.join(', ')}`);
       const { key, secret } = await createKey(db, {
         accountId: id(required(o, 'account'), '--account'),
         name: (o.values.name as string | undefined) ?? null,
@@ -111,8 +148,10 @@ const COMMANDS: Record<string, Command> = {
     run: async ({ db, o, announce }) => {
       const keyId = id(o.positionals[0], 'ID');
       const changes: KeyChanges = {};
-      if (o.values.expires !== undefined) changes.expiresAt = o.values.expires === 'never' ? null : future(String(o.values.expires), '--expires');
-      if (o.values['no-budget'] && (o.values.budget !== undefined || o.values.period !== undefined)) throw new UsageError('--no-budget goes alone, without --budget or --period');
+      if (o.values.expires !== undefined)
+        changes.expiresAt = o.values.expires === 'never' ? null : future(String(o.values.expires), '--expires');
+      if (o.values['no-budget'] && (o.values.budget !== undefined || o.values.period !== undefined))
+        throw new UsageError('--no-budget goes alone, without --budget or --period');
       if (o.values['no-budget']) changes.budget = null;
       else if (o.values.budget !== undefined || o.values.period !== undefined) changes.budget = budgetOption(o);
       if (!Object.keys(changes).length) throw new UsageError('give --expires, --budget with --period, or --no-budget');
@@ -122,8 +161,14 @@ const COMMANDS: Record<string, Command> = {
       return keyJson(key);
     },
   },
-  'keys disable': { usage: 'ID', run: async ({ db, o, announce }) => keyJson(await setKeyState(db, announce, id(o.positionals[0], 'ID'), false)) },
-  'keys enable': { usage: 'ID', run: async ({ db, o, announce }) => keyJson(await setKeyState(db, announce, id(o.positionals[0], 'ID'), true)) },
+  'keys disable': {
+    usage: 'ID',
+    run: async ({ db, o, announce }) => keyJson(await setKeyState(db, announce, id(o.positionals[0], 'ID'), false)),
+  },
+  'keys enable': {
+    usage: 'ID',
+    run: async ({ db, o, announce }) => keyJson(await setKeyState(db, announce, id(o.positionals[0], 'ID'), true)),
+  },
   'credits grant': {
     usage: '--account ID --usd N [--note T] [--idempotency-key K]',
     note: 'what the account owes is paid first; a negative N removes credits (an adjustment), never below zero; a retry with the same key credits nothing more',
@@ -131,9 +176,21 @@ const COMMANDS: Record<string, Command> = {
       const accountId = id(required(o, 'account'), '--account');
       const amount = parseUsd(required(o, 'usd'));
       if (amount === 0) throw new UsageError('--usd must not be 0');
-      const done = await grantOnce(db, idempotencyOption(o), accountId, amount, (o.values.note as string | undefined) ?? null);
+      const done = await grantOnce(
+        db,
+        idempotencyOption(o),
+        accountId,
+        amount,
+        (o.values.note as string | undefined) ?? null,
+      );
       if (done.reactivated) announce({ accountId }); // its debt paid: the account is active again
-      return { account_id: accountId, granted_usd: formatUsd(amount), balance_usd: formatUsd(done.balance_after), balance_micros: done.balance_after, ledger_id: done.ledger_id };
+      return {
+        account_id: accountId,
+        granted_usd: formatUsd(amount),
+        balance_usd: formatUsd(done.balance_after),
+        balance_micros: done.balance_after,
+        ledger_id: done.ledger_id,
+      };
     },
   },
   'credits revoke': {
@@ -143,10 +200,18 @@ const COMMANDS: Record<string, Command> = {
       const accountId = id(required(o, 'account'), '--account');
       const done = await revokeFreeCredits(db, accountId);
       if (!done) throw new AccountError(`no account ${accountId}`);
-      return { account_id: accountId, revoked_usd: formatUsd(done.revoked_micros), balance_usd: formatUsd(done.balance_micros) };
+      return {
+        account_id: accountId,
+        revoked_usd: formatUsd(done.revoked_micros),
+        balance_usd: formatUsd(done.balance_micros),
+      };
     },
   },
-  farming: { usage: '', note: 'referrals per referrer, accounts per registration network, unconfirmed accounts', run: async ({ db }) => farmingReport(db) },
+  farming: {
+    usage: '',
+    note: 'referrals per referrer, accounts per registration network, unconfirmed accounts',
+    run: async ({ db }) => farmingReport(db),
+  },
   'codes create': {
     usage: '--count N --usd X [--note T] [--idempotency-key K]',
     note: 'single-use top-up codes, printed once (again to a retry with the same key)',
@@ -155,8 +220,17 @@ const COMMANDS: Record<string, Command> = {
       if (n < 1 || n > MAX_BATCH) throw new UsageError(`--count must be between 1 and ${MAX_BATCH}`);
       const amount = parseUsd(required(o, 'usd'));
       if (amount <= 0) throw new UsageError('--usd must be more than 0');
-      const codes = await createCodesOnce(db, idempotencyOption(o), n, amount, (o.values.note as string | undefined) ?? null);
-      return { codes: codes.map((c) => ({ id: c.id, code: c.code, amount_usd: formatUsd(c.amount_micros) })), note: 'These codes are shown once; only their hashes are stored.' };
+      const codes = await createCodesOnce(
+        db,
+        idempotencyOption(o),
+        n,
+        amount,
+        (o.values.note as string | undefined) ?? null,
+      );
+      return {
+        codes: codes.map((c) => ({ id: c.id, code: c.code, amount_usd: formatUsd(c.amount_micros) })),
+        note: 'These codes are shown once; only their hashes are stored.',
+      };
     },
   },
   'ledger verify': {
@@ -166,7 +240,9 @@ const COMMANDS: Record<string, Command> = {
       const result = await verifyLedger(db);
       if (!result.ok) process.exitCode = 1;
       for (const s of result.shortfalls) {
-        process.stderr.write(`warning: account ${s.account_id}: upstreams billed ${formatUsd(s.uncovered_micros)} USD more than it could pay (${s.requests} requests)\n`);
+        process.stderr.write(
+          `warning: account ${s.account_id}: upstreams billed ${formatUsd(s.uncovered_micros)} USD more than it could pay (${s.requests} requests)\n`,
+        );
       }
       return result;
     },
@@ -175,7 +251,13 @@ const COMMANDS: Record<string, Command> = {
     usage: '--account ID [--limit N]',
     run: async ({ db, o }) => {
       const rows = await entries(db, id(required(o, 'account'), '--account'), limit(o));
-      return { entries: rows.map((e) => ({ ...e, amount_usd: formatUsd(e.amount_micros), created_at: new Date(e.created_at).toISOString() })) };
+      return {
+        entries: rows.map((e) => ({
+          ...e,
+          amount_usd: formatUsd(e.amount_micros),
+          created_at: new Date(e.created_at).toISOString(),
+        })),
+      };
     },
   },
   'usage list': {
@@ -184,7 +266,11 @@ const COMMANDS: Record<string, Command> = {
       const filter = { accountId: optionalId(o, 'account'), keyId: optionalId(o, 'key') };
       const rows = await usageRecords(db, filter, { limit: limit(o) });
       return {
-        usage: rows.map(({ id: _id, ...r }) => ({ ...r, cost_usd: formatUsd(r.cost_micros), created_at: new Date(r.created_at).toISOString() })),
+        usage: rows.map(({ id: _id, ...r }) => ({
+          ...r,
+          cost_usd: formatUsd(r.cost_micros),
+          created_at: new Date(r.created_at).toISOString(),
+        })),
       };
     },
   },
@@ -201,7 +287,26 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
-const OPTIONS = ['email', 'credits', 'account', 'name', 'quota', 'models', 'scopes', 'usd', 'rpm', 'tpm', 'limit', 'key', 'note', 'count', 'idempotency-key', 'expires', 'budget', 'period'] as const;
+const OPTIONS = [
+  'email',
+  'credits',
+  'account',
+  'name',
+  'quota',
+  'models',
+  'scopes',
+  'usd',
+  'rpm',
+  'tpm',
+  'limit',
+  'key',
+  'note',
+  'count',
+  'idempotency-key',
+  'expires',
+  'budget',
+  'period',
+] as const;
 
 const HELP = `switchyard — OpenAI-compatible model gateway
 
@@ -217,8 +322,17 @@ export async function main(argv: string[]): Promise<void> {
     await run(argv);
   } catch (e) {
     const usage = e instanceof UsageError;
-    const known = usage || e instanceof AccountError || e instanceof KeyError || e instanceof ConfigError || e instanceof DuplicateLedgerEntry || e instanceof RangeError || e instanceof IdempotencyMismatch;
-    process.stderr.write(`${JSON.stringify({ error: known ? (e as Error).message : `unexpected failure: ${(e as Error).message}` })}\n`);
+    const known =
+      usage ||
+      e instanceof AccountError ||
+      e instanceof KeyError ||
+      e instanceof ConfigError ||
+      e instanceof DuplicateLedgerEntry ||
+      e instanceof RangeError ||
+      e instanceof IdempotencyMismatch;
+    process.stderr.write(
+      `${JSON.stringify({ error: known ? (e as Error).message : `unexpected failure: ${(e as Error).message}` })}\n`,
+    );
     if (usage) process.stderr.write(`\n${HELP}\n`);
     process.exitCode = usage ? 2 : 1;
   }
@@ -241,7 +355,15 @@ async function run(argv: string[]): Promise<void> {
   try {
     await migrate(db);
     // The connection may still be opening (it refuses commands until then): each announcement waits for it.
-    const announce = (change: KeyChange) => void (redis && announced.push(whenReady(redis).then(() => redis.publish(CHANNEL, JSON.stringify(change))).catch(() => undefined)));
+    const announce = (change: KeyChange) =>
+      void (
+        redis &&
+        announced.push(
+          whenReady(redis)
+            .then(() => redis.publish(CHANNEL, JSON.stringify(change)))
+            .catch(() => undefined),
+        )
+      );
     print(await command.run({ db, o, announce }));
   } finally {
     await Promise.all(announced);
@@ -268,7 +390,12 @@ function options(args: string[]): Opts {
       args,
       allowPositionals: true,
       strict: true,
-      options: { ...Object.fromEntries(OPTIONS.map((n) => [n, { type: 'string' as const }])), disabled: { type: 'boolean' }, off: { type: 'boolean' }, 'no-budget': { type: 'boolean' } },
+      options: {
+        ...Object.fromEntries(OPTIONS.map((n) => [n, { type: 'string' as const }])),
+        disabled: { type: 'boolean' },
+        off: { type: 'boolean' },
+        'no-budget': { type: 'boolean' },
+      },
     }) as Opts;
   } catch (e) {
     throw new UsageError((e as Error).message);
@@ -286,7 +413,8 @@ function id(value: string | undefined, what: string): number {
   return Number(value);
 }
 
-const optionalId = (o: Opts, name: string) => (o.values[name] === undefined ? undefined : id(String(o.values[name]), `--${name}`));
+const optionalId = (o: Opts, name: string) =>
+  o.values[name] === undefined ? undefined : id(String(o.values[name]), `--${name}`);
 
 function limit(o: Opts): number {
   return o.values.limit === undefined ? 50 : Math.min(1000, count(String(o.values.limit), '--limit'));
@@ -298,7 +426,12 @@ function count(value: string, what: string): number {
 }
 
 function list(value: string | boolean | undefined): string[] | undefined {
-  return typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
+  return typeof value === 'string'
+    ? value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : undefined;
 }
 
 async function account(db: Knex, value: string | undefined): Promise<Account> {
@@ -323,14 +456,19 @@ function print(v: unknown): void {
 async function serve(args: string[]): Promise<void> {
   let parsed;
   try {
-    parsed = parseArgs({ args, strict: true, options: { port: { type: 'string' }, host: { type: 'string' }, workers: { type: 'string' } } });
+    parsed = parseArgs({
+      args,
+      strict: true,
+      options: { port: { type: 'string' }, host: { type: 'string' }, workers: { type: 'string' } },
+    });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
   const port = Number(parsed.values.port ?? process.env.PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number');
   const workers = Number(parsed.values.workers ?? process.env.WORKERS ?? 1);
-  if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw new UsageError('--workers must be a whole number from 1 to 256');
+  if (!Number.isInteger(workers) || workers < 1 || workers > 256)
+    throw new UsageError('--workers must be a whole number from 1 to 256');
   const host = parsed.values.host ?? process.env.HOST ?? '127.0.0.1';
   if (workers > 1 && cluster.isPrimary) return supervise(workers);
   const started = await start({ port, host, migrate: cluster.isPrimary });
@@ -369,7 +507,9 @@ async function supervise(n: number): Promise<void> {
       exitWhenAllStopped();
       return;
     }
-    process.stderr.write(`${JSON.stringify({ level: 40, msg: 'a worker stopped; starting another', pid: worker.process.pid, code, signal })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ level: 40, msg: 'a worker stopped; starting another', pid: worker.process.pid, code, signal })}\n`,
+    );
     setTimeout(() => stopping || fork(), 1000).unref(); // none once the gateway is stopping
   });
   const each = (signal: NodeJS.Signals) => workers().forEach((w) => w?.process.kill(signal));
@@ -391,7 +531,8 @@ if (require.main === module) void main(process.argv.slice(2));
 function idempotencyOption(o: Opts): string | undefined {
   const k = o.values['idempotency-key'];
   if (k === undefined) return undefined;
-  if (typeof k !== 'string' || !k.length || k.length > 255) throw new UsageError('--idempotency-key must be 1 to 255 characters');
+  if (typeof k !== 'string' || !k.length || k.length > 255)
+    throw new UsageError('--idempotency-key must be 1 to 255 characters');
   return k;
 }
 
@@ -406,7 +547,8 @@ function future(v: string, name: string): number {
 function budgetOption(o: Opts): { micros: number; period: BudgetPeriod } | null {
   if (o.values.budget === undefined && o.values.period === undefined) return null;
   const period = String(o.values.period ?? '') as BudgetPeriod;
-  if (!BUDGET_PERIODS.includes(period)) throw new UsageError(`--period must be one of ${BUDGET_PERIODS.join(', ')} (with --budget USD)`);
+  if (!BUDGET_PERIODS.includes(period))
+    throw new UsageError(`--period must be one of ${BUDGET_PERIODS.join(', ')} (with --budget USD)`);
   if (o.values.budget === undefined) throw new UsageError('--budget USD goes with --period');
   return { micros: parseUsd(String(o.values.budget)), period };
 }

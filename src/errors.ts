@@ -42,22 +42,48 @@ export const errors = {
       'model_not_supported',
       'model',
     ),
-  invalidJson: () => new ApiError(400, 'invalid_request_error', 'We could not parse the JSON body of your request.', 'invalid_json'),
+  invalidJson: () =>
+    new ApiError(400, 'invalid_request_error', 'We could not parse the JSON body of your request.', 'invalid_json'),
   invalidRequest: (message: string, param: string | null = null, code: string | null = 'invalid_value') =>
     new ApiError(400, 'invalid_request_error', message, code, param),
-  notFoundResource: (message: string, param: string | null) => new ApiError(404, 'invalid_request_error', message, 'not_found', param),
-  notFound: (path: string) =>
-    new ApiError(404, 'invalid_request_error', `Unknown request URL: ${path}`, 'unknown_url'),
+  notFoundResource: (message: string, param: string | null) =>
+    new ApiError(404, 'invalid_request_error', message, 'not_found', param),
+  notFound: (path: string) => new ApiError(404, 'invalid_request_error', `Unknown request URL: ${path}`, 'unknown_url'),
   methodNotAllowed: (method: string, path: string) =>
-    new ApiError(405, 'invalid_request_error', `Method ${method.toUpperCase()} is not allowed for ${path}`, 'method_not_allowed'),
+    new ApiError(
+      405,
+      'invalid_request_error',
+      `Method ${method.toUpperCase()} is not allowed for ${path}`,
+      'method_not_allowed',
+    ),
   tooLarge: (limit: number) =>
-    new ApiError(413, 'invalid_request_error', `Request body is larger than the limit of ${limit} bytes`, 'request_too_large'),
-  unsupportedMediaType: () => new ApiError(415, 'invalid_request_error', 'Content-Type must be application/json', 'unsupported_media_type'),
+    new ApiError(
+      413,
+      'invalid_request_error',
+      `Request body is larger than the limit of ${limit} bytes`,
+      'request_too_large',
+    ),
+  unsupportedMediaType: () =>
+    new ApiError(415, 'invalid_request_error', 'Content-Type must be application/json', 'unsupported_media_type'),
   /** The client went away before its request was read (never sent: there is no one to send it to; for the log). */
-  clientClosed: () => new ApiError(499, 'invalid_request_error', 'The client closed the connection before its request was read', 'client_closed'),
+  clientClosed: () =>
+    new ApiError(
+      499,
+      'invalid_request_error',
+      'The client closed the connection before its request was read',
+      'client_closed',
+    ),
   internal: () => new ApiError(500, 'server_error', 'Internal server error', 'internal_error'),
-  invalidToken: () => new ApiError(400, 'invalid_request_error', 'This link is invalid, used or expired; ask for a new one', 'invalid_token', 'token'),
-  idempotencyKeyReused: (message: string) => new ApiError(400, 'invalid_request_error', message, 'idempotency_key_reused'),
+  invalidToken: () =>
+    new ApiError(
+      400,
+      'invalid_request_error',
+      'This link is invalid, used or expired; ask for a new one',
+      'invalid_token',
+      'token',
+    ),
+  idempotencyKeyReused: (message: string) =>
+    new ApiError(400, 'invalid_request_error', message, 'idempotency_key_reused'),
   upstreamUnavailable: (detail?: string) =>
     new ApiError(
       502,
@@ -77,16 +103,26 @@ export const errors = {
 
   // console and admin
   notLoggedIn: () => new ApiError(401, 'authentication_error', 'Not logged in', 'not_logged_in'),
-  invalidCredentials: () => new ApiError(401, 'authentication_error', 'Invalid email or password', 'invalid_credentials'),
+  invalidCredentials: () =>
+    new ApiError(401, 'authentication_error', 'Invalid email or password', 'invalid_credentials'),
   invalidAdminToken: () => new ApiError(401, 'authentication_error', 'Invalid admin token', 'invalid_admin_token'),
   csrfFailed: () => new ApiError(403, 'permission_error', 'Missing or invalid CSRF token', 'csrf_failed'),
   accountDisabled: () => new ApiError(403, 'permission_error', 'This account is disabled', 'account_disabled'),
-  keyNotFound: (id: number) => new ApiError(404, 'invalid_request_error', `No such API key: ${id}`, 'key_not_found', 'id'),
-  accountNotFound: (id: number) => new ApiError(404, 'invalid_request_error', `No such account: ${id}`, 'account_not_found', 'id'),
-  cardPaymentsOff: () => new ApiError(404, 'invalid_request_error', 'card payments are not configured', 'card_payments_not_configured'),
-  conflict: (message: string, code: string, param: string | null) => new ApiError(409, 'invalid_request_error', message, code, param),
+  keyNotFound: (id: number) =>
+    new ApiError(404, 'invalid_request_error', `No such API key: ${id}`, 'key_not_found', 'id'),
+  accountNotFound: (id: number) =>
+    new ApiError(404, 'invalid_request_error', `No such account: ${id}`, 'account_not_found', 'id'),
+  cardPaymentsOff: () =>
+    new ApiError(404, 'invalid_request_error', 'card payments are not configured', 'card_payments_not_configured'),
+  conflict: (message: string, code: string, param: string | null) =>
+    new ApiError(409, 'invalid_request_error', message, code, param),
   paymentProviderUnavailable: () =>
-    new ApiError(502, 'upstream_error', 'The payment provider is unavailable; try again later', 'payment_provider_unavailable'),
+    new ApiError(
+      502,
+      'upstream_error',
+      'The payment provider is unavailable; try again later',
+      'payment_provider_unavailable',
+    ),
 };
 
 /** Anthropic's error types, by the status we answer with. */
@@ -105,7 +141,10 @@ const ANTHROPIC_TYPES: Record<number, string> = {
  * An error as Anthropic's API answers it, `{"type":"error","error":{"type","message"}}`, with Anthropic's status:
  * a balance or quota that cannot pay is 402 `billing_error`, every route cooling down 529 `overloaded_error`.
  */
-export function anthropicError(e: ApiError): { status: number; body: { type: 'error'; error: { type: string; message: string } } } {
+export function anthropicError(e: ApiError): {
+  status: number;
+  body: { type: 'error'; error: { type: string; message: string } };
+} {
   const status = e.type === 'insufficient_quota' ? 402 : e.status === 503 ? 529 : e.status;
   const type = ANTHROPIC_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
   return { status, body: { type: 'error', error: { type, message: e.message } } };

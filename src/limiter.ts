@@ -12,12 +12,21 @@ export { RateLimiterRes, type RateLimiterAbstract };
 export function makeLimiter(redis: Redis | null, name: string, points: number, durationS: number): RateLimiterAbstract {
   const keyPrefix = `switchyard:${name}`;
   const memory = new RateLimiterMemory({ keyPrefix, points, duration: durationS });
-  return redis ? new RateLimiterRedis({ storeClient: redis, keyPrefix, points, duration: durationS, insuranceLimiter: memory }) : memory;
+  return redis
+    ? new RateLimiterRedis({ storeClient: redis, keyPrefix, points, duration: durationS, insuranceLimiter: memory })
+    : memory;
 }
 
 /** A 429 rate_limit_exceeded for a refusal of the limiter (anything else is rethrown), with retry-after. */
-export function tooMany(e: unknown, message: (seconds: number) => string, headers: Record<string, string> = {}): ApiError {
+export function tooMany(
+  e: unknown,
+  message: (seconds: number) => string,
+  headers: Record<string, string> = {},
+): ApiError {
   if (!(e instanceof RateLimiterRes)) throw e;
   const seconds = Math.max(1, Math.ceil(e.msBeforeNext / 1000));
-  return new ApiError(429, 'rate_limit_error', message(seconds), 'rate_limit_exceeded', null, { ...headers, 'retry-after': String(seconds) });
+  return new ApiError(429, 'rate_limit_error', message(seconds), 'rate_limit_exceeded', null, {
+    ...headers,
+    'retry-after': String(seconds),
+  });
 }

@@ -23,7 +23,9 @@ export interface Started {
   reload: () => boolean;
 }
 
-export async function start(opts: { port?: number; host?: string; configFile?: string; databaseUrl?: string; migrate?: boolean } = {}): Promise<Started> {
+export async function start(
+  opts: { port?: number; host?: string; configFile?: string; databaseUrl?: string; migrate?: boolean } = {},
+): Promise<Started> {
   const log = createLogger();
   const config = loadConfig(opts.configFile);
   const db = connect(opts.databaseUrl);
@@ -38,17 +40,27 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      log.info({ grace_ms: app.config.server.shutdown_grace_ms }, 'shutting down: new requests get 503, requests in flight finish');
+      log.info(
+        { grace_ms: app.config.server.shutdown_grace_ms },
+        'shutting down: new requests get 503, requests in flight finish',
+      );
       app.gateway.drain();
       // Still listening while paid requests and streams finish: new /v1 requests get a 503 (clients and load
       // balancers go elsewhere) and /readyz says so. Then Hapi stops, with what is left of the grace period.
       const deadline = Date.now() + app.config.server.shutdown_grace_ms;
-      await Promise.race([app.billing.settled(), new Promise((r) => setTimeout(r, app.config.server.shutdown_grace_ms).unref())]);
+      await Promise.race([
+        app.billing.settled(),
+        new Promise((r) => setTimeout(r, app.config.server.shutdown_grace_ms).unref()),
+      ]);
       await server.stop({ timeout: Math.max(0, deadline - Date.now()) });
       const left = await stopApp(app);
       redis?.disconnect();
       await db.destroy();
-      if (left.unwritten || left.leasesKept) log.warn(left, 'stopped; what is left is settled by the sweeper of another process (or this one at its next start)');
+      if (left.unwritten || left.leasesKept)
+        log.warn(
+          left,
+          'stopped; what is left is settled by the sweeper of another process (or this one at its next start)',
+        );
       else log.info('stopped: settlements written, leases returned');
     })());
   const reloadConfig = () => {
@@ -73,10 +85,22 @@ export async function start(opts: { port?: number; host?: string; configFile?: s
 export function logPrices(log: Logger, config: Config): void {
   const usd = (micros: number) => formatUsd(micros).replace(/\.?0+$/, '');
   for (const n of config.priceNotices) {
-    const at = { model: n.model, class: n.class, ...(n.tier !== undefined ? { above_prompt_tokens: n.tier } : {}), usd_per_million: usd(n.price), provider: n.provider, provider_bills: usd(n.billed) };
+    const at = {
+      model: n.model,
+      class: n.class,
+      ...(n.tier !== undefined ? { above_prompt_tokens: n.tier } : {}),
+      usd_per_million: usd(n.price),
+      provider: n.provider,
+      provider_bills: usd(n.billed),
+    };
     const price = `price.${n.class} of ${n.model}${n.tier !== undefined ? ` above ${n.tier} prompt tokens` : ''}`;
-    if (n.kind === 'derived') log.info(at, `${price} not set: ${usd(n.price)} USD per million tokens, what ${n.provider} bills`);
-    else log.warn(at, `${price} is below what ${n.provider} bills (${usd(n.billed)} USD per million tokens): its requests are sold at a loss`);
+    if (n.kind === 'derived')
+      log.info(at, `${price} not set: ${usd(n.price)} USD per million tokens, what ${n.provider} bills`);
+    else
+      log.warn(
+        at,
+        `${price} is below what ${n.provider} bills (${usd(n.billed)} USD per million tokens): its requests are sold at a loss`,
+      );
   }
 }
 

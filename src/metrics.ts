@@ -27,16 +27,46 @@ const PARTS = USAGE_CLASSES.filter((w) => w.unit === 'token')
 export class Metrics {
   readonly registry = new client.Registry();
   /** Every answer the HTTP server gave, by operation (operationId, or `other`) and status. */
-  readonly requests = this.counter('switchyard_http_requests_total', 'HTTP answers, by operation and status', ['operation', 'status']);
-  readonly duration = this.histogram('switchyard_http_request_duration_seconds', 'Time from a request to its full answer (streams: to the last byte)', ['operation']);
+  readonly requests = this.counter('switchyard_http_requests_total', 'HTTP answers, by operation and status', [
+    'operation',
+    'status',
+  ]);
+  readonly duration = this.histogram(
+    'switchyard_http_request_duration_seconds',
+    'Time from a request to its full answer (streams: to the last byte)',
+    ['operation'],
+  );
   /** One per request that reached billing (admitted), by the model asked for and the route that answered. */
-  readonly upstream = this.counter('switchyard_upstream_requests_total', 'Admitted requests, by operation, model, route and status', ['operation', 'model', 'route', 'status']);
-  readonly latency = this.histogram('switchyard_upstream_latency_seconds', 'Admitted requests: time to the end of the answer', ['model', 'route']);
-  readonly ttfb = this.histogram('switchyard_time_to_first_byte_seconds', 'Admitted requests: time to the first byte of the answer', ['model', 'route']);
-  readonly upstreamErrors = this.counter('switchyard_upstream_errors_total', 'Failed upstream attempts, by route and cause (connect, timeout, status, protocol, aborted...)', ['route', 'cause']);
-  readonly tokens = this.counter('switchyard_tokens_total', `Tokens, by model and class (${PARTS})`, ['model', 'class']);
+  readonly upstream = this.counter(
+    'switchyard_upstream_requests_total',
+    'Admitted requests, by operation, model, route and status',
+    ['operation', 'model', 'route', 'status'],
+  );
+  readonly latency = this.histogram(
+    'switchyard_upstream_latency_seconds',
+    'Admitted requests: time to the end of the answer',
+    ['model', 'route'],
+  );
+  readonly ttfb = this.histogram(
+    'switchyard_time_to_first_byte_seconds',
+    'Admitted requests: time to the first byte of the answer',
+    ['model', 'route'],
+  );
+  readonly upstreamErrors = this.counter(
+    'switchyard_upstream_errors_total',
+    'Failed upstream attempts, by route and cause (connect, timeout, status, protocol, aborted...)',
+    ['route', 'cause'],
+  );
+  readonly tokens = this.counter('switchyard_tokens_total', `Tokens, by model and class (${PARTS})`, [
+    'model',
+    'class',
+  ]);
   /** The usage classes counted in anything but tokens (images, seconds of audio, characters...). */
-  readonly units = this.counter('switchyard_usage_units_total', 'Usage in units other than tokens, by model, class and unit', ['model', 'class', 'unit']);
+  readonly units = this.counter(
+    'switchyard_usage_units_total',
+    'Usage in units other than tokens, by model, class and unit',
+    ['model', 'class', 'unit'],
+  );
   readonly spend = this.counter('switchyard_spend_micro_usd_total', 'Charged, in micro-USD, by model', ['model']);
 
   constructor() {
@@ -48,7 +78,13 @@ export class Metrics {
    * A gauge read when scraped. Across workers the values are summed, unless `aggregator` says otherwise ('max': a
    * state that any worker is in).
    */
-  gauge(name: string, help: string, labelNames: string[], read: () => { labels?: Record<string, string>; value: number }[], aggregator: client.Aggregator = 'sum'): void {
+  gauge(
+    name: string,
+    help: string,
+    labelNames: string[],
+    read: () => { labels?: Record<string, string>; value: number }[],
+    aggregator: client.Aggregator = 'sum',
+  ): void {
     new client.Gauge({
       name,
       help,
@@ -57,7 +93,7 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const { labels, value } of read()) (labels ? this.set(labels, value) : this.set(value));
+        for (const { labels, value } of read()) labels ? this.set(labels, value) : this.set(value);
       },
     });
   }
@@ -147,7 +183,9 @@ function serveRegistry(registry: client.Registry): void {
 /** In a worker: the whole gateway's metrics, from the primary; a 503 when it cannot gather them. */
 async function fromPrimary(): Promise<string> {
   const id = ++ids;
-  const answer = waiter<{ text?: string; error?: string }>(answers, id, ANSWER_WAIT_MS, { error: 'the primary process did not answer' });
+  const answer = waiter<{ text?: string; error?: string }>(answers, id, ANSWER_WAIT_MS, {
+    error: 'the primary process did not answer',
+  });
   send({ type: 'switchyard:metrics?', id });
   const { text, error } = await answer;
   if (error !== undefined || text === undefined) throw errors.unavailable(); // the scrape fails; the next one may not
@@ -166,12 +204,16 @@ export function gatherWorkerMetrics(): void {
   let asked = 0;
   const collect = async (): Promise<string> => {
     const all = await Promise.all(
-      [...ready].filter((w) => w.isConnected()).map((w) => {
-        const id = ++asked;
-        const answer = waiter<{ metrics?: RegistryJson; error?: string }>(registries, id, REGISTRY_WAIT_MS, { error: `worker ${w.process.pid} did not answer` });
-        w.send({ type: 'switchyard:registry?', id } satisfies Message);
-        return answer;
-      }),
+      [...ready]
+        .filter((w) => w.isConnected())
+        .map((w) => {
+          const id = ++asked;
+          const answer = waiter<{ metrics?: RegistryJson; error?: string }>(registries, id, REGISTRY_WAIT_MS, {
+            error: `worker ${w.process.pid} did not answer`,
+          });
+          w.send({ type: 'switchyard:registry?', id } satisfies Message);
+          return answer;
+        }),
     );
     const failed = all.find((a) => a.error !== undefined || !a.metrics);
     if (failed) throw new Error(failed.error);
@@ -180,8 +222,12 @@ export function gatherWorkerMetrics(): void {
   cluster.on('message', (worker: Worker, m: Message) => {
     if (m?.type === 'switchyard:registry') registries.get(m.id)?.(m);
     else if (m?.type === 'switchyard:metrics?') {
-      const reply = (a: { text?: string; error?: string }) => worker.send({ type: 'switchyard:metrics', id: m.id, ...a } satisfies Message, undefined, () => undefined); // one that left needs no answer
-      collect().then((text) => reply({ text }), (e: Error) => reply({ error: e.message }));
+      const reply = (a: { text?: string; error?: string }) =>
+        worker.send({ type: 'switchyard:metrics', id: m.id, ...a } satisfies Message, undefined, () => undefined); // one that left needs no answer
+      collect().then(
+        (text) => reply({ text }),
+        (e: Error) => reply({ error: e.message }),
+      );
     }
   });
   cluster.on('listening', (worker) => ready.add(worker));

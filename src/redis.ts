@@ -10,7 +10,12 @@ import type { Logger } from 'pino';
 export async function connectRedis(url: string | undefined, log: Logger): Promise<Redis | null> {
   if (!url) return null;
   const { Redis } = await import('ioredis');
-  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: false });
+  const client = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    lazyConnect: false,
+  });
   let down = false;
   client.on('error', (e) => {
     if (!down) log.warn({ err: e.message }, 'redis unavailable: rate limits fall back to per-process counters');

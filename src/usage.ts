@@ -46,14 +46,69 @@ export interface UsageClass {
 /** Every usage class. A part comes after its whole (billing and configuration read the table in this order). */
 export const USAGE_CLASSES = [
   // Every prompt token, cache reads and writes included (OpenAI's `prompt_tokens`): the rest of it is fresh input.
-  { name: 'prompt', field: 'prompt', unit: 'token', price: 'input', partOf: null, column: 'prompt_tokens', apiField: true, label: 'input' },
-  { name: 'cached', field: 'cached', unit: 'token', price: 'cached_input', partOf: 'prompt', column: 'cached_tokens', apiField: true, label: 'cached' },
-  { name: 'cache_write', field: 'cacheWrite', unit: 'token', price: 'cache_write', partOf: 'prompt', column: 'cache_write_tokens', apiField: true, label: 'cache write' },
+  {
+    name: 'prompt',
+    field: 'prompt',
+    unit: 'token',
+    price: 'input',
+    partOf: null,
+    column: 'prompt_tokens',
+    apiField: true,
+    label: 'input',
+  },
+  {
+    name: 'cached',
+    field: 'cached',
+    unit: 'token',
+    price: 'cached_input',
+    partOf: 'prompt',
+    column: 'cached_tokens',
+    apiField: true,
+    label: 'cached',
+  },
+  {
+    name: 'cache_write',
+    field: 'cacheWrite',
+    unit: 'token',
+    price: 'cache_write',
+    partOf: 'prompt',
+    column: 'cache_write_tokens',
+    apiField: true,
+    label: 'cache write',
+  },
   // Anthropic bills 1-hour writes at 2× input, 5-minute ones at 1.25×.
-  { name: 'cache_write_1h', field: 'cacheWrite1h', unit: 'token', price: 'cache_write_1h', partOf: 'cache_write', column: 'cache_write_1h_tokens', apiField: true, label: '1-hour cache write', feature: 'cache_1h' },
+  {
+    name: 'cache_write_1h',
+    field: 'cacheWrite1h',
+    unit: 'token',
+    price: 'cache_write_1h',
+    partOf: 'cache_write',
+    column: 'cache_write_1h_tokens',
+    apiField: true,
+    label: '1-hour cache write',
+    feature: 'cache_1h',
+  },
   // Every generated token, reasoning included (OpenAI's `completion_tokens`).
-  { name: 'completion', field: 'completion', unit: 'token', price: 'output', partOf: null, column: 'completion_tokens', apiField: true, label: 'output' },
-  { name: 'reasoning', field: 'reasoning', unit: 'token', price: null, partOf: 'completion', column: 'reasoning_tokens', apiField: true, label: 'reasoning' },
+  {
+    name: 'completion',
+    field: 'completion',
+    unit: 'token',
+    price: 'output',
+    partOf: null,
+    column: 'completion_tokens',
+    apiField: true,
+    label: 'output',
+  },
+  {
+    name: 'reasoning',
+    field: 'reasoning',
+    unit: 'token',
+    price: null,
+    partOf: 'completion',
+    column: 'reasoning_tokens',
+    apiField: true,
+    label: 'reasoning',
+  },
 ] as const satisfies readonly UsageClass[];
 
 type Entry = (typeof USAGE_CLASSES)[number];
@@ -87,7 +142,11 @@ export const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (
 const fields = (u: Usage) => u as unknown as Record<string, number | undefined>;
 
 /** A usage; the classes not given are 0 (those beyond the first five are left out when 0). */
-export function usage(prompt: number, completion: number, more: Partial<Omit<Usage, 'prompt' | 'completion'>> = {}): Usage {
+export function usage(
+  prompt: number,
+  completion: number,
+  more: Partial<Omit<Usage, 'prompt' | 'completion'>> = {},
+): Usage {
   const u: Usage = { prompt, completion, cached: 0, cacheWrite: 0, reasoning: 0 };
   for (const [field, n] of Object.entries(more)) if (n) fields(u)[field] = n;
   return u;

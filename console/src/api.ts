@@ -3,7 +3,23 @@
  * state-changing call carries the CSRF token that register, login and GET /session hand out.
  * Errors come back as `{error: {message, type, param, code}}` and are thrown as ApiError.
  */
-import type { AccountDetails, ApiKey, CheckoutResponse, CreatedKey, DailyUsage, KeyChanges, LedgerPage, LoginBody, Model, NewKeyInput, Redeemed, RegisterBody, Session, TopupOptions, UsagePage } from './types';
+import type {
+  AccountDetails,
+  ApiKey,
+  CheckoutResponse,
+  CreatedKey,
+  DailyUsage,
+  KeyChanges,
+  LedgerPage,
+  LoginBody,
+  Model,
+  NewKeyInput,
+  Redeemed,
+  RegisterBody,
+  Session,
+  TopupOptions,
+  UsagePage,
+} from './types';
 
 export class ApiError extends Error {
   constructor(
@@ -32,9 +48,14 @@ export function setUnauthorizedHandler(fn: (() => void) | null): void {
 
 type Query = Record<string, string | number | undefined | null>;
 
-async function call<T>(method: string, path: string, opts: { body?: unknown; query?: Query; quiet401?: boolean } = {}): Promise<T> {
+async function call<T>(
+  method: string,
+  path: string,
+  opts: { body?: unknown; query?: Query; quiet401?: boolean } = {},
+): Promise<T> {
   const qs = new URLSearchParams();
-  for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
+  for (const [k, v] of Object.entries(opts.query ?? {}))
+    if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
   const url = `${BASE}${path}${qs.size ? `?${qs}` : ''}`;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
@@ -59,16 +80,22 @@ async function call<T>(method: string, path: string, opts: { body?: unknown; que
     data = undefined;
   }
   if (!res.ok) {
-    const e = (data as { error?: { message?: string; type?: string; param?: string; code?: string } } | undefined)?.error;
+    const e = (data as { error?: { message?: string; type?: string; param?: string; code?: string } } | undefined)
+      ?.error;
     if (res.status === 401 && !opts.quiet401) onUnauthorized?.();
-    throw new ApiError(res.status, e?.message || `The request failed (HTTP ${res.status}).`, e?.type ?? null, e?.param ?? null, e?.code ?? null);
+    throw new ApiError(
+      res.status,
+      e?.message || `The request failed (HTTP ${res.status}).`,
+      e?.type ?? null,
+      e?.param ?? null,
+      e?.code ?? null,
+    );
   }
   return data as T;
 }
 
 export const api = {
-  register: (body: RegisterBody) =>
-    call<Session>('POST', '/register', { body, quiet401: true }),
+  register: (body: RegisterBody) => call<Session>('POST', '/register', { body, quiet401: true }),
   login: (body: LoginBody) => call<Session>('POST', '/login', { body, quiet401: true }),
   logout: () => call<void>('POST', '/logout', { quiet401: true }),
   session: () => call<Session>('GET', '/session', { quiet401: true }),
@@ -76,7 +103,8 @@ export const api = {
   updateAccount: (body: { low_balance_usd: string | null }) => call<AccountDetails>('PATCH', '/account', { body }),
   keys: () => call<{ data: ApiKey[] }>('GET', '/keys'),
   createKey: (body: NewKeyInput) => call<CreatedKey>('POST', '/keys', { body }),
-  updateKey: (id: number | string, body: KeyChanges) => call<ApiKey>('PATCH', `/keys/${encodeURIComponent(String(id))}`, { body }),
+  updateKey: (id: number | string, body: KeyChanges) =>
+    call<ApiKey>('PATCH', `/keys/${encodeURIComponent(String(id))}`, { body }),
   deleteKey: (id: number | string) => call<void>('DELETE', `/keys/${encodeURIComponent(String(id))}`),
   models: () => call<{ data: Model[] }>('GET', '/models'),
   redeem: (code: string) => call<Redeemed>('POST', '/topup/redeem', { body: { code } }),
@@ -85,9 +113,15 @@ export const api = {
   usage: (query: Query) => call<UsagePage>('GET', '/usage', { query }),
   daily: (days: number) => call<{ data: DailyUsage[] }>('GET', '/usage/daily', { query: { days } }),
   ledger: (query: Query) => call<LedgerPage>('GET', '/ledger', { query }),
-  config: () => call<{ captcha: { provider: 'turnstile' | 'hcaptcha'; site_key: string } | null }>('GET', '/config', { quiet401: true }),
-  verifyEmail: (token: string) => call<{ email_verified: true }>('POST', '/verify-email', { body: { token }, quiet401: true }),
+  config: () =>
+    call<{ captcha: { provider: 'turnstile' | 'hcaptcha'; site_key: string } | null }>('GET', '/config', {
+      quiet401: true,
+    }),
+  verifyEmail: (token: string) =>
+    call<{ email_verified: true }>('POST', '/verify-email', { body: { token }, quiet401: true }),
   resendVerification: () => call<{ sent: true }>('POST', '/verify-email/resend'),
-  requestPasswordReset: (email: string) => call<{ sent: true }>('POST', '/password-reset', { body: { email }, quiet401: true }),
-  confirmPasswordReset: (token: string, password: string) => call<{ password_reset: true }>('POST', '/password-reset/confirm', { body: { token, password }, quiet401: true }),
+  requestPasswordReset: (email: string) =>
+    call<{ sent: true }>('POST', '/password-reset', { body: { email }, quiet401: true }),
+  confirmPasswordReset: (token: string, password: string) =>
+    call<{ password_reset: true }>('POST', '/password-reset/confirm', { body: { token, password }, quiet401: true }),
 };

@@ -69,7 +69,17 @@ export function App() {
   }, [account, path]);
 
   useEffect(() => {
-    const titles: Record<string, string> = { '/': 'Dashboard', '/keys': 'API keys', '/topup': 'Top up', '/usage': 'Usage', '/login': 'Log in', '/register': 'Create account', '/verify': 'Confirm your address', '/forgot': 'Reset your password', '/reset': 'Choose a new password' };
+    const titles: Record<string, string> = {
+      '/': 'Dashboard',
+      '/keys': 'API keys',
+      '/topup': 'Top up',
+      '/usage': 'Usage',
+      '/login': 'Log in',
+      '/register': 'Create account',
+      '/verify': 'Confirm your address',
+      '/forgot': 'Reset your password',
+      '/reset': 'Choose a new password',
+    };
     document.title = `${titles[path] ?? 'Not found'} · Switchyard`;
   }, [path]);
 
@@ -143,7 +153,12 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
         </div>
         <nav class="nav" aria-label="Main">
           {NAV.map((n) => (
-            <Link key={n.href} href={n.href} class={`nav-item${path === n.href ? ' is-active' : ''}`} aria-current={path === n.href ? 'page' : undefined}>
+            <Link
+              key={n.href}
+              href={n.href}
+              class={`nav-item${path === n.href ? ' is-active' : ''}`}
+              aria-current={path === n.href ? 'page' : undefined}
+            >
               <Icon name={n.icon} />
               <span>{n.label}</span>
             </Link>

@@ -12,13 +12,20 @@ export function usd(v: Usd | null | undefined, opts: { precise?: boolean } = {})
   const abs = Math.abs(n);
   let digits = 2;
   if (opts.precise && abs > 0 && abs < 0.01) digits = Math.min(6, Math.max(4, -Math.floor(Math.log10(abs)) + 2));
-  return new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: digits, maximumFractionDigits: digits }).format(n);
+  return new Intl.NumberFormat('en-US', {
+    style: 'currency',
+    currency: 'USD',
+    minimumFractionDigits: digits,
+    maximumFractionDigits: digits,
+  }).format(n);
 }
 
 /** Exact to the micro-dollar, without trailing zeros past the cents: "$20.999989", "$21.00". */
 export function usdExact(v: Usd | null | undefined): string {
   const n = num(v);
-  const six = Math.abs(n).toFixed(6).replace(/0{1,4}$/, '');
+  const six = Math.abs(n)
+    .toFixed(6)
+    .replace(/0{1,4}$/, '');
   const [whole, frac = '00'] = six.split('.');
   return `${n < 0 ? '-' : ''}$${new Intl.NumberFormat('en-US').format(Number(whole))}.${frac.padEnd(2, '0')}`;
 }
@@ -44,7 +51,16 @@ export function date(v: string | number | null | undefined): string {
 
 export function dateTime(v: string | number | null | undefined): string {
   const d = toDate(v);
-  return d ? d.toLocaleString('en-US', { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false }) : '—';
+  return d
+    ? d.toLocaleString('en-US', {
+        month: 'short',
+        day: 'numeric',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+        hour12: false,
+      })
+    : '—';
 }
 
 /** "3 minutes ago", "yesterday", or a date past a week. */
@@ -63,7 +79,11 @@ export function ago(v: string | number | null | undefined): string {
 /** "Jun 3" for a YYYY-MM-DD day, read as a calendar day (no time zone shift). */
 export function shortDay(day: string): string {
   const [y, m, d] = day.split('-').map(Number);
-  return new Date(Date.UTC(y, (m ?? 1) - 1, d ?? 1)).toLocaleDateString('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' });
+  return new Date(Date.UTC(y, (m ?? 1) - 1, d ?? 1)).toLocaleDateString('en-US', {
+    month: 'short',
+    day: 'numeric',
+    timeZone: 'UTC',
+  });
 }
 
 /** Each unit a usage class is counted in, one and many ("42 s"). */

@@ -2,7 +2,11 @@
 import type { components, operations } from '../../generated/openapi';
 
 type S = components['schemas'];
-type Body<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+type Body<Op extends keyof operations> = operations[Op] extends {
+  requestBody?: { content: { 'application/json': infer B } };
+}
+  ? B
+  : never;
 
 /** USD amounts are decimal strings with six decimals ("21.000000"). */
 export type Usd = S['Usd'] | number;

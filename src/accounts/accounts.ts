@@ -31,7 +31,8 @@ export class AccountError extends Error {
  * brackets — which nodemailer would read as other addresses (`me@gmail.com,1` is mailed to me@gmail.com yet is
  * another "mailbox" for the once-per-mailbox credits) — and no empty domain label (`ada@gmail.com.`).
  */
-const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+const EMAIL =
+  /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 function toAccount(r: Record<string, unknown>): Account {
   return {
@@ -42,7 +43,8 @@ function toAccount(r: Record<string, unknown>): Account {
     created_at: Number(r.created_at),
     referral_code: String(r.referral_code),
     verified_at: r.verified_at === null || r.verified_at === undefined ? null : Number(r.verified_at),
-    low_balance_micros: r.low_balance_micros === null || r.low_balance_micros === undefined ? null : Number(r.low_balance_micros),
+    low_balance_micros:
+      r.low_balance_micros === null || r.low_balance_micros === undefined ? null : Number(r.low_balance_micros),
     debt_micros: Number(r.debt_micros ?? 0),
   };
 }
@@ -80,7 +82,16 @@ export function emailKey(email: string): string {
 }
 
 /** Inserts the account row, with a fresh referral code (drawn again in the unlikely case it is taken). */
-async function insertAccount(db: Knex, row: { email: string; password_hash?: string | null; referred_by?: number | null; verified_at?: number | null; registered_from?: string | null }): Promise<number> {
+async function insertAccount(
+  db: Knex,
+  row: {
+    email: string;
+    password_hash?: string | null;
+    referred_by?: number | null;
+    verified_at?: number | null;
+    registered_from?: string | null;
+  },
+): Promise<number> {
   for (let attempt = 0; ; attempt++) {
     try {
       const [inserted] = await db('accounts').insert({
@@ -94,7 +105,8 @@ async function insertAccount(db: Knex, row: { email: string; password_hash?: str
       return Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;
-      if (await db('accounts').where('email', row.email).first('id')) throw new EmailTaken(`an account with email ${row.email} already exists`);
+      if (await db('accounts').where('email', row.email).first('id'))
+        throw new EmailTaken(`an account with email ${row.email} already exists`);
       if (attempt >= 5) throw e;
     }
   }
@@ -130,14 +142,24 @@ export interface Registration {
 export async function registerAccount(db: Knex, r: Registration): Promise<Account> {
   const email = normaliseEmail(r.email);
   const domain = email.slice(email.lastIndexOf('@') + 1);
-  if (r.refusedDomains.some((d) => domain === d || domain.endsWith(`.${d}`))) throw new DisposableEmail(`addresses at ${domain} are not accepted`);
+  if (r.refusedDomains.some((d) => domain === d || domain.endsWith(`.${d}`)))
+    throw new DisposableEmail(`addresses at ${domain} are not accepted`);
   let referrer: number | null = null;
   if (r.referralCode) {
-    const row = await db('accounts').where('referral_code', canonicalCode(r.referralCode)).andWhere('status', 'active').first('id');
+    const row = await db('accounts')
+      .where('referral_code', canonicalCode(r.referralCode))
+      .andWhere('status', 'active')
+      .first('id');
     if (!row) throw new UnknownReferralCode(`Unknown referral code: ${r.referralCode}`);
     referrer = Number(row.id);
   }
-  const id = await insertAccount(db, { email, password_hash: r.passwordHash, referred_by: referrer, verified_at: null, registered_from: r.registeredFrom ?? null });
+  const id = await insertAccount(db, {
+    email,
+    password_hash: r.passwordHash,
+    referred_by: referrer,
+    verified_at: null,
+    registered_from: r.registeredFrom ?? null,
+  });
   return (await getAccount(db, id))!;
 }
 
@@ -180,28 +202,55 @@ export async function withSignupCredits<T>(db: Knex, work: (trx: Knex.Transactio
  * the monthly cap counts what the other one paid (on MariaDB a plain read first would fix a snapshot taken before the
  * lock, and both would see the cap not reached yet).
  */
-export async function verifyEmailWithin(trx: Knex.Transaction, accountId: number, c: SignupCredits, now = Date.now()): Promise<boolean> {
+export async function verifyEmailWithin(
+  trx: Knex.Transaction,
+  accountId: number,
+  c: SignupCredits,
+  now = Date.now(),
+): Promise<boolean> {
   const changed = await trx('accounts').where('id', accountId).whereNull('verified_at').update({ verified_at: now });
   if (!changed) return false;
   const account = await trx('accounts').where('id', accountId).forUpdate().first('email', 'email_key', 'referred_by');
-  const referrer = account.referred_by === null ? null : await trx('accounts').where('id', account.referred_by).forUpdate().first('id', 'status', 'verified_at', 'email', 'email_key');
+  const referrer =
+    account.referred_by === null
+      ? null
+      : await trx('accounts')
+          .where('id', account.referred_by)
+          .forUpdate()
+          .first('id', 'status', 'verified_at', 'email', 'email_key');
   const ref = mailboxRef(String(account.email_key ?? emailKey(account.email)));
   const paid = async (kind: string, r: string) => !!(await trx('ledger').where({ kind, ref: r }).first('id'));
   if (c.starterMicros > 0 && !(await paid('signup', `signup_${ref}`))) {
     await postWithin(trx, { accountId, kind: 'signup', amountMicros: c.starterMicros, ref: `signup_${ref}` });
   }
   if (!referrer || c.referralMicros <= 0 || referrer.status !== 'active' || referrer.verified_at === null) return true;
-  if (mailboxRef(String(referrer.email_key ?? emailKey(referrer.email))) === ref || (await paid('referral', `referral_${ref}`))) return true;
+  if (
+    mailboxRef(String(referrer.email_key ?? emailKey(referrer.email))) === ref ||
+    (await paid('referral', `referral_${ref}`))
+  )
+    return true;
   const month = new Date(now);
   const monthStart = Date.UTC(month.getUTCFullYear(), month.getUTCMonth(), 1);
-  const [{ n }] = (await trx('ledger').where({ account_id: referrer.id, kind: 'referral' }).andWhere('ref', 'like', 'referred_%').andWhere('created_at', '>=', monthStart).count({ n: '*' })) as { n: unknown }[];
+  const [{ n }] = (await trx('ledger')
+    .where({ account_id: referrer.id, kind: 'referral' })
+    .andWhere('ref', 'like', 'referred_%')
+    .andWhere('created_at', '>=', monthStart)
+    .count({ n: '*' })) as { n: unknown }[];
   if (Number(n) >= c.referralsPerMonth) return true;
   await postWithin(trx, { accountId, kind: 'referral', amountMicros: c.referralMicros, ref: `referral_${ref}` });
-  await postWithin(trx, { accountId: Number(referrer.id), kind: 'referral', amountMicros: c.referralMicros, ref: `referred_${ref}` });
+  await postWithin(trx, {
+    accountId: Number(referrer.id),
+    kind: 'referral',
+    amountMicros: c.referralMicros,
+    ref: `referred_${ref}`,
+  });
   return true;
 }
 
-export async function findAccountByEmail(db: Knex, email: string): Promise<(Account & { password_hash: string | null }) | null> {
+export async function findAccountByEmail(
+  db: Knex,
+  email: string,
+): Promise<(Account & { password_hash: string | null }) | null> {
   const row = await db('accounts').where('email', email.trim().toLowerCase()).first();
   return row ? { ...toAccount(row), password_hash: (row.password_hash as string | null) ?? null } : null;
 }
@@ -230,20 +279,36 @@ export interface AccountTotals {
 
 /** Money spent on requests, requests made, money topped up (cards and codes), referral credits received. */
 export async function accountTotals(db: Knex, id: number): Promise<AccountTotals> {
-  const sums = (await db('ledger').where('account_id', id).select('kind').sum({ total: 'amount_micros' }).groupBy('kind')) as { kind: string; total: unknown }[];
+  const sums = (await db('ledger')
+    .where('account_id', id)
+    .select('kind')
+    .sum({ total: 'amount_micros' })
+    .groupBy('kind')) as { kind: string; total: unknown }[];
   const by = (kinds: string[]) => sums.filter((s) => kinds.includes(s.kind)).reduce((a, s) => a + Number(s.total), 0);
   const [{ n }] = (await db('usage_records').where('account_id', id).count({ n: '*' })) as { n: unknown }[];
-  return { spent_micros: -by(['usage']), requests: Number(n), topped_up_micros: by(['topup', 'redemption']), referral_micros: by(['referral']) };
+  return {
+    spent_micros: -by(['usage']),
+    requests: Number(n),
+    topped_up_micros: by(['topup', 'redemption']),
+    referral_micros: by(['referral']),
+  };
 }
 
 /** Creates an account; starting credits, if any, arrive as a `signup` ledger row. */
 export async function createAccount(db: Knex, email: string, creditsMicros = 0): Promise<Account> {
   const normalised = normaliseEmail(email);
-  if (!Number.isSafeInteger(creditsMicros) || creditsMicros < 0) throw new AccountError('starting credits must be >= 0');
+  if (!Number.isSafeInteger(creditsMicros) || creditsMicros < 0)
+    throw new AccountError('starting credits must be >= 0');
   // One transaction: an account never exists without its starting credits.
   const id = await transact(db, async (trx) => {
     const created = await insertAccount(trx, { email: normalised, verified_at: Date.now() }); // made by an operator: nothing to confirm
-    if (creditsMicros > 0) await postWithin(trx, { accountId: created, kind: 'signup', amountMicros: creditsMicros, ref: `signup_${created}` });
+    if (creditsMicros > 0)
+      await postWithin(trx, {
+        accountId: created,
+        kind: 'signup',
+        amountMicros: creditsMicros,
+        ref: `signup_${created}`,
+      });
     return created;
   });
   return (await getAccount(db, id))!;
@@ -254,17 +319,22 @@ export async function getAccount(db: Knex, id: number): Promise<Account | null> 
   return row ? toAccount(row) : null;
 }
 
-export async function listAccounts(db: Knex, opts: { limit?: number; afterId?: number; email?: string } = {}): Promise<Account[]> {
+export async function listAccounts(
+  db: Knex,
+  opts: { limit?: number; afterId?: number; email?: string } = {},
+): Promise<Account[]> {
   const q = db('accounts').orderBy('id');
   if (opts.afterId !== undefined) q.where('id', '>', opts.afterId);
-  if (opts.email) q.whereRaw(`email like ? escape '!'`, [`%${opts.email.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`]);
+  if (opts.email)
+    q.whereRaw(`email like ? escape '!'`, [`%${opts.email.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`]);
   if (opts.limit !== undefined) q.limit(opts.limit);
   return (await q).map(toAccount);
 }
 
 /** Sets (or, with null, removes) the low-balance alert threshold; a new threshold is armed afresh. */
 export async function setLowBalance(db: Knex, id: number, micros: number | null): Promise<Account> {
-  if (micros !== null && (!Number.isSafeInteger(micros) || micros < 0)) throw new AccountError('the threshold must be >= 0');
+  if (micros !== null && (!Number.isSafeInteger(micros) || micros < 0))
+    throw new AccountError('the threshold must be >= 0');
   const n = await db('accounts').where('id', id).update({ low_balance_micros: micros, low_balance_alerted: false });
   if (!n) throw new AccountError(`no account ${id}`);
   return (await getAccount(db, id))!;

@@ -16,27 +16,56 @@ const hash = (token: string) => crypto.createHash('sha256').update(token).digest
  * A new token for the account (earlier unused ones of the same purpose stop working). On MariaDB the UPDATE takes a
  * gap lock even when it matches nothing, so two sign-ups at once can deadlock on their INSERTs: `transact` retries.
  */
-export async function issueToken(db: Knex, accountId: number, purpose: TokenPurpose, now = Date.now()): Promise<string> {
+export async function issueToken(
+  db: Knex,
+  accountId: number,
+  purpose: TokenPurpose,
+  now = Date.now(),
+): Promise<string> {
   const token = crypto.randomBytes(32).toString('base64url');
   await transact(db, async (trx) => {
     await trx('email_tokens').where({ account_id: accountId, purpose }).whereNull('used_at').update({ used_at: now });
-    await trx('email_tokens').insert({ account_id: accountId, purpose, token_hash: hash(token), expires_at: now + TOKEN_TTL_MS[purpose], created_at: now });
+    await trx('email_tokens').insert({
+      account_id: accountId,
+      purpose,
+      token_hash: hash(token),
+      expires_at: now + TOKEN_TTL_MS[purpose],
+      created_at: now,
+    });
   });
   return token;
 }
 
 /** The account a live token of this purpose was issued to, without using it up; null when there is none. */
-export async function peekToken(db: Knex, token: string, purpose: TokenPurpose, now = Date.now()): Promise<number | null> {
+export async function peekToken(
+  db: Knex,
+  token: string,
+  purpose: TokenPurpose,
+  now = Date.now(),
+): Promise<number | null> {
   if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
-  const row = await db('email_tokens').where({ token_hash: hash(token), purpose }).whereNull('used_at').andWhere('expires_at', '>', now).first('account_id');
+  const row = await db('email_tokens')
+    .where({ token_hash: hash(token), purpose })
+    .whereNull('used_at')
+    .andWhere('expires_at', '>', now)
+    .first('account_id');
   return row ? Number(row.account_id) : null;
 }
 
 /** Uses a token up: the account it was issued to, or null when it is unknown, used, expired or for another purpose. */
-export async function consumeToken(db: Knex, token: string, purpose: TokenPurpose, now = Date.now()): Promise<number | null> {
+export async function consumeToken(
+  db: Knex,
+  token: string,
+  purpose: TokenPurpose,
+  now = Date.now(),
+): Promise<number | null> {
   if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const h = hash(token);
-  const used = await db('email_tokens').where({ token_hash: h, purpose }).whereNull('used_at').andWhere('expires_at', '>', now).update({ used_at: now });
+  const used = await db('email_tokens')
+    .where({ token_hash: h, purpose })
+    .whereNull('used_at')
+    .andWhere('expires_at', '>', now)
+    .update({ used_at: now });
   if (!used) return null;
   const row = await db('email_tokens').where('token_hash', h).forUpdate().first('account_id'); // a locking read: see verifyEmailWithin
   return row ? Number(row.account_id) : null;

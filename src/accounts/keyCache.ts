@@ -42,7 +42,14 @@ export class KeyCache {
         // not ours
       }
     });
-    sub.on('ready', () => void sub.subscribe(CHANNEL).then(() => (this.subscribed = true)).catch(() => (this.subscribed = false)));
+    sub.on(
+      'ready',
+      () =>
+        void sub
+          .subscribe(CHANNEL)
+          .then(() => (this.subscribed = true))
+          .catch(() => (this.subscribed = false)),
+    );
     sub.on('error', () => (this.subscribed = false));
     sub.on('end', () => (this.subscribed = false));
     this.closers.push(() => sub.disconnect());
@@ -75,7 +82,10 @@ export class KeyCache {
   /** A key or account changed here: drop it now, and tell the other processes. */
   changed(change: KeyChange): void {
     this.drop(change);
-    if (this.redis) void this.redis.publish(CHANNEL, JSON.stringify(change)).catch((e) => this.log?.warn({ err: (e as Error).message }, 'could not announce a key change'));
+    if (this.redis)
+      void this.redis
+        .publish(CHANNEL, JSON.stringify(change))
+        .catch((e) => this.log?.warn({ err: (e as Error).message }, 'could not announce a key change'));
   }
 
   /** Also tells `listener` of every change, made here or announced by another process. */
@@ -86,7 +96,8 @@ export class KeyCache {
   private drop(change: KeyChange): void {
     for (const l of this.listeners) l(change);
     for (const [k, e] of this.entries) {
-      if ('keyId' in change ? e.principal.key.id === change.keyId : e.principal.accountId === change.accountId) this.entries.delete(k);
+      if ('keyId' in change ? e.principal.key.id === change.keyId : e.principal.accountId === change.accountId)
+        this.entries.delete(k);
     }
   }
 }

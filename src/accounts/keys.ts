@@ -111,17 +111,32 @@ export interface NewKey {
 function checkSettings(k: Omit<Partial<NewKey>, 'accountId'>): void {
   if (k.scopes !== undefined) {
     const bad = k.scopes.filter((s) => !SCOPES.includes(s));
-    if (bad.length || !k.scopes.length) throw new KeyError(`scopes must be a non-empty list of ${SCOPES.join(', ')}; got ${k.scopes.join(',')}`);
+    if (bad.length || !k.scopes.length)
+      throw new KeyError(`scopes must be a non-empty list of ${SCOPES.join(', ')}; got ${k.scopes.join(',')}`);
   }
-  if (k.quotaMicros !== undefined && k.quotaMicros !== null && (!Number.isSafeInteger(k.quotaMicros) || k.quotaMicros < 0)) {
+  if (
+    k.quotaMicros !== undefined &&
+    k.quotaMicros !== null &&
+    (!Number.isSafeInteger(k.quotaMicros) || k.quotaMicros < 0)
+  ) {
     throw new KeyError('quota must be >= 0');
   }
-  for (const [name, v] of [['rpm', k.rpmLimit], ['tpm', k.tpmLimit]] as const) {
-    if (v !== undefined && v !== null && (!Number.isSafeInteger(v) || v < 0)) throw new KeyError(`${name} limit must be a whole number >= 0`);
+  for (const [name, v] of [
+    ['rpm', k.rpmLimit],
+    ['tpm', k.tpmLimit],
+  ] as const) {
+    if (v !== undefined && v !== null && (!Number.isSafeInteger(v) || v < 0))
+      throw new KeyError(`${name} limit must be a whole number >= 0`);
   }
-  if (k.models && (!k.models.length || k.models.some((m) => !m))) throw new KeyError('models must be a non-empty list of model ids');
-  if (k.expiresAt !== undefined && k.expiresAt !== null && (!Number.isSafeInteger(k.expiresAt) || k.expiresAt <= 0)) throw new KeyError('expiry must be a date');
-  if (k.budget && (!Number.isSafeInteger(k.budget.micros) || k.budget.micros < 0 || !BUDGET_PERIODS.includes(k.budget.period))) throw new KeyError(`a budget is an amount >= 0 per ${BUDGET_PERIODS.join(', ')}`);
+  if (k.models && (!k.models.length || k.models.some((m) => !m)))
+    throw new KeyError('models must be a non-empty list of model ids');
+  if (k.expiresAt !== undefined && k.expiresAt !== null && (!Number.isSafeInteger(k.expiresAt) || k.expiresAt <= 0))
+    throw new KeyError('expiry must be a date');
+  if (
+    k.budget &&
+    (!Number.isSafeInteger(k.budget.micros) || k.budget.micros < 0 || !BUDGET_PERIODS.includes(k.budget.period))
+  )
+    throw new KeyError(`a budget is an amount >= 0 per ${BUDGET_PERIODS.join(', ')}`);
 }
 
 /** Whether a key may still be used at `now`. */
@@ -162,7 +177,10 @@ export async function listKeys(db: Knex, accountId: number): Promise<ApiKey[]> {
   return (await db('api_keys').where('account_id', accountId).orderBy('id')).map(toKey);
 }
 
-export type KeyChanges = Pick<NewKey, 'name' | 'quotaMicros' | 'models' | 'scopes' | 'enabled' | 'expiresAt' | 'budget'>;
+export type KeyChanges = Pick<
+  NewKey,
+  'name' | 'quotaMicros' | 'models' | 'scopes' | 'enabled' | 'expiresAt' | 'budget'
+>;
 
 /**
  * Changes a key's settings (only the ones given; null quota = no quota, null models = every model). With
@@ -177,7 +195,11 @@ export async function updateKey(db: Knex, id: number, changes: KeyChanges, accou
   if (changes.models !== undefined) row.models = changes.models === null ? null : JSON.stringify(changes.models);
   if (changes.scopes !== undefined) row.scopes = changes.scopes.join(',');
   if (changes.expiresAt !== undefined) row.expires_at = changes.expiresAt;
-  if (changes.budget !== undefined) Object.assign(row, { budget_micros: changes.budget?.micros ?? null, budget_period: changes.budget?.period ?? null });
+  if (changes.budget !== undefined)
+    Object.assign(row, {
+      budget_micros: changes.budget?.micros ?? null,
+      budget_period: changes.budget?.period ?? null,
+    });
   const q = db('api_keys').where('id', id);
   if (accountId !== undefined) q.andWhere('account_id', accountId);
   if (!(await q.clone().first('id'))) return null;
@@ -210,7 +232,10 @@ export function bearerKey(authorization: string | undefined): string | null {
 
 /** The principal of a key by its hash, or null when the key is unknown, disabled, expired, or its account is disabled. */
 export async function principalByHash(db: Knex, hash: string, now = Date.now()): Promise<KeyPrincipal | null> {
-  const row = await db('api_keys as k').join('accounts as a', 'a.id', 'k.account_id').where('k.hash', hash).first('k.*', 'a.status as account_status');
+  const row = await db('api_keys as k')
+    .join('accounts as a', 'a.id', 'k.account_id')
+    .where('k.hash', hash)
+    .first('k.*', 'a.status as account_status');
   if (!row || !row.enabled || row.account_status !== 'active') return null;
   const key = toKey(row);
   return keyLive(key, now) ? { key, accountId: key.account_id } : null;

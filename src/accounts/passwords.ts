@@ -10,7 +10,13 @@ const KEY_LEN = 32;
 
 function scrypt(password: string, salt: Buffer, p: { N: number; r: number; p: number }): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    crypto.scrypt(password.normalize('NFKC'), salt, KEY_LEN, { ...p, maxmem: 256 * p.N * p.r + 1024 * 1024 }, (e, key) => (e ? reject(e) : resolve(key))),
+    crypto.scrypt(
+      password.normalize('NFKC'),
+      salt,
+      KEY_LEN,
+      { ...p, maxmem: 256 * p.N * p.r + 1024 * 1024 },
+      (e, key) => (e ? reject(e) : resolve(key)),
+    ),
   );
 }
 
@@ -27,7 +33,10 @@ let decoy: Promise<string> | undefined;
  * Checks a password against a stored hash (or against a decoy when there is none, taking the same time).
  * `stale` says the hash was made with other parameters than today's and should be replaced.
  */
-export async function verifyPassword(password: string, stored: string | null): Promise<{ ok: boolean; stale: boolean }> {
+export async function verifyPassword(
+  password: string,
+  stored: string | null,
+): Promise<{ ok: boolean; stale: boolean }> {
   const hash = stored ?? (await (decoy ??= hashPassword(crypto.randomBytes(16).toString('hex'))));
   const m = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/.exec(hash);
   if (!m) return { ok: false, stale: false };

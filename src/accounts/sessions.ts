@@ -16,12 +16,32 @@ const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex'
 const ID_FORMAT = /^[A-Za-z0-9_-]{43}$/; // 32 bytes, base64url
 
 /** Creates a session; returns the id for the cookie (never stored) and the session. */
-export async function createSession(db: Knex, accountId: number, ttlMs: number, now = Date.now()): Promise<{ id: string; session: Session }> {
+export async function createSession(
+  db: Knex,
+  accountId: number,
+  ttlMs: number,
+  now = Date.now(),
+): Promise<{ id: string; session: Session }> {
   const id = crypto.randomBytes(32).toString('base64url');
-  const session: Session = { idHash: sha256(id), accountId, csrfToken: crypto.randomBytes(24).toString('base64url'), expiresAt: now + ttlMs };
-  await db('sessions').insert({ id_hash: session.idHash, account_id: accountId, csrf_token: session.csrfToken, created_at: now, expires_at: session.expiresAt });
+  const session: Session = {
+    idHash: sha256(id),
+    accountId,
+    csrfToken: crypto.randomBytes(24).toString('base64url'),
+    expiresAt: now + ttlMs,
+  };
+  await db('sessions').insert({
+    id_hash: session.idHash,
+    account_id: accountId,
+    csrf_token: session.csrfToken,
+    created_at: now,
+    expires_at: session.expiresAt,
+  });
   // Now and then, forget sessions that expired long ago.
-  if (Math.random() < 0.02) void db('sessions').where('expires_at', '<', now).del().catch(() => undefined);
+  if (Math.random() < 0.02)
+    void db('sessions')
+      .where('expires_at', '<', now)
+      .del()
+      .catch(() => undefined);
   return { id, session };
 }
 
@@ -34,7 +54,14 @@ export async function findSession(db: Knex, id: string | undefined, now = Date.n
     .andWhere('s.expires_at', '>', now)
     .andWhere('a.status', 'active')
     .first('s.id_hash', 's.account_id', 's.csrf_token', 's.expires_at');
-  return row ? { idHash: row.id_hash, accountId: Number(row.account_id), csrfToken: row.csrf_token, expiresAt: Number(row.expires_at) } : null;
+  return row
+    ? {
+        idHash: row.id_hash,
+        accountId: Number(row.account_id),
+        csrfToken: row.csrf_token,
+        expiresAt: Number(row.expires_at),
+      }
+    : null;
 }
 
 export async function deleteSession(db: Knex, idHash: string): Promise<void> {
@@ -53,8 +80,16 @@ export function csrfMatches(session: Session, header: unknown): boolean {
 export const KNOWN_ADDRESS_MS = 90 * 86_400_000;
 
 /** Remembers that the account logged in from `address` (an addressKey: IPv4, or an IPv6 /64). */
-export async function rememberLoginAddress(db: Knex, accountId: number, address: string, now = Date.now()): Promise<void> {
-  await db('login_addresses').insert({ account_id: accountId, address, last_at: now }).onConflict(['account_id', 'address']).merge({ last_at: now });
+export async function rememberLoginAddress(
+  db: Knex,
+  accountId: number,
+  address: string,
+  now = Date.now(),
+): Promise<void> {
+  await db('login_addresses')
+    .insert({ account_id: accountId, address, last_at: now })
+    .onConflict(['account_id', 'address'])
+    .merge({ last_at: now });
 }
 
 /** Whether the account with this email logged in from `address` within KNOWN_ADDRESS_MS. */

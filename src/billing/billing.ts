@@ -31,11 +31,20 @@ import { priceOf, type Price } from './prices';
 import * as store from './store';
 
 export const insufficientQuota = () =>
-  new ApiError(429, 'insufficient_quota', 'Insufficient quota', 'insufficient_quota', null, { 'x-should-retry': 'false' });
+  new ApiError(429, 'insufficient_quota', 'Insufficient quota', 'insufficient_quota', null, {
+    'x-should-retry': 'false',
+  });
 
 /** The key's budget for the period is used up: says which budget, and when it starts afresh. */
 export const budgetExhausted = (b: { micros: number; period: string; resetsAt: number }) =>
-  new ApiError(429, 'insufficient_quota', `Insufficient quota: this key's budget of ${formatUsd(b.micros)} USD per ${b.period} is used up; it resets at ${new Date(b.resetsAt).toISOString()}`, 'insufficient_quota', null, { 'x-should-retry': 'false' });
+  new ApiError(
+    429,
+    'insufficient_quota',
+    `Insufficient quota: this key's budget of ${formatUsd(b.micros)} USD per ${b.period} is used up; it resets at ${new Date(b.resetsAt).toISOString()}`,
+    'insufficient_quota',
+    null,
+    { 'x-should-retry': 'false' },
+  );
 
 export interface AdmitRequest {
   requestId: string;
@@ -148,7 +157,9 @@ export class Billing {
   start(): void {
     this.background(this.sweep());
     this.timers.push(setInterval(() => this.background(this.sweep()), this.config.sweep_interval_ms).unref());
-    this.timers.push(setInterval(() => this.background(this.renew()), Math.max(50, Math.floor(this.config.hold_ttl_ms / 3))).unref());
+    this.timers.push(
+      setInterval(() => this.background(this.renew()), Math.max(50, Math.floor(this.config.hold_ttl_ms / 3))).unref(),
+    );
   }
 
   /**
@@ -161,10 +172,11 @@ export class Billing {
   async stop(): Promise<{ unwritten: number; leasesKept: number }> {
     this.timers.forEach(clearInterval);
     this.timers = [];
-    if (!(await this.idle(STOP_WAIT_MS))) this.log.warn({ requests: this.live.size }, 'requests still in flight at shutdown; the sweeper will settle them');
+    if (!(await this.idle(STOP_WAIT_MS)))
+      this.log.warn({ requests: this.live.size }, 'requests still in flight at shutdown; the sweeper will settle them');
     await Promise.all(this.running); // a sweep or a renewal under way finishes before the database goes away
     await this.flush(); // after a write already under way
-    for (let left = Infinity; this.queue.length && this.queue.length < left; ) {
+    for (let left = Infinity; this.queue.length && this.queue.length < left;) {
       left = this.queue.length;
       await this.flush();
     }
@@ -197,7 +209,15 @@ export class Billing {
     } else if (full > 0) {
       ({ hold, outputTokens } = await this.holdRow(r, price, full));
     } // else a free model: nothing to hold, no hold row (its settlement only writes a usage record)
-    const live: Live = { requestId: r.requestId, admitted: r, price, startedAt: this.now(), hold, lease, checkpointed: false };
+    const live: Live = {
+      requestId: r.requestId,
+      admitted: r,
+      price,
+      startedAt: this.now(),
+      hold,
+      lease,
+      checkpointed: false,
+    };
     this.live.set(r.requestId, live);
     return {
       outputTokens,
@@ -282,7 +302,10 @@ export class Billing {
     if (!lease) {
       if (opening) return null; // the one it waited for was not opened (too little money for a lease)
       const open = this.open(p, full);
-      const waited = open.then(() => undefined, () => undefined);
+      const waited = open.then(
+        () => undefined,
+        () => undefined,
+      );
       this.opening.set(key, waited);
       try {
         lease = await open;
@@ -312,9 +335,27 @@ export class Billing {
   private async open(p: KeyPrincipal, full: number): Promise<Lease | null> {
     if (!this.slice(await store.available(this.db, p.accountId, p.key.id), full)) return null;
     const id = `lease_${crypto.randomUUID().replace(/-/g, '')}`;
-    const amount = await store.openLease(this.db, { id, accountId: p.accountId, keyId: p.key.id, owner: this.owner, amount: (available) => this.slice(available, full), expiresAt: this.expiry(), now: this.now() });
+    const amount = await store.openLease(this.db, {
+      id,
+      accountId: p.accountId,
+      keyId: p.key.id,
+      owner: this.owner,
+      amount: (available) => this.slice(available, full),
+      expiresAt: this.expiry(),
+      now: this.now(),
+    });
     if (!amount) return null;
-    const lease: Lease = { id, accountId: p.accountId, keyId: p.key.id, amount, inFlight: 0, unflushed: 0, lastUsed: this.now(), growing: null, dead: false };
+    const lease: Lease = {
+      id,
+      accountId: p.accountId,
+      keyId: p.key.id,
+      amount,
+      inFlight: 0,
+      unflushed: 0,
+      lastUsed: this.now(),
+      growing: null,
+      dead: false,
+    };
     this.leases.set(pair(p), lease);
     return lease;
   }
@@ -327,7 +368,8 @@ export class Billing {
 
   /** Tops the lease up in the background when less than half of a slice is free. */
   private maybeGrow(lease: Lease, p: KeyPrincipal, full: number): void {
-    if (!lease.growing && free(lease) < Math.max(LEASE_MIN_REQUESTS * full, lease.amount / 2)) void this.grow(lease, p, full);
+    if (!lease.growing && free(lease) < Math.max(LEASE_MIN_REQUESTS * full, lease.amount / 2))
+      void this.grow(lease, p, full);
   }
 
   private grow(lease: Lease, p: KeyPrincipal, full: number): Promise<void> {
@@ -337,7 +379,13 @@ export class Billing {
         const target = this.slice(available + free(lease), full);
         const more = Math.min(available, target - free(lease));
         if (more <= 0) return;
-        const ok = await store.growLease(this.db, { id: lease.id, accountId: lease.accountId, keyId: lease.keyId, amount: more, expiresAt: this.expiry() });
+        const ok = await store.growLease(this.db, {
+          id: lease.id,
+          accountId: lease.accountId,
+          keyId: lease.keyId,
+          amount: more,
+          expiresAt: this.expiry(),
+        });
         if (ok) lease.amount += more;
       } catch (e) {
         this.log.warn({ err: (e as Error).message }, 'could not grow a credit lease');
@@ -349,7 +397,8 @@ export class Billing {
   }
 
   private async close(lease: Lease): Promise<void> {
-    if (this.leases.get(`${lease.accountId}:${lease.keyId}`) === lease) this.leases.delete(`${lease.accountId}:${lease.keyId}`);
+    if (this.leases.get(`${lease.accountId}:${lease.keyId}`) === lease)
+      this.leases.delete(`${lease.accountId}:${lease.keyId}`);
     lease.dead = true;
     try {
       await store.closeLease(this.db, lease.id);
@@ -374,11 +423,19 @@ export class Billing {
       prompt_tokens: r.promptTokens,
       completion_tokens: 0,
     });
-    if (await store.hold(this.db, row(full), this.expiry(), this.now())) return { hold: full, outputTokens: r.outputTokens };
+    if (await store.hold(this.db, row(full), this.expiry(), this.now()))
+      return { hold: full, outputTokens: r.outputTokens };
     if (r.outputTokens === 0) throw await this.refusal(r.principal);
-    const fits = price.affordableOutput(r.promptTokens, await store.available(this.db, r.principal.accountId, r.principal.key.id));
+    const fits = price.affordableOutput(
+      r.promptTokens,
+      await store.available(this.db, r.principal.accountId, r.principal.key.id),
+    );
     // Each choice gets at least a token: an upstream limit of 0 is no limit at all for some (an unset proto field).
-    if (fits === null || fits < Math.max(this.config.min_output_tokens, (r.choices ?? 1) * (1 + (r.extraPerChoice ?? 0)))) throw await this.refusal(r.principal);
+    if (
+      fits === null ||
+      fits < Math.max(this.config.min_output_tokens, (r.choices ?? 1) * (1 + (r.extraPerChoice ?? 0)))
+    )
+      throw await this.refusal(r.principal);
     const lowered = Math.min(fits, r.outputTokens);
     const amount = price.worstCase(r.promptTokens, lowered);
     if (!(await store.hold(this.db, row(amount), this.expiry(), this.now()))) throw await this.refusal(r.principal);
@@ -438,7 +495,10 @@ export class Billing {
       }
     } catch (e) {
       // A per-request hold stays in the database; the sweeper settles it once its lease expires.
-      this.log.error({ reqId: live.requestId, err: (e as Error).message }, 'settlement failed; the sweeper will settle this request');
+      this.log.error(
+        { reqId: live.requestId, err: (e as Error).message },
+        'settlement failed; the sweeper will settle this request',
+      );
     } finally {
       this.settling--;
       if (!this.live.size && !this.settling) this.idleWaiters.splice(0).forEach((w) => w());
@@ -447,11 +507,24 @@ export class Billing {
 
   private holdOf(live: Live): store.HoldRow {
     const r = live.admitted;
-    return { request_id: live.requestId, endpoint: r.endpoint, account_id: r.principal.accountId, key_id: r.principal.key.id, model: r.model.id, amount_micros: live.hold, progress_micros: 0, prompt_tokens: r.promptTokens, completion_tokens: 0 };
+    return {
+      request_id: live.requestId,
+      endpoint: r.endpoint,
+      account_id: r.principal.accountId,
+      key_id: r.principal.key.id,
+      model: r.model.id,
+      amount_micros: live.hold,
+      progress_micros: 0,
+      prompt_tokens: r.promptTokens,
+      completion_tokens: 0,
+    };
   }
 
   private shortfall(s: { requestId: string; accountId: number; model: string }, uncovered: number): void {
-    this.log.warn({ reqId: s.requestId, account: s.accountId, model: s.model, uncovered_micros: uncovered }, 'the upstream billed more than was held: shortfall recorded');
+    this.log.warn(
+      { reqId: s.requestId, account: s.accountId, model: s.model, uncovered_micros: uncovered },
+      'the upstream billed more than was held: shortfall recorded',
+    );
   }
 
   private enqueue(s: store.Settlement, lease: Lease | null): void {
@@ -469,7 +542,10 @@ export class Billing {
     const batch = this.queue.splice(0, this.config.flush_rows);
     this.flushing = (async () => {
       try {
-        const { goneLeases, written } = await store.writeSettlements(this.db, batch.map((b) => b.s));
+        const { goneLeases, written } = await store.writeSettlements(
+          this.db,
+          batch.map((b) => b.s),
+        );
         const gone = new Set(goneLeases);
         for (const { s, lease } of batch) {
           if (!lease) continue;
@@ -497,7 +573,10 @@ export class Billing {
       if (l.id !== id) continue;
       l.dead = true;
       this.leases.delete(k);
-      this.log.warn({ lease: id }, 'a credit lease of this process was swept (was the process stalled?); its requests are charged directly');
+      this.log.warn(
+        { lease: id },
+        'a credit lease of this process was swept (was the process stalled?); its requests are charged directly',
+      );
     }
   }
 
@@ -508,14 +587,26 @@ export class Billing {
   async renew(): Promise<void> {
     const expires = this.expiry();
     try {
-      const gone = await store.renewLeases(this.db, [...this.leases.values()].map((l) => l.id), expires);
+      const gone = await store.renewLeases(
+        this.db,
+        [...this.leases.values()].map((l) => l.id),
+        expires,
+      );
       gone.forEach((id) => this.markDead(id));
       // A request that holds nothing (a free model) has nothing to charge should the process die.
-      const rows = [...this.live.values()].filter((live) => live.lease || live.hold > 0).map((live) => {
-        const fresh = !!live.lease && !live.checkpointed;
-        live.checkpointed ||= !!live.lease;
-        return { ...this.holdOf(live), amount_micros: live.lease ? 0 : live.hold, ...this.progressOf(live), lease_id: live.lease?.id ?? null, fresh };
-      });
+      const rows = [...this.live.values()]
+        .filter((live) => live.lease || live.hold > 0)
+        .map((live) => {
+          const fresh = !!live.lease && !live.checkpointed;
+          live.checkpointed ||= !!live.lease;
+          return {
+            ...this.holdOf(live),
+            amount_micros: live.lease ? 0 : live.hold,
+            ...this.progressOf(live),
+            lease_id: live.lease?.id ?? null,
+            fresh,
+          };
+        });
       await store.checkpoint(this.db, rows, expires, this.now());
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'could not renew leases and holds');
@@ -530,7 +621,11 @@ export class Billing {
   private progressOf(live: Live): { progress_micros: number; prompt_tokens: number; completion_tokens: number } {
     const p = live.progress?.() ?? { usage: null, generatedBytes: 0 };
     const u = p.usage ?? usage(Math.ceil(live.admitted.promptBytes / 4), Math.ceil(p.generatedBytes / 4));
-    return { progress_micros: Math.min(live.hold, live.price.cost(u)), prompt_tokens: u.prompt, completion_tokens: u.completion };
+    return {
+      progress_micros: Math.min(live.hold, live.price.cost(u)),
+      prompt_tokens: u.prompt,
+      completion_tokens: u.completion,
+    };
   }
 
   /**
@@ -546,7 +641,10 @@ export class Billing {
         try {
           settled += await store.sweepLease(this.db, id, now);
         } catch (e) {
-          this.log.error({ lease: id, err: (e as Error).message }, 'could not settle an expired lease; the next sweep tries again');
+          this.log.error(
+            { lease: id, err: (e as Error).message },
+            'could not settle an expired lease; the next sweep tries again',
+          );
         }
       }
       if (settled) this.log.warn({ settled }, 'settled requests left by a process that stopped');
@@ -577,11 +675,13 @@ export class Billing {
       });
       return charged !== null ? 1 : 0;
     } catch (e) {
-      this.log.error({ reqId: h.request_id, err: (e as Error).message }, 'could not settle an expired hold; the next sweep tries again');
+      this.log.error(
+        { reqId: h.request_id, err: (e as Error).message },
+        'could not settle an expired hold; the next sweep tries again',
+      );
       return 0;
     }
   }
-
 
   private expiry(): number {
     return this.now() + this.config.hold_ttl_ms;

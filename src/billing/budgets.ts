@@ -37,22 +37,44 @@ export const BUDGET_SPEND_SQL = `budget_used_micros = CASE WHEN budget_start = $
 export const spendBindings = (now: number, charged: number) => [...starts(now), charged, charged, ...starts(now)];
 
 /** What the key spent of its budget in the current period. */
-export function spentThisPeriod(k: { budget_period: BudgetPeriod | null; budget_start: number; budget_used_micros: number }, now: number): number {
+export function spentThisPeriod(
+  k: { budget_period: BudgetPeriod | null; budget_start: number; budget_used_micros: number },
+  now: number,
+): number {
   return k.budget_period && k.budget_start === periodStart(k.budget_period, now) ? k.budget_used_micros : 0;
 }
 
 /** What a key row (budget columns as selected) may still spend this period, held money not deducted; null: no budget. */
 export function budgetLeftOf(r: Record<string, unknown>, now: number): number | null {
   if (r.budget_micros === null || r.budget_micros === undefined) return null;
-  return Number(r.budget_micros) - spentThisPeriod({ budget_period: r.budget_period as BudgetPeriod | null, budget_start: Number(r.budget_start), budget_used_micros: Number(r.budget_used_micros) }, now);
+  return (
+    Number(r.budget_micros) -
+    spentThisPeriod(
+      {
+        budget_period: r.budget_period as BudgetPeriod | null,
+        budget_start: Number(r.budget_start),
+        budget_used_micros: Number(r.budget_used_micros),
+      },
+      now,
+    )
+  );
 }
 
 /** The budget columns of api_keys, for budgetLeftOf. */
 export const BUDGET_COLUMNS = ['budget_micros', 'budget_period', 'budget_start', 'budget_used_micros'] as const;
 
 /** A key's spend grows by `charged` (its quota and its budget period's), and `released` of what it held goes back. */
-export async function spendKey(trx: Knex.Transaction, keyId: number, charged: number, released: number, now: number): Promise<void> {
-  await trx.raw(`UPDATE api_keys SET used_micros = used_micros + ?, held_micros = held_micros - ?, ${BUDGET_SPEND_SQL} WHERE id = ?`, [charged, released, ...spendBindings(now, charged), keyId]);
+export async function spendKey(
+  trx: Knex.Transaction,
+  keyId: number,
+  charged: number,
+  released: number,
+  now: number,
+): Promise<void> {
+  await trx.raw(
+    `UPDATE api_keys SET used_micros = used_micros + ?, held_micros = held_micros - ?, ${BUDGET_SPEND_SQL} WHERE id = ?`,
+    [charged, released, ...spendBindings(now, charged), keyId],
+  );
 }
 
 /**
@@ -65,5 +87,8 @@ export async function startBudgetPeriod(db: Knex, keyId: number, now = Date.now(
   const key = await db('api_keys').where('id', keyId).first('budget_period');
   if (!key?.budget_period) return;
   const start = periodStart(key.budget_period as BudgetPeriod, now);
-  await db.raw('UPDATE api_keys SET budget_used_micros = (SELECT COALESCE(SUM(cost_micros), 0) FROM usage_records WHERE key_id = ? AND created_at >= ?), budget_start = ? WHERE id = ?', [keyId, start, start, keyId]);
+  await db.raw(
+    'UPDATE api_keys SET budget_used_micros = (SELECT COALESCE(SUM(cost_micros), 0) FROM usage_records WHERE key_id = ? AND created_at >= ?), budget_start = ? WHERE id = ?',
+    [keyId, start, start, keyId],
+  );
 }

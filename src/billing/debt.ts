@@ -23,22 +23,46 @@ export interface DebtPaid {
  * row with `ref` (unique per credit: `ledger_<id>` of the credit that brought the money); ends the suspension when
  * nothing is owed. In the caller's transaction, after the credit.
  */
-export async function payDebtWithin(trx: Knex.Transaction, accountId: number, ref: string, source: string): Promise<DebtPaid> {
-  const account = await trx('accounts').where('id', accountId).forUpdate().first('balance_micros', 'held_micros', 'debt_micros', 'status', 'suspended_for_debt');
+export async function payDebtWithin(
+  trx: Knex.Transaction,
+  accountId: number,
+  ref: string,
+  source: string,
+): Promise<DebtPaid> {
+  const account = await trx('accounts')
+    .where('id', accountId)
+    .forUpdate()
+    .first('balance_micros', 'held_micros', 'debt_micros', 'status', 'suspended_for_debt');
   const debt = Number(account.debt_micros);
   const pay = Math.min(debt, Math.max(0, Number(account.balance_micros) - Number(account.held_micros)));
   let balance = Number(account.balance_micros);
-  if (pay > 0) balance = (await postWithin(trx, { accountId, kind: 'debt_payment', amountMicros: -pay, ref, note: `owed: paid out of ${source}` }))!.balance_after;
+  if (pay > 0)
+    balance = (await postWithin(trx, {
+      accountId,
+      kind: 'debt_payment',
+      amountMicros: -pay,
+      ref,
+      note: `owed: paid out of ${source}`,
+    }))!.balance_after;
   const settled = debt === pay && !!account.suspended_for_debt;
-  if (pay > 0 || settled) await trx('accounts').where('id', accountId).update({ debt_micros: debt - pay, ...(settled && { status: 'active', suspended_for_debt: false }) });
+  if (pay > 0 || settled)
+    await trx('accounts')
+      .where('id', accountId)
+      .update({ debt_micros: debt - pay, ...(settled && { status: 'active', suspended_for_debt: false }) });
   return { paidMicros: pay, balanceMicros: balance, reactivated: settled && account.status !== 'active' };
 }
 
 /** Credits the account (a positive entry) and pays its debt out of it; null when there is no such account. */
-export async function creditWithin(trx: Knex.Transaction, entry: LedgerEntry): Promise<(DebtPaid & { row: LedgerRow }) | null> {
+export async function creditWithin(
+  trx: Knex.Transaction,
+  entry: LedgerEntry,
+): Promise<(DebtPaid & { row: LedgerRow }) | null> {
   const row = await postWithin(trx, entry);
   if (!row) return null;
-  return { row, ...(await payDebtWithin(trx, entry.accountId, `ledger_${row.id}`, `${entry.kind} ${entry.ref ?? row.id}`)) };
+  return {
+    row,
+    ...(await payDebtWithin(trx, entry.accountId, `ledger_${row.id}`, `${entry.kind} ${entry.ref ?? row.id}`)),
+  };
 }
 
 /**
@@ -48,14 +72,26 @@ export async function creditWithin(trx: Knex.Transaction, entry: LedgerEntry): P
  */
 export async function moneyBackWithin(
   trx: Knex.Transaction,
-  r: { accountId: number; kind: 'dispute_won' | 'refund_failed'; ref: string; amountMicros: number; ownDebtMicros: number },
+  r: {
+    accountId: number;
+    kind: 'dispute_won' | 'refund_failed';
+    ref: string;
+    amountMicros: number;
+    ownDebtMicros: number;
+  },
 ): Promise<DebtPaid & { creditedMicros: number; cancelledMicros: number }> {
   const { debt_micros } = await trx('accounts').where('id', r.accountId).forUpdate().first('debt_micros');
   const cancel = Math.max(0, Math.min(r.ownDebtMicros, r.amountMicros, Number(debt_micros)));
-  if (cancel > 0) await trx('accounts').where('id', r.accountId).update({ debt_micros: Number(debt_micros) - cancel });
+  if (cancel > 0)
+    await trx('accounts')
+      .where('id', r.accountId)
+      .update({ debt_micros: Number(debt_micros) - cancel });
   const credit = r.amountMicros - cancel;
   const note = cancel > 0 ? `${cancel} µUSD of it cancels what it made owed` : null;
-  const row = credit > 0 ? await postWithin(trx, { accountId: r.accountId, kind: r.kind, amountMicros: credit, ref: r.ref, note }) : null;
+  const row =
+    credit > 0
+      ? await postWithin(trx, { accountId: r.accountId, kind: r.kind, amountMicros: credit, ref: r.ref, note })
+      : null;
   const paid = await payDebtWithin(trx, r.accountId, row ? `ledger_${row.id}` : r.ref, `${r.kind} ${r.ref}`);
   return { ...paid, creditedMicros: credit, cancelledMicros: cancel };
 }

@@ -21,7 +21,11 @@ export interface LimitGrant {
 }
 
 /** The grant of a key without limits: one shared object (its headers stay empty: nothing writes to them). */
-const UNLIMITED: LimitGrant = Object.freeze({ headers: Object.freeze({}) as Record<string, string>, tokens: async () => undefined, refund: () => undefined });
+const UNLIMITED: LimitGrant = Object.freeze({
+  headers: Object.freeze({}) as Record<string, string>,
+  tokens: async () => undefined,
+  refund: () => undefined,
+});
 
 export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
@@ -60,13 +64,19 @@ export class RateLimits {
         } catch (e) {
           // A refused request spends nothing: the limiter counted its points before it refused them.
           if (e instanceof RateLimiterRes && points <= tpm) void limiter.reward(id, points).catch(() => undefined);
-          if (rpm > 0) void this.limiter('rpm', rpm).reward(id, 1).catch(() => undefined);
+          if (rpm > 0)
+            void this.limiter('rpm', rpm)
+              .reward(id, 1)
+              .catch(() => undefined);
           throw exceeded(e, 'tokens', tpm, points, headers);
         }
       },
       refund: (unused) => {
         const n = Math.min(counted, Math.floor(unused));
-        if (n > 0) void this.limiter('tpm', tpm).reward(id, n).catch(() => undefined);
+        if (n > 0)
+          void this.limiter('tpm', tpm)
+            .reward(id, n)
+            .catch(() => undefined);
       },
     };
   }
@@ -79,16 +89,30 @@ export class RateLimits {
   }
 }
 
-function exceeded(e: unknown, what: 'requests' | 'tokens', limit: number, requested: number, headers: Record<string, string>) {
+function exceeded(
+  e: unknown,
+  what: 'requests' | 'tokens',
+  limit: number,
+  requested: number,
+  headers: Record<string, string>,
+) {
   if (e && typeof e === 'object' && 'msBeforeNext' in e) setHeaders(headers, what, limit, e as RateLimiterRes);
-  return tooMany(e, (seconds) =>
-    requested > limit
-      ? `Request too large for ${what} per minute: limit ${limit}, requested ${requested}`
-      : `Rate limit reached for ${what} per minute: limit ${limit}. Please try again in ${seconds}s.`,
-  headers);
+  return tooMany(
+    e,
+    (seconds) =>
+      requested > limit
+        ? `Request too large for ${what} per minute: limit ${limit}, requested ${requested}`
+        : `Rate limit reached for ${what} per minute: limit ${limit}. Please try again in ${seconds}s.`,
+    headers,
+  );
 }
 
-function setHeaders(headers: Record<string, string>, what: 'requests' | 'tokens', limit: number, res: RateLimiterRes): void {
+function setHeaders(
+  headers: Record<string, string>,
+  what: 'requests' | 'tokens',
+  limit: number,
+  res: RateLimiterRes,
+): void {
   headers[`x-ratelimit-limit-${what}`] = String(limit);
   headers[`x-ratelimit-remaining-${what}`] = String(Math.max(0, res.remainingPoints));
   headers[`x-ratelimit-reset-${what}`] = goDuration(res.msBeforeNext);

@@ -36,7 +36,8 @@ export class Price {
     allowed: boolean | readonly string[] = true,
     private readonly classes: readonly UsageClass[] = USAGE_CLASSES,
   ) {
-    const reaches = (c: UsageClass) => !c.feature || allowed === true || (allowed !== false && allowed.includes(c.feature));
+    const reaches = (c: UsageClass) =>
+      !c.feature || allowed === true || (allowed !== false && allowed.includes(c.feature));
     const tier = (above: number, prices: Rates): Tier => {
       const rates: Readonly<Record<string, number>> = prices; // by price key: a test's table may have keys of its own
       const top: Record<string, number> = {};
@@ -63,7 +64,11 @@ export class Price {
    * classes at the top of a family, by name (none yet: every class is part of the prompt or of the output).
    */
   worstCase(promptTokens: number, outputTokens: number, others: Readonly<Record<string, number>> = {}): number {
-    return Math.max(...this.reachable(promptTokens).map((t) => ceilMillionth(this.holdTerms(t, { ...others, prompt: promptTokens, completion: outputTokens }))));
+    return Math.max(
+      ...this.reachable(promptTokens).map((t) =>
+        ceilMillionth(this.holdTerms(t, { ...others, prompt: promptTokens, completion: outputTokens })),
+      ),
+    );
   }
 
   /**
@@ -79,7 +84,8 @@ export class Price {
         if (ceilMillionth(rest) > budget) return -1;
         continue;
       }
-      const left = BigInt(budget) * 1_000_000n - rest.reduce((n, [units, price]) => n + BigInt(units) * BigInt(price), 0n);
+      const left =
+        BigInt(budget) * 1_000_000n - rest.reduce((n, [units, price]) => n + BigInt(units) * BigInt(price), 0n);
       if (left < 0n) return -1;
       fits = Math.min(fits ?? Infinity, Number(left / BigInt(output)));
     }
@@ -108,7 +114,8 @@ export class Price {
    */
   private ownCounts(u: Usage): Map<string, number> {
     const count = new Map<string, number>();
-    for (const c of this.classes) count.set(c.name, c.partOf === null ? countOf(u, c) : Math.min(countOf(u, c), count.get(c.partOf) ?? 0));
+    for (const c of this.classes)
+      count.set(c.name, c.partOf === null ? countOf(u, c) : Math.min(countOf(u, c), count.get(c.partOf) ?? 0));
     const own = new Map(count);
     for (const c of this.billedApart) if (c.partOf !== null) own.set(c.partOf, own.get(c.partOf)! - count.get(c.name)!);
     for (const [name, n] of own) own.set(name, Math.max(0, n));

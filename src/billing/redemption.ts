@@ -33,8 +33,14 @@ const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex'
 export const MAX_BATCH = 1000;
 
 /** Makes `count` codes worth `amountMicros` each; the codes are returned this once. */
-export async function createCodes(db: Knex, count: number, amountMicros: number, note: string | null = null): Promise<NewCode[]> {
-  if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH) throw new RangeError(`count must be between 1 and ${MAX_BATCH}`);
+export async function createCodes(
+  db: Knex,
+  count: number,
+  amountMicros: number,
+  note: string | null = null,
+): Promise<NewCode[]> {
+  if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH)
+    throw new RangeError(`count must be between 1 and ${MAX_BATCH}`);
   if (!Number.isSafeInteger(amountMicros) || amountMicros <= 0) throw new RangeError('the amount must be more than 0');
   const now = Date.now();
   const codes = Array.from({ length: count }, () => {
@@ -51,7 +57,11 @@ export async function createCodes(db: Knex, count: number, amountMicros: number,
         note,
         created_at: now,
       });
-      out.push({ id: Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted), code, amount_micros: amountMicros });
+      out.push({
+        id: Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted),
+        code,
+        amount_micros: amountMicros,
+      });
     }
     return out;
   });
@@ -61,7 +71,11 @@ export async function createCodes(db: Knex, count: number, amountMicros: number,
  * Credits the code's amount to the account, once (what it owes first); throws RedemptionError for an unknown or used
  * code. `reactivated`: paying its debt ended its suspension.
  */
-export async function redeemCode(db: Knex, accountId: number, code: string): Promise<{ codeId: number; amountMicros: number; balanceMicros: number; reactivated: boolean }> {
+export async function redeemCode(
+  db: Knex,
+  accountId: number,
+  code: string,
+): Promise<{ codeId: number; amountMicros: number; balanceMicros: number; reactivated: boolean }> {
   const canonical = canonicalCode(code);
   const unknown = () => new RedemptionError('unknown', `Unknown redemption code: ${code.trim().slice(0, 40)}`);
   if (!CANONICAL.test(canonical)) throw unknown();
@@ -70,11 +84,24 @@ export async function redeemCode(db: Knex, accountId: number, code: string): Pro
     return await transact(db, async (trx) => {
       const row = await trx('redemption_codes').where('code_hash', hash).first('id', 'amount_micros');
       if (!row) throw unknown();
-      const taken = await trx('redemption_codes').where('id', row.id).whereNull('redeemed_by').update({ redeemed_by: accountId, redeemed_at: Date.now() });
+      const taken = await trx('redemption_codes')
+        .where('id', row.id)
+        .whereNull('redeemed_by')
+        .update({ redeemed_by: accountId, redeemed_at: Date.now() });
       if (taken !== 1) throw new RedemptionError('redeemed', 'This code has already been redeemed');
-      const entry = await creditWithin(trx, { accountId, kind: 'redemption', amountMicros: Number(row.amount_micros), ref: String(row.id) });
+      const entry = await creditWithin(trx, {
+        accountId,
+        kind: 'redemption',
+        amountMicros: Number(row.amount_micros),
+        ref: String(row.id),
+      });
       if (!entry) throw new Error(`account ${accountId} not found`);
-      return { codeId: Number(row.id), amountMicros: Number(row.amount_micros), balanceMicros: entry.balanceMicros, reactivated: entry.reactivated };
+      return {
+        codeId: Number(row.id),
+        amountMicros: Number(row.amount_micros),
+        balanceMicros: entry.balanceMicros,
+        reactivated: entry.reactivated,
+      };
     });
   } catch (e) {
     if (isUniqueViolation(e)) throw new RedemptionError('redeemed', 'This code has already been redeemed');

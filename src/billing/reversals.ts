@@ -47,8 +47,17 @@ export interface TakeBack {
 const PENDING = { card_refund: 'pending_card_refund', dispute: 'pending_dispute' } as const;
 
 /** Records the payment intent a top-up came from (in the top-up's transaction). */
-export async function recordCardPayment(trx: Knex.Transaction, p: { paymentIntent: string; accountId: number; sessionId: string; amountMicros: number }): Promise<void> {
-  await trx('card_payments').insert({ payment_intent: p.paymentIntent, account_id: p.accountId, session_id: p.sessionId, amount_micros: p.amountMicros, created_at: Date.now() });
+export async function recordCardPayment(
+  trx: Knex.Transaction,
+  p: { paymentIntent: string; accountId: number; sessionId: string; amountMicros: number },
+): Promise<void> {
+  await trx('card_payments').insert({
+    payment_intent: p.paymentIntent,
+    account_id: p.accountId,
+    session_id: p.sessionId,
+    amount_micros: p.amountMicros,
+    created_at: Date.now(),
+  });
 }
 
 /**
@@ -61,7 +70,12 @@ export async function applyPendingReversals(trx: Knex.Transaction, paymentIntent
     .whereIn('kind', Object.values(PENDING))
     .orderBy('id')
     .forUpdate()
-    .select('id', 'kind', 'ref', 'claimed_micros')) as { id: number; kind: string; ref: string; claimed_micros: unknown }[];
+    .select('id', 'kind', 'ref', 'claimed_micros')) as {
+    id: number;
+    kind: string;
+    ref: string;
+    claimed_micros: unknown;
+  }[];
   let suspended = false;
   for (const p of pending) {
     await trx('card_reversals').where('id', p.id).del();
@@ -76,15 +90,29 @@ type ReversalRow = { kind: string; claimed: number; debited: number; debt: numbe
 
 /** The reversals applied to a payment so far (locked). */
 async function reversalsOf(trx: Knex.Transaction, paymentIntent: string): Promise<ReversalRow[]> {
-  const rows = await trx('card_reversals').where({ payment_intent: paymentIntent }).whereIn('kind', ['card_refund', 'dispute', 'dispute_won', 'refund_failed']).forUpdate().select('kind', 'claimed_micros', 'debited_micros', 'debt_micros');
-  return rows.map((b) => ({ kind: String(b.kind), claimed: Number(b.claimed_micros), debited: Number(b.debited_micros), debt: Number(b.debt_micros) }));
+  const rows = await trx('card_reversals')
+    .where({ payment_intent: paymentIntent })
+    .whereIn('kind', ['card_refund', 'dispute', 'dispute_won', 'refund_failed'])
+    .forUpdate()
+    .select('kind', 'claimed_micros', 'debited_micros', 'debt_micros');
+  return rows.map((b) => ({
+    kind: String(b.kind),
+    claimed: Number(b.claimed_micros),
+    debited: Number(b.debited_micros),
+    debt: Number(b.debt_micros),
+  }));
 }
 
 /** What a reversal took of the payment (negative: gave back — a won dispute its claim, a failed refund what it returned). */
 const taken = (b: ReversalRow) => (b.kind === 'refund_failed' ? b.debited + b.debt : b.claimed);
 
 /** What of the cumulative amount refunded is accounted for: the refunds taken, and the failed ones (what they did not give back). */
-const refundsCounted = (rows: ReversalRow[]) => rows.reduce((a, b) => a + (b.kind === 'card_refund' ? b.claimed : b.kind === 'refund_failed' ? b.debited + b.debt - b.claimed : 0), 0);
+const refundsCounted = (rows: ReversalRow[]) =>
+  rows.reduce(
+    (a, b) =>
+      a + (b.kind === 'card_refund' ? b.claimed : b.kind === 'refund_failed' ? b.debited + b.debt - b.claimed : 0),
+    0,
+  );
 
 /**
  * Takes money back for a refund (the cumulative amount Stripe reports on every charge.refunded, so a late older
@@ -100,23 +128,56 @@ export async function takeBack(db: Knex, r: TakeBack): Promise<Reversal> {
 }
 
 async function takeBackWithin(trx: Knex.Transaction, r: TakeBack): Promise<Reversal> {
-  const payment = await trx('card_payments').where('payment_intent', r.paymentIntent).forUpdate().first('account_id', 'amount_micros');
+  const payment = await trx('card_payments')
+    .where('payment_intent', r.paymentIntent)
+    .forUpdate()
+    .first('account_id', 'amount_micros');
   if (await trx('card_reversals').where('ref', r.ref).forUpdate().first('id')) return { outcome: 'duplicate' };
-  if (r.kind === 'dispute' && (await trx('card_reversals').where('ref', `${r.ref}_won`).forUpdate().first('id'))) return { outcome: 'duplicate' }; // won before it was opened here
+  if (r.kind === 'dispute' && (await trx('card_reversals').where('ref', `${r.ref}_won`).forUpdate().first('id')))
+    return { outcome: 'duplicate' }; // won before it was opened here
   if (!payment) {
-    await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: PENDING[r.kind], ref: r.ref, claimed_micros: r.amountMicros, debited_micros: 0, debt_micros: 0, created_at: Date.now() });
+    await trx('card_reversals').insert({
+      payment_intent: r.paymentIntent,
+      kind: PENDING[r.kind],
+      ref: r.ref,
+      claimed_micros: r.amountMicros,
+      debited_micros: 0,
+      debt_micros: 0,
+      created_at: Date.now(),
+    });
     return { outcome: 'pending' };
   }
   const accountId = Number(payment.account_id);
-  const account = await trx('accounts').where('id', accountId).forUpdate().first('balance_micros', 'held_micros', 'status');
+  const account = await trx('accounts')
+    .where('id', accountId)
+    .forUpdate()
+    .first('balance_micros', 'held_micros', 'status');
   const before = await reversalsOf(trx, r.paymentIntent);
   const wanted = r.kind === 'card_refund' ? r.amountMicros - refundsCounted(before) : r.amountMicros;
   const claim = Math.max(0, Math.min(wanted, Number(payment.amount_micros) - before.reduce((a, b) => a + taken(b), 0)));
   const debit = Math.min(claim, Math.max(0, Number(account.balance_micros) - Number(account.held_micros)));
   const debt = claim - debit;
-  await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: r.kind, ref: r.ref, claimed_micros: claim, debited_micros: debit, debt_micros: debt, created_at: Date.now() });
-  if (debit > 0) await postWithin(trx, { accountId, kind: r.kind, amountMicros: -debit, ref: r.ref, note: debt ? `${debt} µUSD of it owed` : null });
-  if (debt > 0) await trx('accounts').where('id', accountId).update({ debt_micros: trx.raw('debt_micros + ?', [debt]), status: 'disabled', suspended_for_debt: true });
+  await trx('card_reversals').insert({
+    payment_intent: r.paymentIntent,
+    kind: r.kind,
+    ref: r.ref,
+    claimed_micros: claim,
+    debited_micros: debit,
+    debt_micros: debt,
+    created_at: Date.now(),
+  });
+  if (debit > 0)
+    await postWithin(trx, {
+      accountId,
+      kind: r.kind,
+      amountMicros: -debit,
+      ref: r.ref,
+      note: debt ? `${debt} µUSD of it owed` : null,
+    });
+  if (debt > 0)
+    await trx('accounts')
+      .where('id', accountId)
+      .update({ debt_micros: trx.raw('debt_micros + ?', [debt]), status: 'disabled', suspended_for_debt: true });
   return { outcome: 'reversed', accountId, statusChanged: debt > 0 && account.status === 'active' };
 }
 
@@ -133,18 +194,40 @@ export async function giveBack(db: Knex, r: { paymentIntent: string; disputeRef:
   }
 }
 
-async function giveBackWithin(trx: Knex.Transaction, r: { paymentIntent: string; disputeRef: string }): Promise<Reversal> {
+async function giveBackWithin(
+  trx: Knex.Transaction,
+  r: { paymentIntent: string; disputeRef: string },
+): Promise<Reversal> {
   const payment = await trx('card_payments').where('payment_intent', r.paymentIntent).forUpdate().first('account_id');
   const wonRef = `${r.disputeRef}_won`;
   if (await trx('card_reversals').where('ref', wonRef).forUpdate().first('id')) return { outcome: 'duplicate' };
-  const dispute = await trx('card_reversals').where('ref', r.disputeRef).forUpdate().first('kind', 'claimed_micros', 'debited_micros', 'debt_micros');
+  const dispute = await trx('card_reversals')
+    .where('ref', r.disputeRef)
+    .forUpdate()
+    .first('kind', 'claimed_micros', 'debited_micros', 'debt_micros');
   if (dispute && dispute.kind === PENDING.dispute) await trx('card_reversals').where('ref', r.disputeRef).del(); // never applied: nothing to give back
   const applied = dispute && dispute.kind === 'dispute' ? dispute : null;
-  const [claimed, debited, owed] = applied ? [Number(applied.claimed_micros), Number(applied.debited_micros), Number(applied.debt_micros)] : [0, 0, 0];
-  await trx('card_reversals').insert({ payment_intent: r.paymentIntent, kind: 'dispute_won', ref: wonRef, claimed_micros: -claimed, debited_micros: -debited, debt_micros: -owed, created_at: Date.now() });
+  const [claimed, debited, owed] = applied
+    ? [Number(applied.claimed_micros), Number(applied.debited_micros), Number(applied.debt_micros)]
+    : [0, 0, 0];
+  await trx('card_reversals').insert({
+    payment_intent: r.paymentIntent,
+    kind: 'dispute_won',
+    ref: wonRef,
+    claimed_micros: -claimed,
+    debited_micros: -debited,
+    debt_micros: -owed,
+    created_at: Date.now(),
+  });
   if (!payment) return { outcome: 'pending' };
   const accountId = Number(payment.account_id);
-  const back = await moneyBackWithin(trx, { accountId, kind: 'dispute_won', ref: wonRef, amountMicros: debited + owed, ownDebtMicros: owed });
+  const back = await moneyBackWithin(trx, {
+    accountId,
+    kind: 'dispute_won',
+    ref: wonRef,
+    amountMicros: debited + owed,
+    ownDebtMicros: owed,
+  });
   return { outcome: 'returned', accountId, statusChanged: back.reactivated };
 }
 
@@ -153,7 +236,10 @@ async function giveBackWithin(trx: Knex.Transaction, r: { paymentIntent: string;
  * amount; what they made owed and is still owed is cancelled rather than credited. Before its payment was credited,
  * or before its refund was taken, it gives nothing and is kept, so that the refund takes nothing of it.
  */
-export async function refundFailed(db: Knex, r: { paymentIntent: string; refundRef: string; amountMicros: number }): Promise<Reversal> {
+export async function refundFailed(
+  db: Knex,
+  r: { paymentIntent: string; refundRef: string; amountMicros: number },
+): Promise<Reversal> {
   try {
     return await transact(db, (trx) => refundFailedWithin(trx, r));
   } catch (e) {
@@ -162,19 +248,48 @@ export async function refundFailed(db: Knex, r: { paymentIntent: string; refundR
   }
 }
 
-async function refundFailedWithin(trx: Knex.Transaction, r: { paymentIntent: string; refundRef: string; amountMicros: number }): Promise<Reversal> {
+async function refundFailedWithin(
+  trx: Knex.Transaction,
+  r: { paymentIntent: string; refundRef: string; amountMicros: number },
+): Promise<Reversal> {
   const payment = await trx('card_payments').where('payment_intent', r.paymentIntent).forUpdate().first('account_id');
   if (await trx('card_reversals').where('ref', r.refundRef).forUpdate().first('id')) return { outcome: 'duplicate' };
-  const refunds = (await reversalsOf(trx, r.paymentIntent)).filter((b) => b.kind === 'card_refund' || b.kind === 'refund_failed');
-  const row = { payment_intent: r.paymentIntent, kind: 'refund_failed', ref: r.refundRef, claimed_micros: -r.amountMicros, debited_micros: 0, debt_micros: 0, created_at: Date.now() };
+  const refunds = (await reversalsOf(trx, r.paymentIntent)).filter(
+    (b) => b.kind === 'card_refund' || b.kind === 'refund_failed',
+  );
+  const row = {
+    payment_intent: r.paymentIntent,
+    kind: 'refund_failed',
+    ref: r.refundRef,
+    claimed_micros: -r.amountMicros,
+    debited_micros: 0,
+    debt_micros: 0,
+    created_at: Date.now(),
+  };
   if (!payment) {
     await trx('card_reversals').insert(row);
     return { outcome: 'pending' };
   }
   const accountId = Number(payment.account_id);
-  const amountMicros = Math.max(0, Math.min(r.amountMicros, refunds.reduce((a, b) => a + taken(b), 0)));
+  const amountMicros = Math.max(
+    0,
+    Math.min(
+      r.amountMicros,
+      refunds.reduce((a, b) => a + taken(b), 0),
+    ),
+  );
   const ownDebtMicros = refunds.reduce((a, b) => a + b.debt, 0);
-  const back = await moneyBackWithin(trx, { accountId, kind: 'refund_failed', ref: r.refundRef, amountMicros, ownDebtMicros });
-  await trx('card_reversals').insert({ ...row, debited_micros: -back.creditedMicros, debt_micros: -back.cancelledMicros });
+  const back = await moneyBackWithin(trx, {
+    accountId,
+    kind: 'refund_failed',
+    ref: r.refundRef,
+    amountMicros,
+    ownDebtMicros,
+  });
+  await trx('card_reversals').insert({
+    ...row,
+    debited_micros: -back.creditedMicros,
+    debt_micros: -back.cancelledMicros,
+  });
   return { outcome: 'returned', accountId, statusChanged: back.reactivated };
 }

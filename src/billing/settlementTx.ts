@@ -21,7 +21,12 @@ export interface KeyMoney {
   budgetLeft: number | null;
 }
 
-const keyMoney = (k: Record<string, unknown>, now: number): KeyMoney => ({ quota: k.quota_micros === null ? null : Number(k.quota_micros), used: Number(k.used_micros), held: Number(k.held_micros), budgetLeft: budgetLeftOf(k, now) });
+const keyMoney = (k: Record<string, unknown>, now: number): KeyMoney => ({
+  quota: k.quota_micros === null ? null : Number(k.quota_micros),
+  used: Number(k.used_micros),
+  held: Number(k.held_micros),
+  budgetLeft: budgetLeftOf(k, now),
+});
 
 /** What writing a batch needs from the database, row locks taken where it reads. */
 export interface SettlementTx {
@@ -49,21 +54,38 @@ function knexTx(trx: Knex.Transaction): SettlementTx {
     },
     async takeCheckpoints(ids) {
       if (!ids.length) return new Set();
-      const present = new Set((await trx('holds').whereIn('request_id', ids).forUpdate().select('request_id')).map((r) => String(r.request_id)));
-      if (present.size) await trx('holds').whereIn('request_id', [...present]).del();
+      const present = new Set(
+        (await trx('holds').whereIn('request_id', ids).forUpdate().select('request_id')).map((r) =>
+          String(r.request_id),
+        ),
+      );
+      if (present.size)
+        await trx('holds')
+          .whereIn('request_id', [...present])
+          .del();
       return present;
     },
     async accounts(ids) {
       const rows = await trx('accounts').whereIn('id', ids).forUpdate().select('id', 'balance_micros', 'held_micros');
-      return new Map(rows.map((a) => [Number(a.id), { balance: Number(a.balance_micros), held: Number(a.held_micros) }]));
+      return new Map(
+        rows.map((a) => [Number(a.id), { balance: Number(a.balance_micros), held: Number(a.held_micros) }]),
+      );
     },
     async keys(ids) {
-      const rows = await trx('api_keys').whereIn('id', ids).forUpdate().select('id', 'quota_micros', 'used_micros', 'held_micros', ...BUDGET_COLUMNS);
+      const rows = await trx('api_keys')
+        .whereIn('id', ids)
+        .forUpdate()
+        .select('id', 'quota_micros', 'used_micros', 'held_micros', ...BUDGET_COLUMNS);
       const now = Date.now();
       return new Map(rows.map((k) => [Number(k.id), keyMoney(k, now)]));
     },
     async charge(id, charged, released) {
-      await trx('accounts').where('id', id).update({ balance_micros: trx.raw('balance_micros - ?', [charged]), held_micros: trx.raw('held_micros - ?', [released]) });
+      await trx('accounts')
+        .where('id', id)
+        .update({
+          balance_micros: trx.raw('balance_micros - ?', [charged]),
+          held_micros: trx.raw('held_micros - ?', [released]),
+        });
     },
     async spend(id, charged, released) {
       await spendKey(trx, id, charged, released, Date.now());
@@ -89,9 +111,37 @@ interface Statement {
   run(...params: unknown[]): unknown;
 }
 
-const LEDGER = ['account_id', 'kind', 'amount_micros', 'balance_after', 'ref', 'key_id', 'model', 'prompt_tokens', 'completion_tokens', 'note', 'uncovered_micros', 'created_at'];
-const USAGE = ['request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint', 'status', ...USAGE_CLASSES.map((c) => c.column), 'counted', 'cost_micros', 'latency_ms', 'ttfb_ms', 'created_at'];
-const insertSql = (table: string, cols: string[]) => `INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`;
+const LEDGER = [
+  'account_id',
+  'kind',
+  'amount_micros',
+  'balance_after',
+  'ref',
+  'key_id',
+  'model',
+  'prompt_tokens',
+  'completion_tokens',
+  'note',
+  'uncovered_micros',
+  'created_at',
+];
+const USAGE = [
+  'request_id',
+  'account_id',
+  'key_id',
+  'model',
+  'provider',
+  'endpoint',
+  'status',
+  ...USAGE_CLASSES.map((c) => c.column),
+  'counted',
+  'cost_micros',
+  'latency_ms',
+  'ttfb_ms',
+  'created_at',
+];
+const insertSql = (table: string, cols: string[]) =>
+  `INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`;
 
 const prepared = new WeakMap<Db, ReturnType<typeof prepare>>();
 
@@ -100,9 +150,15 @@ function prepare(conn: Db) {
     lease: conn.prepare('SELECT id FROM leases WHERE id = ?'),
     checkpoint: conn.prepare('DELETE FROM holds WHERE request_id = ?'),
     account: conn.prepare('SELECT balance_micros, held_micros FROM accounts WHERE id = ?'),
-    key: conn.prepare(`SELECT quota_micros, used_micros, held_micros, ${BUDGET_COLUMNS.join(', ')} FROM api_keys WHERE id = ?`),
-    charge: conn.prepare('UPDATE accounts SET balance_micros = balance_micros - ?, held_micros = held_micros - ? WHERE id = ?'),
-    spend: conn.prepare(`UPDATE api_keys SET used_micros = used_micros + ?, held_micros = held_micros - ?, ${BUDGET_SPEND_SQL} WHERE id = ?`),
+    key: conn.prepare(
+      `SELECT quota_micros, used_micros, held_micros, ${BUDGET_COLUMNS.join(', ')} FROM api_keys WHERE id = ?`,
+    ),
+    charge: conn.prepare(
+      'UPDATE accounts SET balance_micros = balance_micros - ?, held_micros = held_micros - ? WHERE id = ?',
+    ),
+    spend: conn.prepare(
+      `UPDATE api_keys SET used_micros = used_micros + ?, held_micros = held_micros - ?, ${BUDGET_SPEND_SQL} WHERE id = ?`,
+    ),
     shrink: conn.prepare('UPDATE leases SET amount_micros = amount_micros - ? WHERE id = ?'),
     ledger: conn.prepare(insertSql('ledger', LEDGER)),
     usage: conn.prepare(insertSql('usage_records', USAGE)),
@@ -116,7 +172,8 @@ function sqliteTx(conn: Db): SettlementTx {
   const value = (v: unknown) => (v === undefined ? null : typeof v === 'boolean' ? Number(v) : v);
   return {
     aliveLeases: (ids) => new Set(ids.filter((id) => st.lease.get(id))),
-    takeCheckpoints: (ids) => new Set(ids.filter((id) => ((st.checkpoint.run(id) as { changes: number }).changes ?? 0) > 0)),
+    takeCheckpoints: (ids) =>
+      new Set(ids.filter((id) => ((st.checkpoint.run(id) as { changes: number }).changes ?? 0) > 0)),
     accounts(ids) {
       const out = new Map<number, AccountMoney>();
       for (const id of ids) {

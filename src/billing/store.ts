@@ -4,7 +4,15 @@
  * balanced: an account's held_micros is the sum of its holds and leases, its balance the sum of its ledger rows.
  */
 import type { BudgetPeriod } from '../accounts/keys';
-import { BUDGET_COLUMNS, BUDGET_ROOM_SQL, budgetLeftOf, periodEnd, roomBindings, spendKey, spentThisPeriod } from './budgets';
+import {
+  BUDGET_COLUMNS,
+  BUDGET_ROOM_SQL,
+  budgetLeftOf,
+  periodEnd,
+  roomBindings,
+  spendKey,
+  spentThisPeriod,
+} from './budgets';
 import type { Knex } from 'knex';
 import { transact } from '../db';
 import { withSettlementTx } from './settlementTx';
@@ -41,21 +49,43 @@ export interface Settlement {
  * `lock` reads both rows for update (the account's first, as every reservation does): what it returns stays true
  * until the transaction ends.
  */
-export async function available(db: Knex | Knex.Transaction, accountId: number, keyId: number, now = Date.now(), lock = false): Promise<number> {
+export async function available(
+  db: Knex | Knex.Transaction,
+  accountId: number,
+  keyId: number,
+  now = Date.now(),
+  lock = false,
+): Promise<number> {
   const accountQuery = db('accounts').where({ id: accountId, status: 'active' });
   const account = await (lock ? accountQuery.forUpdate() : accountQuery).first('balance_micros', 'held_micros');
   const keyQuery = db('api_keys').where('id', keyId);
-  const key = await (lock ? keyQuery.forUpdate() : keyQuery).first('quota_micros', 'used_micros', 'held_micros', 'budget_micros', 'budget_period', 'budget_start', 'budget_used_micros');
+  const key = await (lock ? keyQuery.forUpdate() : keyQuery).first(
+    'quota_micros',
+    'used_micros',
+    'held_micros',
+    'budget_micros',
+    'budget_period',
+    'budget_start',
+    'budget_used_micros',
+  );
   if (!account || !key) return 0;
   let left = Number(account.balance_micros) - Number(account.held_micros);
-  if (key.quota_micros !== null) left = Math.min(left, Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros));
+  if (key.quota_micros !== null)
+    left = Math.min(left, Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros));
   if (key.budget_micros !== null) left = Math.min(left, budgetLeft(key, now));
   return Math.max(0, left);
 }
 
 /** What a key's budget has left this period (what it spent and what is held count), or null without a budget. */
 function budgetLeft(key: Record<string, unknown>, now: number): number {
-  const spent = spentThisPeriod({ budget_period: key.budget_period as BudgetPeriod, budget_start: Number(key.budget_start), budget_used_micros: Number(key.budget_used_micros) }, now);
+  const spent = spentThisPeriod(
+    {
+      budget_period: key.budget_period as BudgetPeriod,
+      budget_start: Number(key.budget_start),
+      budget_used_micros: Number(key.budget_used_micros),
+    },
+    now,
+  );
   return Number(key.budget_micros) - spent - Number(key.held_micros);
 }
 
@@ -64,12 +94,28 @@ function budgetLeft(key: Record<string, unknown>, now: number): number {
  * and the quota have (requests in flight count: they hold their part) —: the budget, its period and when it starts
  * afresh; null when it is something else (the balance, the quota).
  */
-export async function budgetBlock(db: Knex, accountId: number, keyId: number, now = Date.now()): Promise<{ micros: number; period: BudgetPeriod; resetsAt: number } | null> {
-  const key = await db('api_keys').where('id', keyId).first('quota_micros', 'used_micros', 'held_micros', 'budget_micros', 'budget_period', 'budget_start', 'budget_used_micros');
+export async function budgetBlock(
+  db: Knex,
+  accountId: number,
+  keyId: number,
+  now = Date.now(),
+): Promise<{ micros: number; period: BudgetPeriod; resetsAt: number } | null> {
+  const key = await db('api_keys')
+    .where('id', keyId)
+    .first(
+      'quota_micros',
+      'used_micros',
+      'held_micros',
+      'budget_micros',
+      'budget_period',
+      'budget_start',
+      'budget_used_micros',
+    );
   if (!key || key.budget_micros === null) return null;
   const account = await db('accounts').where('id', accountId).first('balance_micros', 'held_micros');
   const money = account ? Number(account.balance_micros) - Number(account.held_micros) : 0;
-  const quota = key.quota_micros === null ? Infinity : Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros);
+  const quota =
+    key.quota_micros === null ? Infinity : Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros);
   if (budgetLeft(key, now) > Math.min(money, quota)) return null;
   const period = key.budget_period as BudgetPeriod;
   return { micros: Number(key.budget_micros), period, resetsAt: periodEnd(period, now) };
@@ -129,24 +175,51 @@ export function hold(db: Knex, h: HoldRow, expiresAt: number, now: number): Prom
  * of one key at once each take their share of what the others left, not of what they all read before any of them
  * reserved (eight eighths of the same balance would be all of it, and every other request refused).
  */
-export async function openLease(db: Knex, l: { id: string; accountId: number; keyId: number; owner: string; amount: number | ((available: number) => number); expiresAt: number; now: number }): Promise<number> {
+export async function openLease(
+  db: Knex,
+  l: {
+    id: string;
+    accountId: number;
+    keyId: number;
+    owner: string;
+    amount: number | ((available: number) => number);
+    expiresAt: number;
+    now: number;
+  },
+): Promise<number> {
   let amount = 0;
   const ok = await covered(() =>
     transact(db, async (trx) => {
-      amount = typeof l.amount === 'number' ? l.amount : l.amount(await available(trx, l.accountId, l.keyId, Date.now(), true));
+      amount =
+        typeof l.amount === 'number'
+          ? l.amount
+          : l.amount(await available(trx, l.accountId, l.keyId, Date.now(), true));
       if (amount <= 0) throw new NotCovered();
       await reserve(trx, l.accountId, l.keyId, amount);
-      await trx('leases').insert({ id: l.id, account_id: l.accountId, key_id: l.keyId, owner: l.owner, amount_micros: amount, expires_at: l.expiresAt, created_at: l.now });
+      await trx('leases').insert({
+        id: l.id,
+        account_id: l.accountId,
+        key_id: l.keyId,
+        owner: l.owner,
+        amount_micros: amount,
+        expires_at: l.expiresAt,
+        created_at: l.now,
+      });
     }),
   );
   return ok ? amount : 0;
 }
 
 /** Adds `amount` to a lease; false when not covered, or when the lease is gone (swept). */
-export function growLease(db: Knex, l: { id: string; accountId: number; keyId: number; amount: number; expiresAt: number }): Promise<boolean> {
+export function growLease(
+  db: Knex,
+  l: { id: string; accountId: number; keyId: number; amount: number; expiresAt: number },
+): Promise<boolean> {
   return covered(() =>
     transact(db, async (trx) => {
-      const n = await trx('leases').where('id', l.id).update({ amount_micros: trx.raw('amount_micros + ?', [l.amount]), expires_at: l.expiresAt });
+      const n = await trx('leases')
+        .where('id', l.id)
+        .update({ amount_micros: trx.raw('amount_micros + ?', [l.amount]), expires_at: l.expiresAt });
       if (n !== 1) throw new NotCovered();
       await reserve(trx, l.accountId, l.keyId, l.amount);
     }),
@@ -176,11 +249,21 @@ export async function renewLeases(db: Knex, ids: string[], expiresAt: number): P
 }
 
 /** Records what requests in flight have certainly cost so far (per-request holds and lease checkpoints). */
-export async function checkpoint(db: Knex, rows: (HoldRow & { lease_id: string | null; fresh: boolean })[], expiresAt: number, now: number): Promise<void> {
+export async function checkpoint(
+  db: Knex,
+  rows: (HoldRow & { lease_id: string | null; fresh: boolean })[],
+  expiresAt: number,
+  now: number,
+): Promise<void> {
   if (!rows.length) return;
   await transact(db, async (trx) => {
     for (const { fresh, ...r } of rows) {
-      const progress = { progress_micros: r.progress_micros, prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens, expires_at: expiresAt };
+      const progress = {
+        progress_micros: r.progress_micros,
+        prompt_tokens: r.prompt_tokens,
+        completion_tokens: r.completion_tokens,
+        expires_at: expiresAt,
+      };
       if (fresh) await trx('holds').insert({ ...r, ...progress, created_at: now });
       else await trx('holds').where('request_id', r.request_id).update(progress);
     }
@@ -194,13 +277,16 @@ export async function checkpoint(db: Knex, rows: (HoldRow & { lease_id: string |
  * batches. Returns the lease ids that turned out to be gone (their requests were charged directly, capped at what
  * the account could pay, or skipped if the sweeper had charged their checkpoint).
  */
-export function writeSettlements(db: Knex, batch: Settlement[]): Promise<{ goneLeases: string[]; written: Settlement[] }> {
+export function writeSettlements(
+  db: Knex,
+  batch: Settlement[],
+): Promise<{ goneLeases: string[]; written: Settlement[] }> {
   return withSettlementTx(db, async (tx) => {
     const leaseIds = [...new Set(batch.map((s) => s.leaseId).filter((x): x is string => !!x))];
     const alive = await tx.aliveLeases(leaseIds);
     const present = await tx.takeCheckpoints(batch.filter((s) => s.checkpointed).map((s) => s.requestId));
-    const accounts = new Map([...(await tx.accounts([...new Set(batch.map((s) => s.accountId))]))].map(([id, a]) => [id, { ...a, charged: 0, released: 0 }]));
-    const keys = new Map([...(await tx.keys([...new Set(batch.map((s) => s.keyId))]))].map(([id, k]) => [id, { ...k, charged: 0, released: 0 }]));
+    const accounts = withTotals(await tx.accounts([...new Set(batch.map((s) => s.accountId))]));
+    const keys = withTotals(await tx.keys([...new Set(batch.map((s) => s.keyId))]));
     const leases = new Map<string, number>();
     const ledger: Record<string, unknown>[] = [];
     const records: Record<string, unknown>[] = [];
@@ -209,29 +295,22 @@ export function writeSettlements(db: Knex, batch: Settlement[]): Promise<{ goneL
       const account = accounts.get(s.accountId);
       if (!account) continue; // the account was deleted
       const key = keys.get(s.keyId);
-      let charge = s.charge;
-      let uncovered = s.uncovered;
       if (s.leaseId && !alive.has(s.leaseId)) {
         if (s.checkpointed && !present.has(s.requestId)) continue; // the sweeper charged its checkpoint
         // The lease was swept while this process still used it: charge what the account can pay now.
-        let can = account.balance - account.charged - account.held + account.released;
-        if (key && key.quota !== null) can = Math.min(can, key.quota - key.used - key.charged - key.held + key.released);
-        if (key && key.budgetLeft !== null) can = Math.min(can, key.budgetLeft - key.charged - key.held + key.released);
-        const capped = Math.max(0, Math.min(charge, can));
-        uncovered += charge - capped;
-        charge = capped;
+        const capped = Math.max(0, Math.min(s.charge, payable(account, key)));
+        s.uncovered += s.charge - capped;
+        s.charge = capped;
       } else if (s.leaseId) {
-        leases.set(s.leaseId, (leases.get(s.leaseId) ?? 0) + charge);
-        account.released += charge;
-        if (key) key.released += charge;
+        leases.set(s.leaseId, (leases.get(s.leaseId) ?? 0) + s.charge);
+        account.released += s.charge;
+        if (key) key.released += s.charge;
       }
-      account.charged += charge;
-      if (key) key.charged += charge;
-      s.charge = charge;
-      s.uncovered = uncovered;
+      account.charged += s.charge;
+      if (key) key.charged += s.charge;
       const balanceAfter = account.balance - account.charged;
-      if (charge > 0) ledger.push(ledgerRow(s, 'usage', -charge, balanceAfter));
-      if (uncovered > 0) ledger.push(ledgerRow(s, 'shortfall', 0, balanceAfter));
+      if (s.charge > 0) ledger.push(ledgerRow(s, 'usage', -s.charge, balanceAfter));
+      if (s.uncovered > 0) ledger.push(ledgerRow(s, 'shortfall', 0, balanceAfter));
       records.push(usageRecord(s));
       written.push(s);
     }
@@ -244,9 +323,32 @@ export function writeSettlements(db: Knex, batch: Settlement[]): Promise<{ goneL
   });
 }
 
+type Totals = { charged: number; released: number };
+
+/** Rows read for a batch, each with what the batch charges it and releases of what it held. */
+function withTotals<T>(rows: Map<number, T>): Map<number, T & Totals> {
+  return new Map([...rows].map(([id, r]) => [id, { ...r, charged: 0, released: 0 }]));
+}
+
+/** What an account (and its key) can still pay in this batch: its balance, quota and budget, less what is held. */
+function payable(
+  account: { balance: number; held: number } & Totals,
+  key: ({ quota: number | null; used: number; held: number; budgetLeft: number | null } & Totals) | undefined,
+): number {
+  let can = account.balance - account.charged - account.held + account.released;
+  if (key && key.quota !== null) can = Math.min(can, key.quota - key.used - key.charged - key.held + key.released);
+  if (key && key.budgetLeft !== null) can = Math.min(can, key.budgetLeft - key.charged - key.held + key.released);
+  return can;
+}
+
 const SHORTFALL_NOTE = 'the upstream billed more than the account could pay';
 
-function ledgerRow(s: Settlement, kind: 'usage' | 'shortfall', amount: number, balanceAfter: number): Record<string, unknown> {
+function ledgerRow(
+  s: Settlement,
+  kind: 'usage' | 'shortfall',
+  amount: number,
+  balanceAfter: number,
+): Record<string, unknown> {
   return {
     account_id: s.accountId,
     kind,
@@ -286,7 +388,11 @@ function usageRecord(s: Settlement): Record<string, unknown> {
  * `cost` — never more than the account and the key can pay; the rest is a shortfall — and writes the ledger rows
  * and the usage record. Returns the charge, or null when somebody else settled the hold first.
  */
-export function settleHold(db: Knex, h: HoldRow, s: Omit<Settlement, 'charge' | 'uncovered' | 'leaseId' | 'checkpointed'> & { cost: number }): Promise<number | null> {
+export function settleHold(
+  db: Knex,
+  h: HoldRow,
+  s: Omit<Settlement, 'charge' | 'uncovered' | 'leaseId' | 'checkpointed'> & { cost: number },
+): Promise<number | null> {
   return transact(db, async (trx) => {
     const gone = await trx('holds').where('request_id', h.request_id).del();
     if (gone !== 1) return null;
@@ -299,19 +405,44 @@ export function settleHold(db: Knex, h: HoldRow, s: Omit<Settlement, 'charge' | 
     }
     const account = await trx('accounts').where('id', h.account_id).forUpdate().first('balance_micros', 'held_micros');
     // The key may have been deleted while the request ran (console): the account still pays, no quota applies.
-    const key = await trx('api_keys').where('id', h.key_id).forUpdate().first('quota_micros', 'used_micros', 'held_micros', ...BUDGET_COLUMNS);
+    const key = await trx('api_keys')
+      .where('id', h.key_id)
+      .forUpdate()
+      .first('quota_micros', 'used_micros', 'held_micros', ...BUDGET_COLUMNS);
     const balance = Number(account.balance_micros);
     let charge = Math.min(s.cost, Math.max(0, balance - (Number(account.held_micros) - amount)));
     const othersHold = key ? Number(key.held_micros) - amount : 0;
-    if (key && key.quota_micros !== null) charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - othersHold));
+    if (key && key.quota_micros !== null)
+      charge = Math.min(charge, Math.max(0, Number(key.quota_micros) - Number(key.used_micros) - othersHold));
     const budgetLeft = key ? budgetLeftOf(key, s.at) : null;
     if (budgetLeft !== null) charge = Math.min(charge, Math.max(0, budgetLeft - othersHold)); // beyond its hold, only what the budget has free
-    await trx('accounts').where('id', h.account_id).update({ held_micros: trx.raw('held_micros - ?', [amount]), balance_micros: trx.raw('balance_micros - ?', [charge]) });
+    await trx('accounts')
+      .where('id', h.account_id)
+      .update({
+        held_micros: trx.raw('held_micros - ?', [amount]),
+        balance_micros: trx.raw('balance_micros - ?', [charge]),
+      });
     if (key) await spendKey(trx, h.key_id, charge, amount, s.at);
-    const row = { account_id: h.account_id, ref: h.request_id, key_id: h.key_id, model: h.model, prompt_tokens: s.usage.prompt, completion_tokens: s.usage.completion, created_at: s.at };
-    if (charge > 0) await trx('ledger').insert({ ...row, kind: 'usage', amount_micros: -charge, balance_after: balance - charge });
+    const row = {
+      account_id: h.account_id,
+      ref: h.request_id,
+      key_id: h.key_id,
+      model: h.model,
+      prompt_tokens: s.usage.prompt,
+      completion_tokens: s.usage.completion,
+      created_at: s.at,
+    };
+    if (charge > 0)
+      await trx('ledger').insert({ ...row, kind: 'usage', amount_micros: -charge, balance_after: balance - charge });
     if (s.cost > charge) {
-      await trx('ledger').insert({ ...row, kind: 'shortfall', amount_micros: 0, balance_after: balance - charge, note: SHORTFALL_NOTE, uncovered_micros: s.cost - charge });
+      await trx('ledger').insert({
+        ...row,
+        kind: 'shortfall',
+        amount_micros: 0,
+        balance_after: balance - charge,
+        note: SHORTFALL_NOTE,
+        uncovered_micros: s.cost - charge,
+      });
     }
     await trx('usage_records').insert(usageRecord({ ...s, charge, uncovered: 0, leaseId: null, checkpointed: false }));
     return charge;
@@ -325,7 +456,53 @@ export async function expiredHolds(db: Knex, now: number): Promise<(HoldRow & { 
 
 /** Leases that expired (their process died). */
 export async function expiredLeases(db: Knex, now: number): Promise<string[]> {
-  return (await db('leases').where('expires_at', '<', now).orderBy('created_at').limit(100).select('id')).map((r) => String(r.id));
+  return (await db('leases').where('expires_at', '<', now).orderBy('created_at').limit(100).select('id')).map((r) =>
+    String(r.id),
+  );
+}
+
+/** A request in flight under a swept lease, charged at its checkpoint: its ledger row and its usage record. */
+async function chargeCheckpoint(
+  trx: Knex.Transaction,
+  lease: { id: string; accountId: number; keyId: number },
+  r: HoldRow,
+  c: { charge: number; balance: number; now: number },
+): Promise<void> {
+  const prompt = c.charge > 0 ? Number(r.prompt_tokens) : 0;
+  if (c.charge > 0) {
+    await trx('ledger').insert({
+      account_id: lease.accountId,
+      kind: 'usage',
+      amount_micros: -c.charge,
+      balance_after: c.balance,
+      ref: r.request_id,
+      key_id: lease.keyId,
+      model: r.model,
+      prompt_tokens: prompt,
+      completion_tokens: Number(r.completion_tokens),
+      created_at: c.now,
+    });
+  }
+  await trx('usage_records').insert(
+    usageRecord({
+      requestId: r.request_id,
+      accountId: lease.accountId,
+      keyId: lease.keyId,
+      model: r.model,
+      endpoint: r.endpoint,
+      charge: c.charge,
+      uncovered: 0,
+      status: 500,
+      provider: null,
+      counted: 'checkpoint',
+      usage: usage(prompt, Number(r.completion_tokens)),
+      latencyMs: null,
+      ttfbMs: null,
+      at: c.now,
+      leaseId: lease.id,
+      checkpointed: true,
+    }),
+  );
 }
 
 /**
@@ -335,10 +512,16 @@ export async function expiredLeases(db: Knex, now: number): Promise<string[]> {
  */
 export function sweepLease(db: Knex, id: string, now: number): Promise<number> {
   return transact(db, async (trx) => {
-    const lease = await trx('leases').where('id', id).andWhere('expires_at', '<', now).forUpdate().first('account_id', 'key_id', 'amount_micros');
+    const lease = await trx('leases')
+      .where('id', id)
+      .andWhere('expires_at', '<', now)
+      .forUpdate()
+      .first('account_id', 'key_id', 'amount_micros');
     if (!lease) return 0;
     await trx('leases').where('id', id).del();
-    const rows = (await trx('holds').where('lease_id', id).forUpdate().select()) as (HoldRow & { created_at: number })[];
+    const rows = (await trx('holds').where('lease_id', id).forUpdate().select()) as (HoldRow & {
+      created_at: number;
+    })[];
     if (rows.length) await trx('holds').where('lease_id', id).del();
     const account = await trx('accounts').where('id', lease.account_id).forUpdate().first('balance_micros');
     let left = Number(lease.amount_micros);
@@ -349,16 +532,16 @@ export function sweepLease(db: Knex, id: string, now: number): Promise<number> {
       left -= charge;
       total += charge;
       balance -= charge;
-      const prompt = charge > 0 ? Number(r.prompt_tokens) : 0;
-      if (charge > 0) {
-        await trx('ledger').insert({ account_id: lease.account_id, kind: 'usage', amount_micros: -charge, balance_after: balance, ref: r.request_id, key_id: lease.key_id, model: r.model, prompt_tokens: prompt, completion_tokens: Number(r.completion_tokens), created_at: now });
-      }
-      await trx('usage_records').insert(
-        usageRecord({ requestId: r.request_id, accountId: Number(lease.account_id), keyId: Number(lease.key_id), model: r.model, endpoint: r.endpoint, charge, uncovered: 0, status: 500, provider: null, counted: 'checkpoint', usage: usage(prompt, Number(r.completion_tokens)), latencyMs: null, ttfbMs: null, at: now, leaseId: id, checkpointed: true }),
-      );
+      const at = { id, accountId: Number(lease.account_id), keyId: Number(lease.key_id) };
+      await chargeCheckpoint(trx, at, r, { charge, balance, now });
     }
     const amount = Number(lease.amount_micros);
-    await trx('accounts').where('id', lease.account_id).update({ balance_micros: trx.raw('balance_micros - ?', [total]), held_micros: trx.raw('held_micros - ?', [amount]) });
+    await trx('accounts')
+      .where('id', lease.account_id)
+      .update({
+        balance_micros: trx.raw('balance_micros - ?', [total]),
+        held_micros: trx.raw('held_micros - ?', [amount]),
+      });
     await spendKey(trx, Number(lease.key_id), total, amount, now);
     return rows.length;
   });

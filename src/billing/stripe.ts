@@ -77,13 +77,22 @@ export class CardPayments {
   }
 
   /** A Checkout Session for one line item of `cents`; the browser is sent to its `url`. */
-  async createCheckout(o: { accountId: number; email: string; cents: number; returnUrl: string }): Promise<{ id: string; url: string }> {
+  async createCheckout(o: {
+    accountId: number;
+    email: string;
+    cents: number;
+    returnUrl: string;
+  }): Promise<{ id: string; url: string }> {
     const session = await this.stripe.checkout.sessions.create({
       mode: 'payment',
       line_items: [
         {
           quantity: 1,
-          price_data: { currency: 'usd', unit_amount: o.cents, product_data: { name: 'Switchyard credits', description: 'Prepaid USD credits for the Switchyard API' } },
+          price_data: {
+            currency: 'usd',
+            unit_amount: o.cents,
+            product_data: { name: 'Switchyard credits', description: 'Prepaid USD credits for the Switchyard API' },
+          },
         },
       ],
       metadata: { account_id: String(o.accountId) },
@@ -120,11 +129,18 @@ export class CardPayments {
     if (!session.amount_total || session.amount_total <= 0) return ignore('no amount');
     if (!(await this.db('accounts').where('id', accountId).first('id'))) return ignore(`no account ${accountId}`);
     const amountMicros = session.amount_total * MICROS_PER_CENT;
-    const paymentIntent = typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
+    const paymentIntent =
+      typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
     let changed = false;
     try {
       changed = await transact(this.db, async (trx) => {
-        const row = await postWithin(trx, { accountId, kind: 'topup', amountMicros, ref: session.id, note: `stripe ${event.id}` });
+        const row = await postWithin(trx, {
+          accountId,
+          kind: 'topup',
+          amountMicros,
+          ref: session.id,
+          note: `stripe ${event.id}`,
+        });
         if (!row) throw new Error(`account ${accountId} not found`);
         let suspended = false;
         if (paymentIntent) {
@@ -138,7 +154,10 @@ export class CardPayments {
       if (isUniqueViolation(e)) return { received: true, outcome: 'duplicate' };
       throw e;
     }
-    this.log.info({ event: event.id, session: session.id, account: accountId, cents: session.amount_total }, 'card top-up credited');
+    this.log.info(
+      { event: event.id, session: session.id, account: accountId, cents: session.amount_total },
+      'card top-up credited',
+    );
     return { received: true, outcome: 'credited', ...(changed && { statusChanged: accountId }) };
   }
 
@@ -149,21 +168,51 @@ export class CardPayments {
     if (event.type === 'charge.refunded') {
       const charge = event.data.object as Stripe.Charge;
       const pi = intentOf(charge.payment_intent);
-      if (pi && charge.currency === 'usd') done = await takeBack(this.db, { paymentIntent: pi, kind: 'card_refund', ref: `refund_${pi}_${event.id}`, amountMicros: charge.amount_refunded * MICROS_PER_CENT });
-    } else if (event.type === 'charge.refund.updated' || event.type === 'refund.updated' || event.type === 'refund.failed') {
+      if (pi && charge.currency === 'usd')
+        done = await takeBack(this.db, {
+          paymentIntent: pi,
+          kind: 'card_refund',
+          ref: `refund_${pi}_${event.id}`,
+          amountMicros: charge.amount_refunded * MICROS_PER_CENT,
+        });
+    } else if (
+      event.type === 'charge.refund.updated' ||
+      event.type === 'refund.updated' ||
+      event.type === 'refund.failed'
+    ) {
       const refund = event.data.object as Stripe.Refund;
       const pi = intentOf(refund.payment_intent);
-      if (pi && refund.currency === 'usd' && refund.status === 'failed') done = await refundFailed(this.db, { paymentIntent: pi, refundRef: `refund_failed_${refund.id}`, amountMicros: refund.amount * MICROS_PER_CENT });
+      if (pi && refund.currency === 'usd' && refund.status === 'failed')
+        done = await refundFailed(this.db, {
+          paymentIntent: pi,
+          refundRef: `refund_failed_${refund.id}`,
+          amountMicros: refund.amount * MICROS_PER_CENT,
+        });
     } else if (event.type.startsWith('charge.dispute.')) {
       const dispute = event.data.object as Stripe.Dispute;
       const pi = intentOf(dispute.payment_intent);
       const action = disputeAction(event.type, dispute.status);
       const ref = `dispute_${dispute.id}`;
-      if (pi && dispute.currency === 'usd' && action === 'take') done = await takeBack(this.db, { paymentIntent: pi, kind: 'dispute', ref, amountMicros: dispute.amount * MICROS_PER_CENT });
-      if (pi && dispute.currency === 'usd' && action === 'give') done = await giveBack(this.db, { paymentIntent: pi, disputeRef: ref });
+      if (pi && dispute.currency === 'usd' && action === 'take')
+        done = await takeBack(this.db, {
+          paymentIntent: pi,
+          kind: 'dispute',
+          ref,
+          amountMicros: dispute.amount * MICROS_PER_CENT,
+        });
+      if (pi && dispute.currency === 'usd' && action === 'give')
+        done = await giveBack(this.db, { paymentIntent: pi, disputeRef: ref });
     }
-    if (done.outcome !== 'ignored') this.log.warn({ event: event.id, type: event.type, account: done.accountId, outcome: done.outcome }, 'card payment came back');
-    return { received: true, outcome: done.outcome, ...(done.statusChanged && done.accountId !== undefined && { statusChanged: done.accountId }) };
+    if (done.outcome !== 'ignored')
+      this.log.warn(
+        { event: event.id, type: event.type, account: done.accountId, outcome: done.outcome },
+        'card payment came back',
+      );
+    return {
+      received: true,
+      outcome: done.outcome,
+      ...(done.statusChanged && done.accountId !== undefined && { statusChanged: done.accountId }),
+    };
   }
 }
 

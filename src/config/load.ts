@@ -47,7 +47,11 @@ function validatorFor(catalog: ProviderCatalog) {
 }
 
 /** Reads and checks a configuration file. */
-export function loadConfig(catalog: ProviderCatalog, file = process.env.SWITCHYARD_CONFIG ?? './switchyard.yaml', env = process.env): Config {
+export function loadConfig(
+  catalog: ProviderCatalog,
+  file = process.env.SWITCHYARD_CONFIG ?? './switchyard.yaml',
+  env = process.env,
+): Config {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -58,14 +62,20 @@ export function loadConfig(catalog: ProviderCatalog, file = process.env.SWITCHYA
 }
 
 /** Parses configuration text; `file` is only used in messages. */
-export function parseConfig(catalog: ProviderCatalog, text: string, file: string | null = null, env: NodeJS.ProcessEnv = process.env): Config {
+export function parseConfig(
+  catalog: ProviderCatalog,
+  text: string,
+  file: string | null = null,
+  env: NodeJS.ProcessEnv = process.env,
+): Config {
   const name = file ?? '<config>';
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   const where = (path: (string | number)[], key?: string) => {
     let node = path.length ? doc.getIn(path, true) : doc.contents;
     // An unknown setting is reported at its own key, not at the start of the mapping that holds it.
-    if (key !== undefined && isMap(node)) node = node.items.find((p) => isScalar(p.key) && String(p.key.value) === key)?.key ?? node;
+    if (key !== undefined && isMap(node))
+      node = node.items.find((p) => isScalar(p.key) && String(p.key.value) === key)?.key ?? node;
     const offset = isNode(node) && node.range ? node.range[0] : undefined;
     if (offset === undefined) return name;
     const { line, col } = lines.linePos(offset);
@@ -84,9 +94,15 @@ export function parseConfig(catalog: ProviderCatalog, text: string, file: string
   const validate = validatorFor(catalog);
   if (!validate(raw)) {
     const e = validate.errors![0];
-    const path = e.instancePath.split('/').slice(1).map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
+    const path = e.instancePath
+      .split('/')
+      .slice(1)
+      .map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
     let problem = e.message ?? 'invalid';
-    let extra = e.keyword === 'additionalProperties' ? (e.params as { additionalProperty: string }).additionalProperty : undefined;
+    let extra =
+      e.keyword === 'additionalProperties'
+        ? (e.params as { additionalProperty: string }).additionalProperty
+        : undefined;
     if (e.keyword === 'false schema') {
       // a setting of another provider type
       extra = String(path.pop());
@@ -94,8 +110,10 @@ export function parseConfig(catalog: ProviderCatalog, text: string, file: string
       problem = `unknown setting '${extra}' for a provider of type ${type}`;
     }
     if (extra !== undefined && e.keyword === 'additionalProperties') problem = `unknown setting '${extra}'`;
-    if (e.keyword === 'required') problem = `missing required setting '${(e.params as { missingProperty: string }).missingProperty}'`;
-    if (e.keyword === 'enum') problem = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+    if (e.keyword === 'required')
+      problem = `missing required setting '${(e.params as { missingProperty: string }).missingProperty}'`;
+    if (e.keyword === 'enum')
+      problem = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
     fail(path, problem, extra);
   }
   return normalise(raw as RawConfig, file, catalog, fail);
@@ -166,8 +184,15 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
   const b = raw.billing ?? {};
   return {
     file,
-    server: { max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024, trust_proxy: trustProxy(raw.server?.trust_proxy, fail), shutdown_grace_ms: raw.server?.shutdown_grace_ms ?? 30_000 },
-    routing: { breaker_failures: raw.routing?.breaker_failures ?? 3, breaker_cooldown_ms: raw.routing?.breaker_cooldown_ms ?? 30_000 },
+    server: {
+      max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024,
+      trust_proxy: trustProxy(raw.server?.trust_proxy, fail),
+      shutdown_grace_ms: raw.server?.shutdown_grace_ms ?? 30_000,
+    },
+    routing: {
+      breaker_failures: raw.routing?.breaker_failures ?? 3,
+      breaker_cooldown_ms: raw.routing?.breaker_cooldown_ms ?? 30_000,
+    },
     billing: {
       min_output_tokens: b.min_output_tokens ?? 16,
       hold_ttl_ms: b.hold_ttl_ms ?? 60_000,
@@ -194,7 +219,11 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
  */
 function mailConfig(raw: RawConfig, fail: Fail): Config['mail'] {
   const smtp = raw.mail?.smtp_url || null;
-  if (smtp && !raw.console?.public_url) fail(['mail', 'smtp_url'], 'mailed links need console.public_url (e.g. https://switchyard.example.com): they must not take their host from the request that asked for them');
+  if (smtp && !raw.console?.public_url)
+    fail(
+      ['mail', 'smtp_url'],
+      'mailed links need console.public_url (e.g. https://switchyard.example.com): they must not take their host from the request that asked for them',
+    );
   return { smtp_url: smtp, from: raw.mail?.from ?? 'Switchyard <no-reply@localhost>' };
 }
 
@@ -205,7 +234,11 @@ function mailConfig(raw: RawConfig, fail: Fail): Config['mail'] {
  */
 function trustProxy(v: boolean | number | string[] | undefined, fail: Fail): false | number | string[] {
   if (v === undefined || v === false || v === 0) return false;
-  if (v === true) fail(['server', 'trust_proxy'], 'true would trust any X-Forwarded-For a client writes; give the proxies instead: their addresses or CIDRs (e.g. [127.0.0.1, 10.0.0.0/8]) or how many there are in front of the gateway (e.g. 1)');
+  if (v === true)
+    fail(
+      ['server', 'trust_proxy'],
+      'true would trust any X-Forwarded-For a client writes; give the proxies instead: their addresses or CIDRs (e.g. [127.0.0.1, 10.0.0.0/8]) or how many there are in front of the gateway (e.g. 1)',
+    );
   if (Array.isArray(v)) {
     try {
       proxyaddr.compile(v);
@@ -228,7 +261,10 @@ function model(m: RawModel, i: number, { providers, catalog, fail, notices }: Mo
     const p = providers[r.provider];
     if (!p) fail(['models', i, 'routes', j, 'provider'], `unknown provider '${r.provider}'`);
     if (!catalog[p.type].serves.includes(m.kind)) {
-      fail(['models', i, 'routes', j, 'provider'], `provider '${r.provider}' (type ${p.type}) cannot serve ${m.kind} models`);
+      fail(
+        ['models', i, 'routes', j, 'provider'],
+        `provider '${r.provider}' (type ${p.type}) cannot serve ${m.kind} models`,
+      );
     }
   });
   const types = [...new Set(m.routes.map((r) => providers[r.provider].type))];
@@ -237,7 +273,11 @@ function model(m: RawModel, i: number, { providers, catalog, fail, notices }: Mo
     kind: m.kind,
     owned_by: m.owned_by ?? m.routes[0].provider,
     created: m.created ?? DEFAULT_CREATED,
-    price: priceConfig(m, ['models', i, 'price'], { billedBy: types.map((t) => [t, catalog[t].cache ?? {}] as const), notices, fail }),
+    price: priceConfig(m, ['models', i, 'price'], {
+      billedBy: types.map((t) => [t, catalog[t].cache ?? {}] as const),
+      notices,
+      fail,
+    }),
     max_output_tokens: m.max_output_tokens ?? 4096,
     image_tokens: m.image_tokens ?? DEFAULT_IMAGE_TOKENS,
     file_tokens: m.file_tokens ?? DEFAULT_FILE_TOKENS,
@@ -273,10 +313,17 @@ function priceConfig(m: RawModel, at: (string | number)[], ctx: PriceContext): P
     const where = [...at, 'tiers', j];
     const below = tiers.at(-1);
     if (below && t.above_prompt_tokens <= below.above_prompt_tokens) {
-      ctx.fail([...where, 'above_prompt_tokens'], `tiers must be in ascending order of above_prompt_tokens: ${t.above_prompt_tokens} is not above ${below.above_prompt_tokens} (the tier before it)`);
+      ctx.fail(
+        [...where, 'above_prompt_tokens'],
+        `tiers must be in ascending order of above_prompt_tokens: ${t.above_prompt_tokens} is not above ${below.above_prompt_tokens} (the tier before it)`,
+      );
     }
-    if (!PRICE_KEYS.some((k) => t[k] !== undefined)) ctx.fail(where, `a tier must set at least one price (${PRICE_KEYS.join(', ')})`);
-    tiers.push({ ...rates(m.id, t, below ?? base, where, ctx, t.above_prompt_tokens), above_prompt_tokens: t.above_prompt_tokens });
+    if (!PRICE_KEYS.some((k) => t[k] !== undefined))
+      ctx.fail(where, `a tier must set at least one price (${PRICE_KEYS.join(', ')})`);
+    tiers.push({
+      ...rates(m.id, t, below ?? base, where, ctx, t.above_prompt_tokens),
+      above_prompt_tokens: t.above_prompt_tokens,
+    });
   });
   return { ...base, tiers };
 }
@@ -286,7 +333,14 @@ function priceConfig(m: RawModel, at: (string | number)[], ctx: PriceContext): P
  * is, for a class at the top of a family (`input`, `output`), the tier below's (the base's: 0, free); for a part
  * (the cache classes), what the model's providers bill for it at this tier's family price (partPrice).
  */
-function rates(model: string, raw: RawRates, below: Rates | null, at: (string | number)[], ctx: PriceContext, tier?: number): Rates {
+function rates(
+  model: string,
+  raw: RawRates,
+  below: Rates | null,
+  at: (string | number)[],
+  ctx: PriceContext,
+  tier?: number,
+): Rates {
   const out = {} as Rates;
   for (const c of USAGE_CLASSES) {
     if (c.price === null) continue;
@@ -305,7 +359,13 @@ function rates(model: string, raw: RawRates, below: Rates | null, at: (string | 
  * price when none bills the class apart. A derived price, and a configured one below what a provider bills, are
  * noted for start-up's log.
  */
-function partPrice(of: { model: string; key: PriceKey; tier?: number }, configured: number | undefined, familyPrice: number, ctx: PriceContext, read: (v: number) => number): number {
+function partPrice(
+  of: { model: string; key: PriceKey; tier?: number },
+  configured: number | undefined,
+  familyPrice: number,
+  ctx: PriceContext,
+  read: (v: number) => number,
+): number {
   // A provider without a multiplier for the class bills its tokens (if it reports them at all) as the family's.
   let top = { provider: '', billed: -1, derived: false };
   for (const [provider, multipliers] of ctx.billedBy) {
@@ -315,7 +375,15 @@ function partPrice(of: { model: string; key: PriceKey; tier?: number }, configur
   }
   const { provider, billed, derived } = top;
   const notice = (price: number, kind: PriceNotice['kind']) =>
-    ctx.notices.push({ model: of.model, class: of.key, ...(of.tier !== undefined ? { tier: of.tier } : {}), price, kind, provider, billed });
+    ctx.notices.push({
+      model: of.model,
+      class: of.key,
+      ...(of.tier !== undefined ? { tier: of.tier } : {}),
+      price,
+      kind,
+      provider,
+      billed,
+    });
   if (configured === undefined) {
     if (derived && familyPrice) notice(billed, 'derived');
     return billed;
@@ -335,10 +403,12 @@ function usdMicros(value: number | undefined, fallback: string, path: (string | 
 }
 
 function consoleConfig(c: NonNullable<RawConfig['console']>, fail: Fail): ConsoleConfig {
-  const usd = (name: keyof typeof c, fallback: string): number => usdMicros(c[name] as number | undefined, fallback, ['console', name], fail);
+  const usd = (name: keyof typeof c, fallback: string): number =>
+    usdMicros(c[name] as number | undefined, fallback, ['console', name], fail);
   const min = usd('topup_min_usd', '5');
   const max = usd('topup_max_usd', '1000');
-  if (min % 10_000 || max % 10_000) fail(['console', min % 10_000 ? 'topup_min_usd' : 'topup_max_usd'], 'must be whole cents');
+  if (min % 10_000 || max % 10_000)
+    fail(['console', min % 10_000 ? 'topup_min_usd' : 'topup_max_usd'], 'must be whole cents');
   if (max < min) fail(['console', 'topup_max_usd'], 'must not be below topup_min_usd');
   return {
     starter_credits_micros: usd('starter_credits_usd', '1'),
@@ -360,24 +430,40 @@ function consoleConfig(c: NonNullable<RawConfig['console']>, fail: Fail): Consol
 }
 
 /** The providers' documented server-side token checks. */
-const SITEVERIFY = { turnstile: 'https://challenges.cloudflare.com/turnstile/v0/siteverify', hcaptcha: 'https://api.hcaptcha.com/siteverify' };
+const SITEVERIFY = {
+  turnstile: 'https://challenges.cloudflare.com/turnstile/v0/siteverify',
+  hcaptcha: 'https://api.hcaptcha.com/siteverify',
+};
 
 /** Well-known disposable-mail domains, refused at registration unless `console.disposable_domains` replaces the list. */
 const DISPOSABLE_DOMAINS = [
-  '10minutemail.com', 'dispostable.com', 'emailondeck.com', 'fakeinbox.com', 'getnada.com', 'guerrillamail.com',
-  'guerrillamail.net', 'mailcatch.com', 'maildrop.cc', 'mailinator.com', 'mailnesia.com', 'mintemail.com', 'moakt.com',
-  'sharklasers.com', 'spamgourmet.com', 'temp-mail.org', 'tempmail.com', 'tempmailo.com', 'throwawaymail.com',
-  'trashmail.com', 'yopmail.com', 'yopmail.net',
+  '10minutemail.com',
+  'dispostable.com',
+  'emailondeck.com',
+  'fakeinbox.com',
+  'getnada.com',
+  'guerrillamail.com',
+  'guerrillamail.net',
+  'mailcatch.com',
+  'maildrop.cc',
+  'mailinator.com',
+  'mailnesia.com',
+  'mintemail.com',
+  'moakt.com',
+  'sharklasers.com',
+  'spamgourmet.com',
+  'temp-mail.org',
+  'tempmail.com',
+  'tempmailo.com',
+  'throwawaymail.com',
+  'trashmail.com',
+  'yopmail.com',
+  'yopmail.net',
 ];
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
-function expandEnv(
-  value: unknown,
-  path: (string | number)[],
-  env: NodeJS.ProcessEnv,
-  fail: Fail,
-): unknown {
+function expandEnv(value: unknown, path: (string | number)[], env: NodeJS.ProcessEnv, fail: Fail): unknown {
   if (typeof value === 'string') {
     return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
       const v = env[name];
@@ -392,4 +478,3 @@ function expandEnv(
   }
   return value;
 }
-

@@ -6,10 +6,23 @@ import { MODEL_KINDS } from '../contract';
 import { PRICE_KEYS } from '../usage';
 import { FEATURES, type ProviderCatalog, type Timeouts } from './types';
 
-export const DEFAULT_TIMEOUTS: Timeouts = { connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 };
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  connect_ms: 10_000,
+  first_byte_ms: 120_000,
+  idle_ms: 60_000,
+  total_ms: 600_000,
+};
 
 /** Settings every provider takes, whatever its type. */
-export const COMMON_PROVIDER_SETTINGS = ['type', 'base_url', 'api_key', 'headers', 'max_connections', 'timeouts', 'latency_ms'];
+export const COMMON_PROVIDER_SETTINGS = [
+  'type',
+  'base_url',
+  'api_key',
+  'headers',
+  'max_connections',
+  'timeouts',
+  'latency_ms',
+];
 
 const timeouts = {
   type: 'object',
@@ -17,7 +30,12 @@ const timeouts = {
   properties: Object.fromEntries(Object.keys(DEFAULT_TIMEOUTS).map((k) => [k, { type: 'integer', minimum: 1 }])),
 };
 
-const object = (properties: Record<string, object>, required: string[] = []) => ({ type: 'object', additionalProperties: false, required, properties });
+const object = (properties: Record<string, object>, required: string[] = []) => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+});
 const usd = { type: 'number', minimum: 0 };
 const int = (minimum: number) => ({ type: 'integer', minimum });
 
@@ -44,7 +62,9 @@ function providerSchema(catalog: ProviderCatalog): object {
       then: {
         ...(catalog[t].needsBaseUrl ? { required: ['base_url'] } : {}),
         // Another type's settings are unknown here.
-        properties: Object.fromEntries([...own.keys()].filter((k) => !(k in (catalog[t].settings ?? {}))).map((k) => [k, false])),
+        properties: Object.fromEntries(
+          [...own.keys()].filter((k) => !(k in (catalog[t].settings ?? {}))).map((k) => [k, false]),
+        ),
       },
     })),
   };
@@ -53,7 +73,13 @@ function providerSchema(catalog: ProviderCatalog): object {
 const SERVER = object({
   max_body_bytes: int(1024),
   // false, a hop count, or the proxies' addresses / CIDRs (load.ts refuses `true` with what to write instead)
-  trust_proxy: { oneOf: [{ type: 'boolean' }, { type: 'integer', minimum: 0 }, { type: 'array', items: { type: 'string', minLength: 1 } }] },
+  trust_proxy: {
+    oneOf: [
+      { type: 'boolean' },
+      { type: 'integer', minimum: 0 },
+      { type: 'array', items: { type: 'string', minLength: 1 } },
+    ],
+  },
   shutdown_grace_ms: int(0),
 });
 
@@ -73,14 +99,22 @@ const CONSOLE = object({
   referrals_per_month: int(0),
   disposable_domains: { type: 'array', items: { type: 'string', minLength: 1 } },
   captcha: object(
-    { provider: { enum: ['turnstile', 'hcaptcha'] }, site_key: { type: 'string', minLength: 1 }, secret: { type: 'string', minLength: 1 }, verify_url: { type: 'string', pattern: '^https?://' } },
+    {
+      provider: { enum: ['turnstile', 'hcaptcha'] },
+      site_key: { type: 'string', minLength: 1 },
+      secret: { type: 'string', minLength: 1 },
+      verify_url: { type: 'string', pattern: '^https?://' },
+    },
     ['provider', 'site_key', 'secret'],
   ),
 });
 
 /** USD per million units by price key (usage.ts), and tiers of the same prices above a prompt size (load.ts checks their order). */
 const RATES = Object.fromEntries(PRICE_KEYS.map((k) => [k, usd]));
-const PRICE = object({ ...RATES, tiers: { type: 'array', items: object({ above_prompt_tokens: int(1), ...RATES }, ['above_prompt_tokens']) } });
+const PRICE = object({
+  ...RATES,
+  tiers: { type: 'array', items: object({ above_prompt_tokens: int(1), ...RATES }, ['above_prompt_tokens']) },
+});
 
 export function configSchema(catalog: ProviderCatalog): object {
   return object(
@@ -120,7 +154,13 @@ export function configSchema(catalog: ProviderCatalog): object {
               type: 'array',
               minItems: 1,
               items: object(
-                { provider: { type: 'string' }, model: { type: 'string' }, priority: { type: 'integer' }, weight: { type: 'number', exclusiveMinimum: 0 }, timeouts },
+                {
+                  provider: { type: 'string' },
+                  model: { type: 'string' },
+                  priority: { type: 'integer' },
+                  weight: { type: 'number', exclusiveMinimum: 0 },
+                  timeouts,
+                },
                 ['provider'],
               ),
             },

@@ -9,7 +9,15 @@ export type { ModelKind };
  * Features that make an upstream charge more than a model's token prices (or more tokens than a request shows); a
  * model serves them only when allowed: the operator's prices for it must then cover them. See README, Money.
  */
-export const FEATURES = ['priority', 'audio', 'web_search', 'server_tools', 'long_context', 'data_residency', 'cache_1h'] as const;
+export const FEATURES = [
+  'priority',
+  'audio',
+  'web_search',
+  'server_tools',
+  'long_context',
+  'data_residency',
+  'cache_1h',
+] as const;
 export type Feature = (typeof FEATURES)[number];
 
 export interface Timeouts {

@@ -25,11 +25,15 @@ export interface ConnectOptions {
 function queryTimeout(o: ConnectOptions): number {
   const env = process.env.DATABASE_QUERY_TIMEOUT_MS;
   const ms = o.queryTimeoutMs ?? (env === undefined || env === '' ? DEFAULT_QUERY_TIMEOUT_MS : Number(env));
-  if (!Number.isInteger(ms) || ms < 0) throw new Error(`DATABASE_QUERY_TIMEOUT_MS must be a whole number of milliseconds (0: no limit), not '${env}'`);
+  if (!Number.isInteger(ms) || ms < 0)
+    throw new Error(`DATABASE_QUERY_TIMEOUT_MS must be a whole number of milliseconds (0: no limit), not '${env}'`);
   return ms;
 }
 
-export function knexConfig(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL, o: ConnectOptions = {}): Knex.Config {
+export function knexConfig(
+  url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL,
+  o: ConnectOptions = {},
+): Knex.Config {
   const migrations = { migrationSource, tableName: 'knex_migrations' };
   if (url.startsWith('sqlite:')) {
     const filename = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || DEFAULT_DATABASE_URL.slice(7);
@@ -81,7 +85,11 @@ export function knexConfig(url = process.env.DATABASE_URL || DEFAULT_DATABASE_UR
 
 /** What knex's mysql2 dialect calls on a connection (`query(options, bindings, callback)`). */
 interface MysqlConnection {
-  query(options: string | { sql: string; timeout?: number }, values?: unknown, cb?: (err: (Error & { code?: string }) | null, ...rest: unknown[]) => void): unknown;
+  query(
+    options: string | { sql: string; timeout?: number },
+    values?: unknown,
+    cb?: (err: (Error & { code?: string }) | null, ...rest: unknown[]) => void,
+  ): unknown;
   destroy(): void;
 }
 
@@ -133,7 +141,22 @@ export function isDatabaseDown(e: unknown): boolean {
   const { code, name } = (e ?? {}) as { code?: string; name?: string };
   return (
     name === 'KnexTimeoutError' ||
-    (!!code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'PROTOCOL_SEQUENCE_TIMEOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'SQLITE_CANTOPEN', 'SQLITE_IOERR'].includes(code))
+    (!!code &&
+      [
+        'ECONNREFUSED',
+        'ECONNRESET',
+        'ETIMEDOUT',
+        'PROTOCOL_SEQUENCE_TIMEOUT',
+        'EHOSTUNREACH',
+        'ENOTFOUND',
+        'EPIPE',
+        'PROTOCOL_CONNECTION_LOST',
+        'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
+        'ER_SERVER_SHUTDOWN',
+        'ER_CON_COUNT_ERROR',
+        'SQLITE_CANTOPEN',
+        'SQLITE_IOERR',
+      ].includes(code))
   );
 }
 
@@ -158,7 +181,12 @@ export function isUniqueViolation(e: unknown): boolean {
 /** Lock conflicts that a transaction can simply run again after (MySQL deadlock / lock wait, SQLite busy). */
 function isTransient(e: unknown): boolean {
   const code = (e as { code?: string }).code;
-  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
+  return (
+    code === 'ER_LOCK_DEADLOCK' ||
+    code === 'ER_LOCK_WAIT_TIMEOUT' ||
+    code === 'SQLITE_BUSY' ||
+    code === 'SQLITE_BUSY_SNAPSHOT'
+  );
 }
 
 /** Runs a transaction, again (a few times, after a short random pause) when it lost a lock conflict. */

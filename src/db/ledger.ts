@@ -9,7 +9,22 @@ import { isUniqueViolation, transact } from './index';
  * `shortfall`: what an upstream billed beyond what the account could pay (amount 0; see uncovered_micros);
  * `debt_payment`: what a credit paid of what the account owed (billing/debt.ts).
  */
-export type LedgerKind = 'signup' | 'referral' | 'topup' | 'redemption' | 'grant' | 'usage' | 'refund' | 'adjustment' | 'shortfall' | 'card_refund' | 'dispute' | 'dispute_won' | 'refund_failed' | 'debt_payment' | 'revocation';
+export type LedgerKind =
+  | 'signup'
+  | 'referral'
+  | 'topup'
+  | 'redemption'
+  | 'grant'
+  | 'usage'
+  | 'refund'
+  | 'adjustment'
+  | 'shortfall'
+  | 'card_refund'
+  | 'dispute'
+  | 'dispute_won'
+  | 'refund_failed'
+  | 'debt_payment'
+  | 'revocation';
 
 export interface LedgerEntry {
   accountId: number;
@@ -57,7 +72,11 @@ export async function post(db: Knex, entry: LedgerEntry, opts: { floor?: number 
 }
 
 /** The same as post(), inside a transaction the caller holds. */
-export async function postWithin(trx: Knex.Transaction, entry: LedgerEntry, opts: { floor?: number } = {}): Promise<LedgerRow | null> {
+export async function postWithin(
+  trx: Knex.Transaction,
+  entry: LedgerEntry,
+  opts: { floor?: number } = {},
+): Promise<LedgerRow | null> {
   const q = trx('accounts').where('id', entry.accountId);
   if (opts.floor !== undefined) q.andWhereRaw('balance_micros - held_micros >= ?', [opts.floor - entry.amountMicros]);
   const changed = await q.increment('balance_micros', entry.amountMicros);

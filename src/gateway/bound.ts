@@ -62,7 +62,15 @@ export class BodyError extends Error {
   }
 }
 
-const empty = (): BodyProfile => ({ textBytes: 0, images: 0, audio: 0, audioBytes: 0, files: 0, fileRefs: 0, tools: false });
+const empty = (): BodyProfile => ({
+  textBytes: 0,
+  images: 0,
+  audio: 0,
+  audioBytes: 0,
+  files: 0,
+  fileRefs: 0,
+  tools: false,
+});
 
 /** Measures and checks a parsed JSON body (see the module comment). Throws a BodyError for what must be refused. */
 export function inspect(body: unknown): BodyProfile {
@@ -77,7 +85,8 @@ function walk(v: unknown, depth: number, p: BodyProfile, at: string): void {
       p.textBytes += utf8Bytes(v);
       return;
     case 'number':
-      if (!Number.isFinite(v)) throw new BodyError(`Invalid value for '${at || 'body'}': numbers must be finite`, at || null);
+      if (!Number.isFinite(v))
+        throw new BodyError(`Invalid value for '${at || 'body'}': numbers must be finite`, at || null);
       p.textBytes += 24; // the longest a number prints
       return;
     case 'boolean':
@@ -88,7 +97,8 @@ function walk(v: unknown, depth: number, p: BodyProfile, at: string): void {
         p.textBytes += 4;
         return;
       }
-      if (depth >= MAX_DEPTH) throw new BodyError(`The request body is nested deeper than ${MAX_DEPTH} levels`, at || null);
+      if (depth >= MAX_DEPTH)
+        throw new BodyError(`The request body is nested deeper than ${MAX_DEPTH} levels`, at || null);
       if (Array.isArray(v)) {
         for (let i = 0; i < v.length; i++) walk(v[i], depth + 1, p, at);
         return;
@@ -101,7 +111,8 @@ function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: s
   const skip = attachment(o, p);
   // a cache breakpoint with a life other than the default's, wherever it is (policy.ts takes its ttl out)
   const cc = o.cache_control;
-  if (cc && typeof cc === 'object' && 'ttl' in cc && (cc as { ttl?: unknown }).ttl !== '5m') p.longCache = (p.longCache ?? 0) + 1;
+  if (cc && typeof cc === 'object' && 'ttl' in cc && (cc as { ttl?: unknown }).ttl !== '5m')
+    p.longCache = (p.longCache ?? 0) + 1;
   for (const k in o) {
     if (!Object.prototype.hasOwnProperty.call(o, k)) continue;
     p.textBytes += utf8Bytes(k);
@@ -114,7 +125,11 @@ function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: s
   }
 }
 
-const builtin = (t: unknown) => !!t && typeof t === 'object' && typeof (t as { type?: unknown }).type === 'string' && !DESCRIBED_TOOLS.has((t as { type: string }).type);
+const builtin = (t: unknown) =>
+  !!t &&
+  typeof t === 'object' &&
+  typeof (t as { type?: unknown }).type === 'string' &&
+  !DESCRIBED_TOOLS.has((t as { type: string }).type);
 
 /** What an attachment's data is, from its media type (a data URL's, or the one declared). */
 type Media = 'image' | 'audio' | 'video' | 'file';
@@ -192,7 +207,12 @@ function attachment(o: Record<string, unknown>, p: BodyProfile): string | undefi
     }
     case 'input_file': // responses: {file_data | file_id | file_url}
       if (typeof o.file_id === 'string') p.fileRefs++;
-      else count(p, mediaOf(dataUrlType(o.file_data), mediaOfName(o.filename) ?? mediaOfName(o.file_url) ?? 'file'), dataBytes(o.file_data));
+      else
+        count(
+          p,
+          mediaOf(dataUrlType(o.file_data), mediaOfName(o.filename) ?? mediaOfName(o.file_url) ?? 'file'),
+          dataBytes(o.file_data),
+        );
       return 'file_data';
     case 'container_upload': // anthropic: {file_id} of a file in the operator's Files API
       if (typeof o.file_id === 'string') p.fileRefs++;
@@ -201,10 +221,16 @@ function attachment(o: Record<string, unknown>, p: BodyProfile): string | undefi
     case 'document': {
       const source = inner('source');
       if (source.type === 'file') p.fileRefs++;
-      else if (type === 'document' && (source.type === 'text' || source.type === 'content')) return undefined; // text: counted as text
+      else if (type === 'document' && (source.type === 'text' || source.type === 'content'))
+        return undefined; // text: counted as text
       else {
-        const declared = source.type === 'base64' && typeof source.media_type === 'string' ? source.media_type : undefined;
-        count(p, mediaOf(declared, mediaOfName(source.url) ?? (type === 'image' ? 'image' : 'file')), dataBytes(source.data));
+        const declared =
+          source.type === 'base64' && typeof source.media_type === 'string' ? source.media_type : undefined;
+        count(
+          p,
+          mediaOf(declared, mediaOfName(source.url) ?? (type === 'image' ? 'image' : 'file')),
+          dataBytes(source.data),
+        );
       }
       return 'source';
     }
@@ -223,15 +249,21 @@ const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
  * response formats into the prompt as JSON, where a control character is six bytes (`\u0001`): counted as one,
  * 40,000 of them in a tool's description held a sixth of what Anthropic billed.
  */
-const utf8Bytes = (s: string) => (ESCAPED.test(s) ? Buffer.byteLength(JSON.stringify(s)) - 2 : Buffer.byteLength(s, 'utf8'));
+const utf8Bytes = (s: string) =>
+  ESCAPED.test(s) ? Buffer.byteLength(JSON.stringify(s)) - 2 : Buffer.byteLength(s, 'utf8');
 
 /**
  * Attachments a model does not take: references to files stored at the upstream (they would read the operator's
  * own upstream account) always, audio unless the model allows it (audio tokens cost more than text tokens).
  */
 export function checkAttachments(p: BodyProfile, model: Pick<ModelConfig, 'id' | 'allow'>): void {
-  if (p.fileRefs) throw new BodyError('Files stored at the provider (file_id) cannot be used through this gateway: send the file inline (file_data)', null);
-  if (p.audio && !model.allow.includes('audio')) throw new BodyError(`Model ${model.id} does not take audio input through this gateway`, null);
+  if (p.fileRefs)
+    throw new BodyError(
+      'Files stored at the provider (file_id) cannot be used through this gateway: send the file inline (file_data)',
+      null,
+    );
+  if (p.audio && !model.allow.includes('audio'))
+    throw new BodyError(`Model ${model.id} does not take audio input through this gateway`, null);
 }
 
 /** Tokens the prompt of a request with this profile cannot exceed on this model (see the module comment). */
@@ -250,5 +282,10 @@ export function promptBound(p: BodyProfile, model: Pick<ModelConfig, 'image_toke
 
 /** About how many tokens the request holds, for tokens-per-minute limits (a token per four bytes, as OpenAI estimates). */
 export function tokenEstimate(p: BodyProfile, model: Pick<ModelConfig, 'image_tokens' | 'file_tokens'>): number {
-  return Math.ceil(p.textBytes / 4) + p.images * model.image_tokens + p.files * model.file_tokens + Math.ceil(p.audioBytes / 3);
+  return (
+    Math.ceil(p.textBytes / 4) +
+    p.images * model.image_tokens +
+    p.files * model.file_tokens +
+    Math.ceil(p.audioBytes / 3)
+  );
 }

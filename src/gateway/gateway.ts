@@ -57,12 +57,22 @@ export class Gateway {
   }
 
   /** One answer. */
-  async call<Req extends { model: string }, Res>(op: Operation<Req, Res>, model: ModelConfig, body: Req, o: CallOptions): Promise<Answer<Res>> {
+  async call<Req extends { model: string }, Res>(
+    op: Operation<Req, Res>,
+    model: ModelConfig,
+    body: Req,
+    o: CallOptions,
+  ): Promise<Answer<Res>> {
     const { allowance, signal, headers = {} } = o;
     const { value, route, finish } = await this.router.run(model, signal, async (provider, r, s) => {
       const plan = this.plan(op, model, provider);
       const sent = plan.bridge ? plan.bridge.request(body, model) : body;
-      const res = await provider.send(plan.upstream, sent as never, { model: r.model, maxOutputTokens: allowance, signal: s, headers: plan.bridge ? {} : headers });
+      const res = await provider.send(plan.upstream, sent as never, {
+        model: r.model,
+        maxOutputTokens: allowance,
+        signal: s,
+        headers: plan.bridge ? {} : headers,
+      });
       return { plan, sent, res };
     });
     finish();
@@ -70,22 +80,43 @@ export class Gateway {
     const reported = plan.reader.usage(res);
     const meter: Meter = reported
       ? { provider: route.provider, usage: reported, counted: 'upstream' }
-      : { provider: route.provider, usage: await this.count(plan.reader, sent, plan.reader.answerText(res)), counted: 'tokenizer' };
+      : {
+          provider: route.provider,
+          usage: await this.count(plan.reader, sent, plan.reader.answerText(res)),
+          counted: 'tokenizer',
+        };
     const answer = (plan.bridge ? plan.bridge.answer(res, body) : res) as Res;
-    return { body: op.present(answer, { model: model.id, requestId: o.requestId, usage: meter.usage, reported: !!reported }, body), meter };
+    return {
+      body: op.present(
+        answer,
+        { model: model.id, requestId: o.requestId, usage: meter.usage, reported: !!reported },
+        body,
+      ),
+      meter,
+    };
   }
 
   /**
    * Starts a stream on the first route that delivers a first chunk within its time-to-first-byte limit; the relay
    * (relay.ts) takes it from there.
    */
-  async stream<Req extends { model: string }, Chunk>(op: Operation<Req, unknown, Chunk>, model: ModelConfig, body: Req, o: CallOptions): Promise<Streamed<Chunk>> {
+  async stream<Req extends { model: string }, Chunk>(
+    op: Operation<Req, unknown, Chunk>,
+    model: ModelConfig,
+    body: Req,
+    o: CallOptions,
+  ): Promise<Streamed<Chunk>> {
     const { allowance, signal, headers = {} } = o;
     const started = await this.router.run(model, signal, async (provider, r, s) => {
       const plan = this.plan(op, model, provider);
       const sent = plan.bridge ? plan.bridge.request(body, model) : body;
       const firstByte = new AbortController(); // aborted when no first chunk came in time: cancels the upstream call
-      const call = { model: r.model, maxOutputTokens: allowance, signal: AbortSignal.any([s, firstByte.signal]), headers: plan.bridge ? {} : headers };
+      const call = {
+        model: r.model,
+        maxOutputTokens: allowance,
+        signal: AbortSignal.any([s, firstByte.signal]),
+        headers: plan.bridge ? {} : headers,
+      };
       const it = provider.stream(plan.upstream, sent as never, call)[Symbol.asyncIterator]();
       try {
         return { plan, sent, it, first: await within(it.next(), r.timeouts.first_byte_ms, firstByte, 'first chunk') };
@@ -98,7 +129,8 @@ export class Gateway {
     const includeUsage = op.includeUsage(body);
     const mapper = plan.bridge?.stream(body, model.id);
     const ctx = { model: model.id, requestId: o.requestId, includeUsage, body };
-    const shown = (chunks: unknown[]) => chunks.map((c) => op.presentChunk(c as Chunk, ctx)).filter((c): c is Chunk => c !== null);
+    const shown = (chunks: unknown[]) =>
+      chunks.map((c) => op.presentChunk(c as Chunk, ctx)).filter((c): c is Chunk => c !== null);
     const relay = new Relay<Chunk>({
       op,
       model: model.id,
@@ -123,7 +155,13 @@ export class Gateway {
    * Anthropic's count_tokens: a route whose provider counts (Anthropic) answers; otherwise the tokenizer estimates.
    * Free: nothing is held or charged.
    */
-  async countTokens<Req extends { model: string }>(op: Operation<Req>, model: ModelConfig, body: Req, signal: AbortSignal, headers: Record<string, string> = {}): Promise<{ input_tokens: number }> {
+  async countTokens<Req extends { model: string }>(
+    op: Operation<Req>,
+    model: ModelConfig,
+    body: Req,
+    signal: AbortSignal,
+    headers: Record<string, string> = {},
+  ): Promise<{ input_tokens: number }> {
     const { value, finish } = await this.router.run(model, signal, async (provider, r, s) => {
       if (!provider.serves('count_tokens')) return { input_tokens: await this.estimate(op, body) };
       return provider.send('count_tokens', body as never, { model: r.model, maxOutputTokens: 0, signal: s, headers });
@@ -153,7 +191,9 @@ export class Gateway {
 
   private plan(op: Operation, model: ModelConfig, provider: Provider): Plan {
     const bridge = op.bridge && op.bridge.when(model, provider.serves(op.upstream)) ? op.bridge : null;
-    return bridge ? { upstream: bridge.via, reader: this.reader(bridge.via), bridge } : { upstream: op.upstream, reader: op.reader, bridge: null };
+    return bridge
+      ? { upstream: bridge.via, reader: this.reader(bridge.via), bridge }
+      : { upstream: op.upstream, reader: op.reader, bridge: null };
   }
 
   /** How to read an upstream operation's shapes (for bridged calls: the shapes that actually come back). */
@@ -162,8 +202,10 @@ export class Gateway {
   }
 
   private async count(reader: Reader<any, any, any>, body: unknown, generated: string): Promise<Usage> {
-    const [prompt, completion] = await Promise.all([this.tokenizer.count(reader.prompt(body)), this.tokenizer.count({ kind: 'text', text: generated })]);
+    const [prompt, completion] = await Promise.all([
+      this.tokenizer.count(reader.prompt(body)),
+      this.tokenizer.count({ kind: 'text', text: generated }),
+    ]);
     return { prompt, completion, cached: 0, cacheWrite: 0, reasoning: 0 };
   }
 }
-

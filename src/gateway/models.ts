@@ -40,7 +40,11 @@ const served = new WeakMap<Served, readonly ModelKind[]>();
  */
 export function servedKinds(op: Served): readonly ModelKind[] {
   let kinds = served.get(op);
-  if (!kinds) served.set(op, (kinds = op.bridge ? [...new Set([...WIRES[op.upstream], ...WIRES[op.bridge.via]])] : WIRES[op.upstream]));
+  if (!kinds)
+    served.set(
+      op,
+      (kinds = op.bridge ? [...new Set([...WIRES[op.upstream], ...WIRES[op.bridge.via]])] : WIRES[op.upstream]),
+    );
   return kinds;
 }
 

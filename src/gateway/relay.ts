@@ -57,7 +57,11 @@ export class Relay<Chunk> {
   constructor(private readonly o: RelayOptions<Chunk>) {}
 
   start(it: AsyncIterator<unknown>, first: IteratorResult<unknown>): Streamed<Chunk> {
-    return { chunks: this.chunks(it, first), meter: this.meter, progress: () => ({ usage: this.reported?.final ? this.reported.usage : null, generatedBytes: this.bytes }) };
+    return {
+      chunks: this.chunks(it, first),
+      meter: this.meter,
+      progress: () => ({ usage: this.reported?.final ? this.reported.usage : null, generatedBytes: this.bytes }),
+    };
   }
 
   private async *chunks(it: AsyncIterator<unknown>, first: IteratorResult<unknown>): AsyncGenerator<Chunk> {
@@ -80,7 +84,13 @@ export class Relay<Chunk> {
       if (held !== undefined) for (const out of this.o.present(held)) yield (last = out);
       const m = await this.measure();
       this.settle(m);
-      const p: Presented = { model: this.o.model, requestId: this.o.requestId, usage: m.usage, reported: m.counted === 'upstream', raw: this.raw };
+      const p: Presented = {
+        model: this.o.model,
+        requestId: this.o.requestId,
+        usage: m.usage,
+        reported: m.counted === 'upstream',
+        raw: this.raw,
+      };
       for (const out of this.o.end(p)) yield (last = out);
       yield* this.o.op.tail(last, p, this.o.includeUsage);
     } catch (e) {
@@ -90,7 +100,14 @@ export class Relay<Chunk> {
     } finally {
       finish();
       const closing = it.return?.(undefined);
-      if (!this.settled) this.settle(await this.measure().catch(() => ({ provider: route.provider, usage: this.reported?.usage ?? NO_USAGE, counted: 'tokenizer' as const })));
+      if (!this.settled)
+        this.settle(
+          await this.measure().catch(() => ({
+            provider: route.provider,
+            usage: this.reported?.usage ?? NO_USAGE,
+            counted: 'tokenizer' as const,
+          })),
+        );
       await closing;
     }
   }
@@ -98,7 +115,8 @@ export class Relay<Chunk> {
   /** What a chunk tells: usage, and the text it carried. */
   private read(chunk: unknown): void {
     const reported = this.o.reader.chunkUsage(chunk, this.reported);
-    if (reported && reported !== this.reported) [this.reported, this.raw] = [reported, (chunk as { usage?: unknown }).usage];
+    if (reported && reported !== this.reported)
+      [this.reported, this.raw] = [reported, (chunk as { usage?: unknown }).usage];
     const text = this.o.reader.chunkText(chunk);
     if (text) {
       this.text.push(text);
@@ -116,7 +134,11 @@ export class Relay<Chunk> {
     if (r?.final) return { provider, usage: r.usage, counted: 'upstream' };
     const counted = await this.o.count(this.text.join(''));
     if (!r) return { provider, usage: counted, counted: 'tokenizer' };
-    return { provider, usage: { ...r.usage, completion: Math.max(r.usage.completion, counted.completion) }, counted: 'tokenizer' };
+    return {
+      provider,
+      usage: { ...r.usage, completion: Math.max(r.usage.completion, counted.completion) },
+      counted: 'tokenizer',
+    };
   }
 
   private settle(m: Meter): void {

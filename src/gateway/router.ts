@@ -72,10 +72,14 @@ export class Router {
       const onClient = () => controller.abort(new UpstreamError('aborted', 'the client went away'));
       clientSignal?.addEventListener('abort', onClient, { once: true });
       const timer = setTimeout(
-        () => controller.abort(new UpstreamError('timeout', `the route took longer than ${route.timeouts.total_ms} ms`)),
+        () =>
+          controller.abort(new UpstreamError('timeout', `the route took longer than ${route.timeouts.total_ms} ms`)),
         route.timeouts.total_ms,
       );
-      const span = tracer.startSpan(`upstream ${route.provider}`, { kind: SpanKind.CLIENT, attributes: { 'switchyard.model': model.id, 'switchyard.route': `${route.provider}/${route.model}` } });
+      const span = tracer.startSpan(`upstream ${route.provider}`, {
+        kind: SpanKind.CLIENT,
+        attributes: { 'switchyard.model': model.id, 'switchyard.route': `${route.provider}/${route.model}` },
+      });
       const finish = () => {
         clearTimeout(timer);
         clientSignal?.removeEventListener('abort', onClient);
@@ -115,7 +119,8 @@ export class Router {
    */
   breakerStates(): { route: string; state: BreakerPosition }[] {
     const now = this.now();
-    const position = (b: BreakerState): BreakerPosition => (b.failures < this.routing.breaker_failures ? 'closed' : b.openUntil > now ? 'open' : 'half_open');
+    const position = (b: BreakerState): BreakerPosition =>
+      b.failures < this.routing.breaker_failures ? 'closed' : b.openUntil > now ? 'open' : 'half_open';
     return [...this.breakers.entries()].map(([k, b]) => ({ route: k.replace('\u0000', '/'), state: position(b) }));
   }
 
@@ -171,7 +176,10 @@ const key = (r: RouteConfig) => `${r.provider}\u0000${r.model}`;
 /** The UpstreamError behind a failed attempt (our own timeouts included), or null for any other error. */
 export function explain(e: unknown, signal: AbortSignal): UpstreamError | null {
   const reason = signal.aborted ? signal.reason : undefined;
-  if (reason instanceof UpstreamError && (!(e instanceof UpstreamError) || e.reason === 'aborted' || e.reason === 'connect')) {
+  if (
+    reason instanceof UpstreamError &&
+    (!(e instanceof UpstreamError) || e.reason === 'aborted' || e.reason === 'connect')
+  ) {
     return reason;
   }
   if (e instanceof UpstreamError) return e;
@@ -199,10 +207,16 @@ export async function within<T>(step: Promise<T>, ms: number, controller: AbortC
 
 /** What the client is told about an upstream failure: never a URL or a credential. */
 export function toApiError(e: UpstreamError): ApiError {
-  if (e.reason === 'aborted') return new ApiError(499, 'invalid_request_error', 'The client closed the request', 'client_closed_request');
+  if (e.reason === 'aborted')
+    return new ApiError(499, 'invalid_request_error', 'The client closed the request', 'client_closed_request');
   if (e.reason === 'status' && e.status === 429) return errors.upstreamRateLimited();
   if (e.reason === 'invalid' || (e.reason === 'status' && CALLER_FAULT.has(e.status!))) {
-    return new ApiError(400, 'invalid_request_error', e.upstreamMessage ?? 'The upstream provider rejected the request', 'upstream_bad_request');
+    return new ApiError(
+      400,
+      'invalid_request_error',
+      e.upstreamMessage ?? 'The upstream provider rejected the request',
+      'upstream_bad_request',
+    );
   }
   if (e.reason === 'timeout') return errors.upstreamUnavailable('timed out');
   if (e.reason === 'status') return errors.upstreamUnavailable(`HTTP ${e.status}`);
@@ -213,8 +227,18 @@ export function toApiError(e: UpstreamError): ApiError {
 /** The error that ends a stream which failed after it started. */
 export function streamErrorOf(e: unknown): ApiError {
   if (e instanceof UpstreamError && e.reason !== 'aborted' && e.reason !== 'invalid') {
-    const why = e.reason === 'timeout' ? 'it stopped sending (timed out)' : e.upstreamMessage ? e.upstreamMessage : 'its stream broke off';
-    return new ApiError(502, 'upstream_error', `The upstream provider failed during the stream: ${why}`, 'upstream_stream_error');
+    const why =
+      e.reason === 'timeout'
+        ? 'it stopped sending (timed out)'
+        : e.upstreamMessage
+          ? e.upstreamMessage
+          : 'its stream broke off';
+    return new ApiError(
+      502,
+      'upstream_error',
+      `The upstream provider failed during the stream: ${why}`,
+      'upstream_stream_error',
+    );
   }
   return e instanceof ApiError ? e : errors.internal();
 }

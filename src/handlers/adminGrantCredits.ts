@@ -15,11 +15,24 @@ export const adminGrantCredits: Handler<'adminGrantCredits'> = async ({ params, 
     done = await grantOnce(app.db, idempotencyKey(headers), params.id, amount, body.note ?? null);
   } catch (e) {
     if (e instanceof IdempotencyMismatch) throw errors.idempotencyKeyReused(e.message);
-    if (e instanceof NotEnoughCredits) throw errors.invalidRequest(`Account ${params.id} has less than ${formatUsd(-amount)} USD`, 'usd', 'insufficient_balance');
+    if (e instanceof NotEnoughCredits)
+      throw errors.invalidRequest(
+        `Account ${params.id} has less than ${formatUsd(-amount)} USD`,
+        'usd',
+        'insufficient_balance',
+      );
     if (e instanceof AccountError) throw errors.accountNotFound(params.id);
     throw e;
   }
   if (done.reactivated) app.keys.changed({ accountId: params.id }); // its debt paid: its keys work again everywhere
   app.log.info({ account: params.id, kind, micros: amount, ledger: done.ledger_id }, 'admin credits');
-  return { body: { account_id: params.id, kind, amount_usd: formatUsd(amount), balance_usd: formatUsd(done.balance_after), ledger_id: done.ledger_id } };
+  return {
+    body: {
+      account_id: params.id,
+      kind,
+      amount_usd: formatUsd(amount),
+      balance_usd: formatUsd(done.balance_after),
+      ledger_id: done.ledger_id,
+    },
+  };
 };

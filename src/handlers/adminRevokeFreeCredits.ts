@@ -8,5 +8,11 @@ export const adminRevokeFreeCredits: Handler<'adminRevokeFreeCredits'> = async (
   const done = await revokeFreeCredits(app.db, params.id);
   if (!done) throw errors.accountNotFound(params.id);
   app.log.info({ account: params.id, micros: done.revoked_micros }, 'free credits revoked');
-  return { body: { account_id: params.id, revoked_usd: formatUsd(done.revoked_micros), balance_usd: formatUsd(done.balance_micros) } };
+  return {
+    body: {
+      account_id: params.id,
+      revoked_usd: formatUsd(done.revoked_micros),
+      balance_usd: formatUsd(done.balance_micros),
+    },
+  };
 };

@@ -10,9 +10,13 @@ export const createCheckout: Handler<'createCheckout'> = async ({ session, body,
   if (!app.cards) throw errors.cardPaymentsOff();
   const micros = usdParam(body.amount_usd, 'amount_usd');
   const { topup_min_micros: min, topup_max_micros: max } = app.config.console;
-  if (micros % MICROS_PER_CENT) throw errors.invalidRequest("Invalid value for 'amount_usd': must be whole cents", 'amount_usd');
+  if (micros % MICROS_PER_CENT)
+    throw errors.invalidRequest("Invalid value for 'amount_usd': must be whole cents", 'amount_usd');
   if (micros < min || micros > max) {
-    throw errors.invalidRequest(`Invalid value for 'amount_usd': must be between ${formatUsd(min)} and ${formatUsd(max)} USD`, 'amount_usd');
+    throw errors.invalidRequest(
+      `Invalid value for 'amount_usd': must be between ${formatUsd(min)} and ${formatUsd(max)} USD`,
+      'amount_usd',
+    );
   }
   const account = await getAccount(app.db, session.accountId);
   if (!account) throw errors.notLoggedIn();

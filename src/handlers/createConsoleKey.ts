@@ -7,8 +7,15 @@ import type { Handler } from './types';
 /** POST /console/api/keys: a new key; its secret is in this answer only. */
 export const createConsoleKey: Handler<'createConsoleKey'> = async ({ session, body, app }) => {
   if (body.models) checkModels(app.config, body.models);
-  const [{ n }] = (await app.db('api_keys').where('account_id', session.accountId).count({ n: '*' })) as { n: unknown }[];
-  if (Number(n) >= MAX_KEYS_PER_ACCOUNT) throw errors.invalidRequest(`An account can have at most ${MAX_KEYS_PER_ACCOUNT} keys; delete one first`, null, 'too_many_keys');
+  const [{ n }] = (await app.db('api_keys').where('account_id', session.accountId).count({ n: '*' })) as {
+    n: unknown;
+  }[];
+  if (Number(n) >= MAX_KEYS_PER_ACCOUNT)
+    throw errors.invalidRequest(
+      `An account can have at most ${MAX_KEYS_PER_ACCOUNT} keys; delete one first`,
+      null,
+      'too_many_keys',
+    );
   const { key, secret } = await createKey(app.db, {
     accountId: session.accountId,
     name: body.name?.trim() || null,

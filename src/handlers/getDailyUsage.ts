@@ -9,7 +9,8 @@ export const getDailyUsage: Handler<'getDailyUsage'> = async ({ session, query, 
   const today = Math.floor(Date.now() / DAY);
   const start = (today - days + 1) * DAY;
   const dayStart = app.db.raw('(created_at - (created_at % ?))', [DAY]);
-  const rows = (await app.db('usage_records')
+  const rows = (await app
+    .db('usage_records')
     .where('account_id', session.accountId)
     .andWhere('created_at', '>=', start)
     .select({ day: dayStart })
@@ -20,7 +21,11 @@ export const getDailyUsage: Handler<'getDailyUsage'> = async ({ session, query, 
   const data = Array.from({ length: days }, (_, i) => {
     const day = today - days + 1 + i;
     const r = byDay.get(day);
-    return { date: new Date(day * DAY).toISOString().slice(0, 10), requests: Number(r?.requests ?? 0), cost_usd: formatUsd(Number(r?.cost ?? 0)) };
+    return {
+      date: new Date(day * DAY).toISOString().slice(0, 10),
+      requests: Number(r?.requests ?? 0),
+      cost_usd: formatUsd(Number(r?.cost ?? 0)),
+    };
   });
   return { body: { data } };
 };

@@ -7,5 +7,8 @@ import type { Handler } from './types';
 export const getSession: Handler<'getSession'> = async ({ session, app, http }) => {
   const account = await getAccount(app.db, session.accountId);
   if (!account) throw errors.notLoggedIn();
-  return { body: { account: await accountView(app.db, account, http.origin), csrf_token: session.csrfToken }, headers: { 'cache-control': 'no-store' } };
+  return {
+    body: { account: await accountView(app.db, account, http.origin), csrf_token: session.csrfToken },
+    headers: { 'cache-control': 'no-store' },
+  };
 };

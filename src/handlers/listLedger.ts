@@ -8,7 +8,11 @@ export const listLedger: Handler<'listLedger'> = async ({ session, query, app })
   const to = timeParam(query.to, 'to');
   const cursor = cursorParam(query.cursor);
   const limit = query.limit ?? 50;
-  const q = app.db('ledger').where('account_id', session.accountId).orderBy('id', 'desc').limit(limit + 1);
+  const q = app
+    .db('ledger')
+    .where('account_id', session.accountId)
+    .orderBy('id', 'desc')
+    .limit(limit + 1);
   if (from !== undefined) q.andWhere('created_at', '>=', from);
   if (to !== undefined) q.andWhere('created_at', '<', to);
   if (cursor !== undefined) q.andWhere('id', '<', cursor);

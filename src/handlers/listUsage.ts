@@ -8,7 +8,12 @@ import type { Handler } from './types';
  * the usage classes they count.
  */
 export const listUsage: Handler<'listUsage'> = async ({ session, query, app }) => {
-  const filter = { accountId: session.accountId, keyId: query.key_id, from: timeParam(query.from, 'from'), to: timeParam(query.to, 'to') };
+  const filter = {
+    accountId: session.accountId,
+    keyId: query.key_id,
+    from: timeParam(query.from, 'from'),
+    to: timeParam(query.to, 'to'),
+  };
   const limit = query.limit ?? 50;
   const rows = await usageRecords(app.db, filter, { limit: limit + 1, beforeId: cursorParam(query.cursor) });
   const totals = await usageTotals(app.db, filter);
@@ -26,7 +31,12 @@ export const listUsage: Handler<'listUsage'> = async ({ session, query, app }) =
         created_at: new Date(r.created_at).toISOString(),
       })),
       next_cursor: rows.length > limit ? String(rows[limit - 1].id) : null,
-      totals: totals.map((t) => ({ model: t.model, requests: t.requests, ...usageCountsView(t), cost_usd: formatUsd(t.cost_micros) })),
+      totals: totals.map((t) => ({
+        model: t.model,
+        requests: t.requests,
+        ...usageCountsView(t),
+        cost_usd: formatUsd(t.cost_micros),
+      })),
       classes: USAGE_CLASS_VIEWS,
     },
   };

@@ -12,7 +12,9 @@ import type { Handler } from './types';
  * an unknown email costs the same time as a wrong password.
  */
 export const login: Handler<'login'> = async ({ body, app, http }) => {
-  const attempt = await app.consoleLimits.loginAttempt(body.email, http.remoteAddress, (address) => knownLoginAddress(app.db, body.email, address));
+  const attempt = await app.consoleLimits.loginAttempt(body.email, http.remoteAddress, (address) =>
+    knownLoginAddress(app.db, body.email, address),
+  );
   const account = await findAccountByEmail(app.db, body.email);
   const check = await verifyPassword(body.password, account?.password_hash ?? null);
   if (!account || !check.ok) throw errors.invalidCredentials();

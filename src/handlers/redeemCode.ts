@@ -10,8 +10,10 @@ export const redeemCode: Handler<'redeemCode'> = async ({ session, body, app }) 
     if (r.reactivated) app.keys.changed({ accountId: session.accountId }); // its debt paid: its keys work again everywhere
     return { body: { amount_usd: formatUsd(r.amountMicros), balance_usd: formatUsd(r.balanceMicros) } };
   } catch (e) {
-    if (e instanceof RedemptionError && e.reason === 'redeemed') throw errors.conflict(e.message, 'code_redeemed', 'code');
-    if (e instanceof RedemptionError) throw new ApiError(400, 'invalid_request_error', e.message, 'invalid_code', 'code');
+    if (e instanceof RedemptionError && e.reason === 'redeemed')
+      throw errors.conflict(e.message, 'code_redeemed', 'code');
+    if (e instanceof RedemptionError)
+      throw new ApiError(400, 'invalid_request_error', e.message, 'invalid_code', 'code');
     throw e;
   }
 };

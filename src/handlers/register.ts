@@ -25,13 +25,27 @@ export const register: Handler<'register'> = async ({ body, app, http }) => {
       registeredFrom: addressKey(http.remoteAddress),
     });
   } catch (e) {
-    if (e instanceof EmailTaken) throw errors.conflict('An account with this email already exists', 'email_taken', 'email');
-    if (e instanceof DisposableEmail) throw new ApiError(400, 'invalid_request_error', `Invalid value for 'email': ${e.message}; use a permanent address`, 'disposable_email', 'email');
-    if (e instanceof UnknownReferralCode) throw new ApiError(400, 'invalid_request_error', e.message, 'invalid_referral_code', 'referral_code');
+    if (e instanceof EmailTaken)
+      throw errors.conflict('An account with this email already exists', 'email_taken', 'email');
+    if (e instanceof DisposableEmail)
+      throw new ApiError(
+        400,
+        'invalid_request_error',
+        `Invalid value for 'email': ${e.message}; use a permanent address`,
+        'disposable_email',
+        'email',
+      );
+    if (e instanceof UnknownReferralCode)
+      throw new ApiError(400, 'invalid_request_error', e.message, 'invalid_referral_code', 'referral_code');
     if (e instanceof AccountError) throw errors.invalidRequest(`Invalid value for 'email': ${e.message}`, 'email');
     throw e;
   }
-  await mailVerification(app.db, app.mailer, account, http.origin).catch((e) => app.log.error({ err: (e as Error).message, account: account.id }, 'could not mail the confirmation link; the console can send it again'));
+  await mailVerification(app.db, app.mailer, account, http.origin).catch((e) =>
+    app.log.error(
+      { err: (e as Error).message, account: account.id },
+      'could not mail the confirmation link; the console can send it again',
+    ),
+  );
   await rememberLoginAddress(app.db, account.id, addressKey(http.remoteAddress));
   const ttl = app.config.console.session_ttl_ms;
   const { id, session } = await createSession(app.db, account.id, ttl);

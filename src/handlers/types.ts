@@ -18,13 +18,19 @@ import type { Client } from '../services/metered';
 export type { Client, OperationId };
 import type { operations } from '../../generated/openapi';
 
-type JsonBody<Op extends OperationId> = operations[Op] extends { requestBody: { content: { 'application/json': infer B } } }
+type JsonBody<Op extends OperationId> = operations[Op] extends {
+  requestBody: { content: { 'application/json': infer B } };
+}
   ? B
   : operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } }
     ? B | undefined
     : undefined;
-type PathParams<Op extends OperationId> = operations[Op] extends { parameters: { path: infer P } } ? P : Record<string, never>;
-type QueryParams<Op extends OperationId> = operations[Op] extends { parameters: { query?: infer Q } } ? NonNullable<Q> : Record<string, never>;
+type PathParams<Op extends OperationId> = operations[Op] extends { parameters: { path: infer P } }
+  ? P
+  : Record<string, never>;
+type QueryParams<Op extends OperationId> = operations[Op] extends { parameters: { query?: infer Q } }
+  ? NonNullable<Q>
+  : Record<string, never>;
 
 /** About the HTTP exchange, for handlers that need more than the body: cookies, links, client address. */
 export interface HttpInfo {

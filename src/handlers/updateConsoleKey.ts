@@ -10,7 +10,8 @@ export const updateConsoleKey: Handler<'updateConsoleKey'> = async ({ session, p
   const changes: KeyChanges = {};
   if (body.name !== undefined) changes.name = body.name?.trim() || null;
   if (body.enabled !== undefined) changes.enabled = body.enabled;
-  if (body.quota_usd !== undefined) changes.quotaMicros = body.quota_usd === null ? null : usdParam(body.quota_usd, 'quota_usd');
+  if (body.quota_usd !== undefined)
+    changes.quotaMicros = body.quota_usd === null ? null : usdParam(body.quota_usd, 'quota_usd');
   if (body.models !== undefined) changes.models = body.models;
   if (body.scopes !== undefined) changes.scopes = body.scopes as Scope[];
   if (body.expires_at !== undefined) changes.expiresAt = expiryParam(body.expires_at, 'expires_at');

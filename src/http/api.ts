@@ -106,7 +106,10 @@ export class Api {
   async idle(ms: number): Promise<void> {
     if (!this.active) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+    await Promise.race([
+      new Promise<void>((r) => this.idleWaiters.push(r)),
+      new Promise<void>((r) => (timer = setTimeout(r, ms))),
+    ]);
     clearTimeout(timer);
   }
 
@@ -156,13 +159,19 @@ export class Api {
       await authorize(app, route.guard, ex.req.headers, ex.path, ex.caller);
       const raw = route.hasBody ? await readBody(ex.req, ex.res, app.config.server.max_body_bytes) : null;
       const { body, profile } = parse(raw);
-      if (route.validateBody && !route.validateBody({ requestBody: body ?? null })) throw validationError(route.validateBody.errors);
+      if (route.validateBody && !route.validateBody({ requestBody: body ?? null }))
+        throw validationError(route.validateBody.errors);
       // Path and query parameters are coerced in place by the validator (`/keys/7` → 7, `?limit=10` → 10).
-      const params = route.validateParams ? { path: pathParams, query: queryOf(query), header: ex.req.headers } : NO_PARAMS;
+      const params = route.validateParams
+        ? { path: pathParams, query: queryOf(query), header: ex.req.headers }
+        : NO_PARAMS;
       if (route.validateParams && !route.validateParams(params)) throw validationError(route.validateParams.errors);
-      if (body && typeof body === 'object' && typeof (body as { model?: unknown }).model === 'string') ex.model = (body as { model: string }).model;
+      if (body && typeof body === 'object' && typeof (body as { model?: unknown }).model === 'string')
+        ex.model = (body as { model: string }).model;
       if (gone(ex.res)) throw errors.clientClosed(); // nobody waits for the answer: nothing is sent upstream or charged
-      const reply = await route.run(new Input(app, ex, body, profile, params.path, params.query, raw) as unknown as Record<string, unknown>);
+      const reply = await route.run(
+        new Input(app, ex, body, profile, params.path, params.query, raw) as unknown as Record<string, unknown>,
+      );
       await sendReply(ex, reply);
     } catch (e) {
       sendError(app, ex, e);
@@ -258,7 +267,8 @@ function readBody(req: IncomingMessage, res: ServerResponse, max: number): Buffe
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > max) throw errors.tooLarge(max);
   // Usually the whole body came with its headers and is already buffered: taken at once, without waiting for events.
-  if (req.headers['content-length'] !== undefined && req.readableFlowing === null && req.readableLength === declared) return declared ? (req.read() as Buffer) : NO_BYTES;
+  if (req.headers['content-length'] !== undefined && req.readableFlowing === null && req.readableLength === declared)
+    return declared ? (req.read() as Buffer) : NO_BYTES;
   if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -322,7 +332,11 @@ async function loadContract(): Promise<OpenAPIBackend> {
     customizeAjv: (_ajv, opts) => {
       const coerce = !!opts.coerceTypes;
       let ajv = shared.get(coerce);
-      if (!ajv) shared.set(coerce, (ajv = addFormats(new Ajv2020({ ...opts, strict: false, discriminator: true, allErrors: false })) as Ajv2020));
+      if (!ajv)
+        shared.set(
+          coerce,
+          (ajv = addFormats(new Ajv2020({ ...opts, strict: false, discriminator: true, allErrors: false })) as Ajv2020),
+        );
       return ajv as never;
     },
   });
@@ -339,7 +353,9 @@ async function loadContract(): Promise<OpenAPIBackend> {
 export function checkTables(contract = fs.readFileSync(CONTRACT, 'utf8')): void {
   const text = contract.replace(/\r\n/g, '\n'); // as generated on any checkout (git may turn \n into \r\n)
   if (crypto.createHash('sha256').update(text).digest('hex') !== CONTRACT_SHA256) {
-    throw new Error(`${CONTRACT} changed since src/contract.ts was generated from it: run npm run generate (and build)`);
+    throw new Error(
+      `${CONTRACT} changed since src/contract.ts was generated from it: run npm run generate (and build)`,
+    );
   }
 }
 
@@ -367,7 +383,13 @@ function routeOf(api: OpenAPIBackend, op: Operation): Route {
 function guardOf(e: Endpoint): Guard {
   switch (e.caller) {
     case 'key':
-      return { scheme: 'bearer', scope: e.scope, metered: e.meter === 'paid' || e.meter === 'metered', counted: e.meter === 'counted', anthropic: e.anthropicKey };
+      return {
+        scheme: 'bearer',
+        scope: e.scope,
+        metered: e.meter === 'paid' || e.meter === 'metered',
+        counted: e.meter === 'counted',
+        anthropic: e.anthropicKey,
+      };
     case 'session':
       return { scheme: 'session', csrf: e.csrf };
     case 'admin':
@@ -382,7 +404,11 @@ function trustOf(server: App['config']['server']): ((addr: string, i: number) =>
   const trust = server.trust_proxy;
   if (trust === false) return null;
   let compiled = trusts.get(server);
-  if (!compiled) trusts.set(server, (compiled = typeof trust === 'number' ? (_a: string, i: number) => i < trust : proxyaddr.compile(trust)));
+  if (!compiled)
+    trusts.set(
+      server,
+      (compiled = typeof trust === 'number' ? (_a: string, i: number) => i < trust : proxyaddr.compile(trust)),
+    );
   return compiled;
 }
 
@@ -394,7 +420,12 @@ function trustOf(server: App['config']['server']): ((addr: string, i: number) =>
 function httpInfo(req: IncomingMessage, app: App, rawBody: Buffer | null): HttpInfo {
   const trust = trustOf(app.config.server);
   const socket = req.socket.remoteAddress ?? '';
-  const forwarded = trust?.(socket, 0) ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase() : '';
+  const forwarded = trust?.(socket, 0)
+    ? String(req.headers['x-forwarded-proto'] ?? '')
+        .split(',')[0]
+        .trim()
+        .toLowerCase()
+    : '';
   const proto = forwarded === 'https' || forwarded === 'http' ? forwarded : 'http';
   return {
     headers: req.headers as Record<string, string | undefined>,

@@ -34,7 +34,10 @@ const TYPES: Record<string, string> = {
  * Nothing but the gateway itself — except, when registration asks for a CAPTCHA, the provider's widget (its script,
  * its frame, and for hCaptcha its API), as the providers document for a CSP.
  */
-const WIDGET: Record<string, string> = { turnstile: 'https://challenges.cloudflare.com', hcaptcha: 'https://hcaptcha.com https://*.hcaptcha.com' };
+const WIDGET: Record<string, string> = {
+  turnstile: 'https://challenges.cloudflare.com',
+  hcaptcha: 'https://hcaptcha.com https://*.hcaptcha.com',
+};
 export function csp(captcha: string | null): string {
   const widget = captcha ? ` ${WIDGET[captcha]}` : '';
   return [
@@ -98,10 +101,7 @@ async function serve(dir: string, request: Request, h: ResponseToolkit, policy: 
   const index = path.join(dir, 'index.html');
   const found = await fileAt(index);
   if (!found) {
-    return h
-      .response('The web console is not built: run `make build`.\n')
-      .code(404)
-      .type('text/plain; charset=utf-8');
+    return h.response('The web console is not built: run `make build`.\n').code(404).type('text/plain; charset=utf-8');
   }
   return send(h, index, found, false, policy);
 }
@@ -115,7 +115,13 @@ async function fileAt(file: string): Promise<{ size: number; mtime: Date } | nul
   }
 }
 
-async function send(h: ResponseToolkit, file: string, st: { size: number; mtime: Date }, immutable: boolean, policy: string): Promise<ResponseObject> {
+async function send(
+  h: ResponseToolkit,
+  file: string,
+  st: { size: number; mtime: Date },
+  immutable: boolean,
+  policy: string,
+): Promise<ResponseObject> {
   const etag = `${st.size.toString(16)}-${Math.floor(st.mtime.getTime()).toString(16)}`;
   const modified = st.mtime.toUTCString();
   // Before routing, Hapi's own conditional-request check does not run: h.entity() answers 304 when it matches.
@@ -132,7 +138,10 @@ async function send(h: ResponseToolkit, file: string, st: { size: number; mtime:
     .header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
     .header('x-content-type-options', 'nosniff');
   if (type.startsWith('text/html')) {
-    res.header('content-security-policy', policy).header('x-frame-options', 'DENY').header('referrer-policy', 'same-origin');
+    res
+      .header('content-security-policy', policy)
+      .header('x-frame-options', 'DENY')
+      .header('referrer-policy', 'same-origin');
   }
   return res;
 }

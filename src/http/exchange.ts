@@ -41,7 +41,16 @@ export interface Exchange {
 
 /** Starts an exchange; its metrics and log line are written when the answer is over, however it ends. */
 export function openExchange(app: App, req: IncomingMessage, res: ServerResponse, path: string): Exchange {
-  const ex: Exchange = { req, res, requestId: newRequestId(), received: Date.now(), path, operationId: 'other', anthropic: false, caller: {} };
+  const ex: Exchange = {
+    req,
+    res,
+    requestId: newRequestId(),
+    received: Date.now(),
+    path,
+    operationId: 'other',
+    anthropic: false,
+    caller: {},
+  };
   res.once('close', () => {
     ex.closed = true;
     if (!ex.serving) logExchange(app, ex);
@@ -139,7 +148,15 @@ export function sendError(app: App, ex: Exchange, e: unknown): void {
 export function sendReply(ex: Exchange, out: Reply): Promise<void> | void {
   ex.meter = out.meter;
   if (!('sse' in out)) return sendJson(ex, out.status ?? 200, out.body, out.headers);
-  ex.res.writeHead(200, answerHead(ex, { ...out.headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }));
+  ex.res.writeHead(
+    200,
+    answerHead(ex, {
+      ...out.headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+    }),
+  );
   return pump(out.sse, ex.res);
 }
 

@@ -13,14 +13,22 @@ export const opsPlugin: Plugin<{ app: App }> = {
   name: 'switchyard-ops',
   register(server, { app }) {
     const options = { state: { parse: false, failAction: 'ignore' as const } };
-    server.route({ method: 'GET', path: '/healthz', options, handler: (_r, h) => h.response({ status: 'ok' }).header('cache-control', 'no-store') });
+    server.route({
+      method: 'GET',
+      path: '/healthz',
+      options,
+      handler: (_r, h) => h.response({ status: 'ok' }).header('cache-control', 'no-store'),
+    });
     server.route({
       method: 'GET',
       path: '/readyz',
       options,
       handler: async (_r, h) => {
         const r = await readiness(app);
-        return h.response(r).code(r.ready ? 200 : 503).header('cache-control', 'no-store');
+        return h
+          .response(r)
+          .code(r.ready ? 200 : 503)
+          .header('cache-control', 'no-store');
       },
     });
     server.route({
@@ -29,9 +37,15 @@ export const opsPlugin: Plugin<{ app: App }> = {
       options,
       handler: async (request, h) => {
         if (app.metricsTokenHash && !bearerMatches(app.metricsTokenHash, request.headers.authorization)) {
-          return h.response({ error: 'metrics need Authorization: Bearer $METRICS_TOKEN' }).code(401).header('www-authenticate', 'Bearer');
+          return h
+            .response({ error: 'metrics need Authorization: Bearer $METRICS_TOKEN' })
+            .code(401)
+            .header('www-authenticate', 'Bearer');
         }
-        return h.response(await app.metrics.text()).type(app.metrics.contentType).header('cache-control', 'no-store');
+        return h
+          .response(await app.metrics.text())
+          .type(app.metrics.contentType)
+          .header('cache-control', 'no-store');
       },
     });
   },

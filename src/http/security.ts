@@ -39,7 +39,13 @@ export interface Caller {
 }
 
 /** Checks the caller against the guard, filling in `caller`; throws the ApiError the client gets. */
-export async function authorize(app: App, guard: Guard, headers: IncomingHttpHeaders, path: string, caller: Caller): Promise<void> {
+export async function authorize(
+  app: App,
+  guard: Guard,
+  headers: IncomingHttpHeaders,
+  path: string,
+  caller: Caller,
+): Promise<void> {
   switch (guard.scheme) {
     case 'bearer':
       return bearer(app, guard, headers, caller);

@@ -37,7 +37,14 @@ export async function buildServer(app: App, opts: ServerOptions = {}): Promise<H
   await server.register({ plugin: errorsPlugin, options: { app } });
   await server.register({ plugin: consoleStatic, options: { captcha: app.config.console.captcha?.provider ?? null } }); // GET /console/... from console/dist (never /console/api/...)
   await server.register({ plugin: opsPlugin, options: { app } }); // /healthz, /readyz, /metrics
-  server.route({ method: '*', path: '/{any*}', options: { state: { parse: false, failAction: 'ignore' } }, handler: (request) => { throw errors.notFound(request.path); } });
+  server.route({
+    method: '*',
+    path: '/{any*}',
+    options: { state: { parse: false, failAction: 'ignore' } },
+    handler: (request) => {
+      throw errors.notFound(request.path);
+    },
+  });
   const api = (server.app.api = await Api.load(app));
   inFront(server, (req, res) => api.dispatch(req, res));
   // Requests of the API in flight finish before Hapi closes the connections (within the grace period).

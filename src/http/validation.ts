@@ -6,7 +6,10 @@ const COMBINATORS = new Set(['anyOf', 'oneOf', 'if', 'not', 'discriminator']);
 
 /** `/requestBody/messages/0/role` → `messages[0].role`. */
 export function paramName(instancePath: string): string | null {
-  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (['requestBody', 'params', 'query', 'headers', 'path'].includes(parts[0])) parts.shift();
   if (!parts.length) return null;
   return parts.reduce((out, p) => (/^\d+$/.test(p) ? `${out}[${p}]` : out ? `${out}.${p}` : p), '');
@@ -38,12 +41,15 @@ export function validationError(list: ErrorObject[] | null | undefined): ApiErro
     ? all.find(
         (e) =>
           !COMBINATORS.has(e.keyword) &&
-          (e.instancePath === union.instancePath ? e.keyword !== 'type' : e.instancePath.startsWith(`${union.instancePath}/`)),
+          (e.instancePath === union.instancePath
+            ? e.keyword !== 'type'
+            : e.instancePath.startsWith(`${union.instancePath}/`)),
       )
     : undefined;
-  const chosen = union && specific && specific.instancePath === union.instancePath && specific.keyword === 'type'
-    ? matched ?? union
-    : specific ?? all[0];
+  const chosen =
+    union && specific && specific.instancePath === union.instancePath && specific.keyword === 'type'
+      ? (matched ?? union)
+      : (specific ?? all[0]);
   const at = chosen.instancePath;
   if (chosen.keyword === 'required') {
     const missing = (chosen.params as { missingProperty: string }).missingProperty;
@@ -54,15 +60,27 @@ export function validationError(list: ErrorObject[] | null | undefined): ApiErro
   let message: string;
   let wrongType = chosen.keyword === 'type';
   if (chosen === union) {
-    const kinds = all.filter((e) => e.instancePath === at && e.keyword === 'type').flatMap((e) => [(e.params as { type: string }).type].flat());
+    const kinds = all
+      .filter((e) => e.instancePath === at && e.keyword === 'type')
+      .flatMap((e) => [(e.params as { type: string }).type].flat());
     wrongType = kinds.length > 0;
-    message = kinds.length ? `must be of type ${[...new Set(kinds)].join(' or ')}` : 'does not match any of the allowed forms';
+    message = kinds.length
+      ? `must be of type ${[...new Set(kinds)].join(' or ')}`
+      : 'does not match any of the allowed forms';
   } else if (chosen.keyword === 'additionalProperties') {
     const extra = (chosen.params as { additionalProperty: string }).additionalProperty;
-    return errors.invalidRequest(`Unrecognized request argument supplied: ${extra}`, paramName(`${at}/${extra}`), 'unknown_parameter');
+    return errors.invalidRequest(
+      `Unrecognized request argument supplied: ${extra}`,
+      paramName(`${at}/${extra}`),
+      'unknown_parameter',
+    );
   } else {
     message = describe(chosen);
   }
   if (!param) return errors.invalidRequest(`The request body ${message}`, null);
-  return errors.invalidRequest(`Invalid value for '${param}': ${message}`, param, wrongType ? 'invalid_type' : 'invalid_value');
+  return errors.invalidRequest(
+    `Invalid value for '${param}': ${message}`,
+    param,
+    wrongType ? 'invalid_type' : 'invalid_value',
+  );
 }

@@ -20,7 +20,12 @@ import { adminAccountView } from './views';
 export type Announce = (change: KeyChange) => void;
 
 /** Enables or disables an account: a disabled one's keys are refused everywhere within 2 s (at once here). */
-export async function setStatus(db: Knex, announce: Announce, accountId: number, status: Account['status']): Promise<Account> {
+export async function setStatus(
+  db: Knex,
+  announce: Announce,
+  accountId: number,
+  status: Account['status'],
+): Promise<Account> {
   const account = await setAccountStatus(db, accountId, status);
   announce({ accountId });
   return account;
@@ -58,7 +63,12 @@ export interface Granted {
  * adjustment, never below zero). Throws an AccountError for an unknown account, NotEnoughCredits for a removal larger
  * than the balance less what requests in flight hold (they may still spend it: the balance never goes below zero).
  */
-export async function grantCredits(db: Knex, accountId: number, amountMicros: number, note: string | null): Promise<Granted> {
+export async function grantCredits(
+  db: Knex,
+  accountId: number,
+  amountMicros: number,
+  note: string | null,
+): Promise<Granted> {
   if (!(await getAccount(db, accountId))) throw new AccountError(`no account ${accountId}`);
   if (amountMicros > 0) {
     const done = await transact(db, (trx) => creditWithin(trx, { accountId, kind: 'grant', amountMicros, note }));
@@ -71,13 +81,29 @@ export async function grantCredits(db: Knex, accountId: number, amountMicros: nu
 }
 
 /** grantCredits with an Idempotency-Key (admin API and CLI alike, so a key is one grant whichever front end retries). */
-export function grantOnce(db: Knex, key: string | undefined, accountId: number, amountMicros: number, note: string | null): Promise<Granted> {
-  return idempotent(db, 'grant', key, { accountId, amountMicros, note }, (trx) => grantCredits(trx, accountId, amountMicros, note));
+export function grantOnce(
+  db: Knex,
+  key: string | undefined,
+  accountId: number,
+  amountMicros: number,
+  note: string | null,
+): Promise<Granted> {
+  return idempotent(db, 'grant', key, { accountId, amountMicros, note }, (trx) =>
+    grantCredits(trx, accountId, amountMicros, note),
+  );
 }
 
 /** createCodes with an Idempotency-Key: a retry gets the same codes (kept with the key for 24 h). */
-export function createCodesOnce(db: Knex, key: string | undefined, count: number, amountMicros: number, note: string | null): Promise<NewCode[]> {
-  return idempotent(db, 'codes', key, { count, amountMicros, note }, (trx) => createCodes(trx, count, amountMicros, note));
+export function createCodesOnce(
+  db: Knex,
+  key: string | undefined,
+  count: number,
+  amountMicros: number,
+  note: string | null,
+): Promise<NewCode[]> {
+  return idempotent(db, 'codes', key, { count, amountMicros, note }, (trx) =>
+    createCodes(trx, count, amountMicros, note),
+  );
 }
 
 export { AccountError, KeyError };

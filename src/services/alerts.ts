@@ -7,18 +7,33 @@ import type { Knex } from 'knex';
 import { formatUsd } from '../money';
 import type { Mailer } from './mailer';
 
-export async function checkLowBalances(db: Knex, mailer: Mailer, consoleUrl: string | null, onError: (e: Error) => void = () => undefined): Promise<number> {
-  await db('accounts').where('low_balance_alerted', true).whereNotNull('low_balance_micros').andWhere('balance_micros', '>=', db.ref('low_balance_micros')).update({ low_balance_alerted: false });
+export async function checkLowBalances(
+  db: Knex,
+  mailer: Mailer,
+  consoleUrl: string | null,
+  onError: (e: Error) => void = () => undefined,
+): Promise<number> {
+  await db('accounts')
+    .where('low_balance_alerted', true)
+    .whereNotNull('low_balance_micros')
+    .andWhere('balance_micros', '>=', db.ref('low_balance_micros'))
+    .update({ low_balance_alerted: false });
   const due = (await db('accounts')
     .where('low_balance_alerted', false)
     .andWhere('status', 'active')
     .whereNotNull('low_balance_micros')
     .andWhere('balance_micros', '<', db.ref('low_balance_micros'))
     .limit(500)
-    .select('id', 'email', 'balance_micros', 'low_balance_micros')) as { id: number; email: string; balance_micros: unknown; low_balance_micros: unknown }[];
+    .select('id', 'email', 'balance_micros', 'low_balance_micros')) as {
+    id: number;
+    email: string;
+    balance_micros: unknown;
+    low_balance_micros: unknown;
+  }[];
   let sent = 0;
   for (const a of due) {
-    if (!(await db('accounts').where({ id: a.id, low_balance_alerted: false }).update({ low_balance_alerted: true }))) continue; // another process took it
+    if (!(await db('accounts').where({ id: a.id, low_balance_alerted: false }).update({ low_balance_alerted: true })))
+      continue; // another process took it
     try {
       await mailer.send({
         to: a.email,

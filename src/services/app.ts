@@ -48,12 +48,20 @@ export interface App {
 }
 
 /** Reads the configuration file, with the provider types of the registry. */
-export const loadConfig = (file?: string, env: NodeJS.ProcessEnv = process.env): Config => load(PROVIDER_CATALOG, file, env);
+export const loadConfig = (file?: string, env: NodeJS.ProcessEnv = process.env): Config =>
+  load(PROVIDER_CATALOG, file, env);
 
 /** Parses configuration text, with the provider types of the registry. */
-export const parseConfig = (text: string, file: string | null = null, env: NodeJS.ProcessEnv = process.env): Config => parse(PROVIDER_CATALOG, text, file, env);
+export const parseConfig = (text: string, file: string | null = null, env: NodeJS.ProcessEnv = process.env): Config =>
+  parse(PROVIDER_CATALOG, text, file, env);
 
-export function createApp(o: { config: Config; db: Knex; log: Logger; redis?: Redis | null; env?: NodeJS.ProcessEnv }): App {
+export function createApp(o: {
+  config: Config;
+  db: Knex;
+  log: Logger;
+  redis?: Redis | null;
+  env?: NodeJS.ProcessEnv;
+}): App {
   const env = o.env ?? process.env;
   const redis = o.redis ?? null;
   const gateway = new Gateway(o.config);
@@ -104,13 +112,18 @@ export function reload(app: App, config: Config): void {
   observeGateway(app);
   retired.set(app, [...(retired.get(app) ?? []), old]);
   setTimeout(() => {
-    retired.set(app, (retired.get(app) ?? []).filter((g) => g !== old));
+    retired.set(
+      app,
+      (retired.get(app) ?? []).filter((g) => g !== old),
+    );
     void old.close();
   }, RETIRED_GATEWAY_MS).unref();
 }
 
 /** Whether this process should get traffic: its database answers (within 1 s) and it is not shutting down. */
-export async function readiness(app: App): Promise<{ ready: boolean; database: 'ok' | 'unreachable'; draining: boolean }> {
+export async function readiness(
+  app: App,
+): Promise<{ ready: boolean; database: 'ok' | 'unreachable'; draining: boolean }> {
   const draining = app.gateway.router.draining;
   const database = (await databaseAnswers(app.db, 1_000)) ? 'ok' : 'unreachable';
   return { ready: !draining && database === 'ok', database, draining };
@@ -129,21 +142,53 @@ function observe(app: App): void {
     m.used(s.model, s.usage);
     if (cost > 0) m.spend.inc({ model: s.model }, cost);
   };
-  m.gauge('switchyard_breaker_open', 'Whether a route is skipped, cooling down after failures (1) or not (0); across workers, 1 if any skips it', ['route'], () =>
-    app.gateway.router.breakerStates().map((b) => ({ labels: { route: b.route }, value: b.state === 'open' ? 1 : 0 })),
+  m.gauge(
+    'switchyard_breaker_open',
+    'Whether a route is skipped, cooling down after failures (1) or not (0); across workers, 1 if any skips it',
+    ['route'],
+    () =>
+      app.gateway.router
+        .breakerStates()
+        .map((b) => ({ labels: { route: b.route }, value: b.state === 'open' ? 1 : 0 })),
     'max',
   );
-  m.gauge('switchyard_breaker_state', "Each route's breaker: 1 for the state it is in (closed, open: skipped while cooling down, half_open: one probe at a time), else 0; across workers, 1 if any is in it", ['route', 'state'], () =>
-    app.gateway.router.breakerStates().flatMap((b) => BREAKER_POSITIONS.map((state) => ({ labels: { route: b.route, state }, value: b.state === state ? 1 : 0 }))),
+  m.gauge(
+    'switchyard_breaker_state',
+    "Each route's breaker: 1 for the state it is in (closed, open: skipped while cooling down, half_open: one probe at a time), else 0; across workers, 1 if any is in it",
+    ['route', 'state'],
+    () =>
+      app.gateway.router
+        .breakerStates()
+        .flatMap((b) =>
+          BREAKER_POSITIONS.map((state) => ({ labels: { route: b.route, state }, value: b.state === state ? 1 : 0 })),
+        ),
     'max',
   );
-  m.gauge('switchyard_requests_in_flight', 'Admitted requests not yet settled (streams included)', [], () => [{ value: app.billing.depth.inFlight }]);
-  m.gauge('switchyard_streams_active', 'Streams under way (admitted, answering, not yet settled)', [], () => [{ value: app.billing.depth.streams }]);
-  m.gauge('switchyard_settlements_queued', 'Settled requests waiting to be written (write-behind)', [], () => [{ value: app.billing.depth.queued }]);
-  m.gauge('switchyard_db_pool_connections', 'Database pool connections, by state (used, free, pending acquires)', ['state'], () => {
-    const pool = (app.db.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool;
-    return pool ? [{ labels: { state: 'used' }, value: pool.numUsed() }, { labels: { state: 'free' }, value: pool.numFree() }, { labels: { state: 'pending' }, value: pool.numPendingAcquires() }] : [];
-  });
+  m.gauge('switchyard_requests_in_flight', 'Admitted requests not yet settled (streams included)', [], () => [
+    { value: app.billing.depth.inFlight },
+  ]);
+  m.gauge('switchyard_streams_active', 'Streams under way (admitted, answering, not yet settled)', [], () => [
+    { value: app.billing.depth.streams },
+  ]);
+  m.gauge('switchyard_settlements_queued', 'Settled requests waiting to be written (write-behind)', [], () => [
+    { value: app.billing.depth.queued },
+  ]);
+  m.gauge(
+    'switchyard_db_pool_connections',
+    'Database pool connections, by state (used, free, pending acquires)',
+    ['state'],
+    () => {
+      const pool = (app.db.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } })
+        .pool;
+      return pool
+        ? [
+            { labels: { state: 'used' }, value: pool.numUsed() },
+            { labels: { state: 'free' }, value: pool.numFree() },
+            { labels: { state: 'pending' }, value: pool.numPendingAcquires() },
+          ]
+        : [];
+    },
+  );
 }
 
 function observeGateway(app: App): void {
@@ -167,7 +212,12 @@ function startHousekeeping(app: App): { timers: NodeJS.Timeout[]; running: Set<P
     run('delete expired stored responses', () => app.responses.purge());
     run('delete expired idempotency keys', () => purgeIdempotencyKeys(app.db));
   };
-  const minutely = () => run('check low balances', () => checkLowBalances(app.db, app.mailer, app.config.console.public_url, (e) => app.log.warn({ err: e.message }, 'could not mail a low-balance alert; trying again in a minute')));
+  const minutely = () =>
+    run('check low balances', () =>
+      checkLowBalances(app.db, app.mailer, app.config.console.public_url, (e) =>
+        app.log.warn({ err: e.message }, 'could not mail a low-balance alert; trying again in a minute'),
+      ),
+    );
   hourly();
   return { timers: [setInterval(hourly, 3_600_000).unref(), setInterval(minutely, 60_000).unref()], running };
 }

@@ -6,9 +6,14 @@
 import type { CaptchaConfig } from '../config';
 import { ApiError } from '../errors';
 
-const refused = (message: string, code: string) => new ApiError(400, 'invalid_request_error', message, code, 'captcha_token');
+const refused = (message: string, code: string) =>
+  new ApiError(400, 'invalid_request_error', message, code, 'captcha_token');
 
-export async function checkCaptcha(config: CaptchaConfig | null, token: string | null | undefined, remoteAddress: string): Promise<void> {
+export async function checkCaptcha(
+  config: CaptchaConfig | null,
+  token: string | null | undefined,
+  remoteAddress: string,
+): Promise<void> {
   if (!config) return;
   if (!token) throw refused('Solve the CAPTCHA to register', 'captcha_required');
   let ok = false;

@@ -35,12 +35,16 @@ export class ConsoleLimits {
   private readonly mails: RateLimiterAbstract;
 
   constructor(config: ConsoleConfig, redis: Redis | null) {
-    const make = (name: string, points: number, duration: number) => makeLimiter(redis, `console:${name}`, points, duration);
+    const make = (name: string, points: number, duration: number) =>
+      makeLimiter(redis, `console:${name}`, points, duration);
     this.pair = make('login-pair', config.login_attempts_per_email, config.login_window_s);
     this.daily = make('login-email-day', config.login_attempts_per_email_daily, 86_400);
     this.address = make('login-address', config.login_attempts_per_address, config.login_window_s);
     this.mails = make('mail', 3, 3600);
-    this.register = config.registrations_per_address > 0 ? make('register-address', config.registrations_per_address, config.registration_window_s) : null;
+    this.register =
+      config.registrations_per_address > 0
+        ? make('register-address', config.registrations_per_address, config.registration_window_s)
+        : null;
   }
 
   /**
@@ -48,7 +52,11 @@ export class ConsoleLimits {
    * that address before: then the daily per-email limit does not refuse it. Call `succeeded()` on the result when
    * the password was right.
    */
-  async loginAttempt(email: string, client: string, known: (address: string) => Promise<boolean>): Promise<{ succeeded(): Promise<void> }> {
+  async loginAttempt(
+    email: string,
+    client: string,
+    known: (address: string) => Promise<boolean>,
+  ): Promise<{ succeeded(): Promise<void> }> {
     const e = email.trim().toLowerCase();
     const address = addressKey(client);
     const counted: [RateLimiterAbstract, string][] = [
@@ -57,18 +65,31 @@ export class ConsoleLimits {
       [this.daily, e],
     ];
     const results = await Promise.allSettled(counted.map(([l, k]) => l.consume(k)));
-    if (results[2].status === 'rejected' && results[0].status === 'fulfilled' && results[1].status === 'fulfilled' && (await known(address))) {
+    if (
+      results[2].status === 'rejected' &&
+      results[0].status === 'fulfilled' &&
+      results[1].status === 'fulfilled' &&
+      (await known(address))
+    ) {
       results[2] = { status: 'fulfilled', value: results[2].reason }; // the owner, at home: the stranger's guesses elsewhere do not count here
     }
     const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (refused) {
       // Give back the points the other limiters took, so one limit does not use up the others.
-      await Promise.all(counted.map(([l, k], i) => (results[i].status === 'fulfilled' ? l.reward(k).catch(() => undefined) : undefined)));
+      await Promise.all(
+        counted.map(([l, k], i) =>
+          results[i].status === 'fulfilled' ? l.reward(k).catch(() => undefined) : undefined,
+        ),
+      );
       throw tooMany(refused.reason, (s) => `Too many failed log-in attempts; try again in ${s}s`);
     }
     return {
       succeeded: async () => {
-        await Promise.all([this.pair.delete(`${e}|${address}`), this.address.reward(address), this.daily.reward(e)]).catch(() => undefined);
+        await Promise.all([
+          this.pair.delete(`${e}|${address}`),
+          this.address.reward(address),
+          this.daily.reward(e),
+        ]).catch(() => undefined);
       },
     };
   }
@@ -111,5 +132,8 @@ export function addressKey(address: string): string {
   const left = head ? head.split(':') : [];
   const right = tail === undefined ? [] : tail ? tail.split(':') : [];
   const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }

@@ -19,22 +19,41 @@ export class IdempotencyMismatch extends Error {}
  * also when both arrive at once (the second one's work is rolled back on the key's unique constraint). The same key
  * with another request is refused. Without a key, the work just runs.
  */
-export async function idempotent<T>(db: Knex, scope: string, key: string | undefined, request: unknown, run: (db: Knex) => Promise<T>): Promise<T> {
+export async function idempotent<T>(
+  db: Knex,
+  scope: string,
+  key: string | undefined,
+  request: unknown,
+  run: (db: Knex) => Promise<T>,
+): Promise<T> {
   if (key === undefined) return run(db);
   const fingerprint = crypto.createHash('sha256').update(JSON.stringify(request)).digest('hex');
   const remembered = async (): Promise<T | undefined> => {
-    const row = await db('idempotency_keys').where({ scope, key }).andWhere('created_at', '>=', Date.now() - IDEMPOTENCY_MS).first('fingerprint', 'response');
+    const row = await db('idempotency_keys')
+      .where({ scope, key })
+      .andWhere('created_at', '>=', Date.now() - IDEMPOTENCY_MS)
+      .first('fingerprint', 'response');
     if (!row) return undefined;
-    if (row.fingerprint !== fingerprint) throw new IdempotencyMismatch(`Idempotency-Key '${key}' was used with another request`);
+    if (row.fingerprint !== fingerprint)
+      throw new IdempotencyMismatch(`Idempotency-Key '${key}' was used with another request`);
     return JSON.parse(String(row.response)) as T;
   };
   const first = await remembered();
   if (first !== undefined) return first;
   try {
     return await transact(db, async (trx) => {
-      await trx('idempotency_keys').where({ scope, key }).andWhere('created_at', '<', Date.now() - IDEMPOTENCY_MS).del(); // an expired use
+      await trx('idempotency_keys')
+        .where({ scope, key })
+        .andWhere('created_at', '<', Date.now() - IDEMPOTENCY_MS)
+        .del(); // an expired use
       const result = await run(trx);
-      await trx('idempotency_keys').insert({ scope, key, fingerprint, response: JSON.stringify(result), created_at: Date.now() });
+      await trx('idempotency_keys').insert({
+        scope,
+        key,
+        fingerprint,
+        response: JSON.stringify(result),
+        created_at: Date.now(),
+      });
       return result;
     });
   } catch (e) {
@@ -47,6 +66,7 @@ export async function idempotent<T>(db: Knex, scope: string, key: string | undef
 
 /** Forgets idempotency keys older than 24 h. */
 export async function purgeIdempotencyKeys(db: Knex): Promise<number> {
-  return db('idempotency_keys').where('created_at', '<', Date.now() - IDEMPOTENCY_MS).del();
+  return db('idempotency_keys')
+    .where('created_at', '<', Date.now() - IDEMPOTENCY_MS)
+    .del();
 }
-

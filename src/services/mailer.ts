@@ -22,7 +22,8 @@ export class Mailer {
 
   /** Says once, at start-up, where mail goes when there is no SMTP server. */
   announce(): void {
-    if (!this.config.smtp_url) this.log.warn('mail: no mail.smtp_url configured; verification and password-reset links are written to this log');
+    if (!this.config.smtp_url)
+      this.log.warn('mail: no mail.smtp_url configured; verification and password-reset links are written to this log');
   }
 
   async send(mail: Mail): Promise<void> {

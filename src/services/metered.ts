@@ -82,7 +82,10 @@ export class Metered {
 
   /** The models a key may use, in configuration order. */
   models(key: ApiKey): Model[] {
-    return this.gateway.models.all().filter((m) => keyAllowsModel(key, m.id)).map(toModel);
+    return this.gateway.models
+      .all()
+      .filter((m) => keyAllowsModel(key, m.id))
+      .map(toModel);
   }
 
   /**
@@ -90,7 +93,10 @@ export class Metered {
    * key as a paid request, and counted against its tokens per minute like one (its prompt's estimate): counting
    * costs an upstream call or tokenizer time.
    */
-  async countTokens<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'client' | 'headers'>): Promise<{ input_tokens: number }> {
+  async countTokens<Req extends { model: string }>(
+    op: Operation<Req>,
+    call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'client' | 'headers'>,
+  ): Promise<{ input_tokens: number }> {
     const { model, body, headers } = this.policy(op, call);
     await call.grant.tokens(tokenEstimate(call.profile, model));
     try {
@@ -119,14 +125,25 @@ export class Metered {
         admission.track(streamed.progress);
         let meter: Meter | null = null;
         void streamed.meter.then((m) => (meter = m));
-        const frames = this.frames(op, streamed, { model: model.id, requestId: call.requestId, admission, ttfbMs: Date.now() - started, ended, onAnswer: call.onAnswer });
+        const frames = this.frames(op, streamed, {
+          model: model.id,
+          requestId: call.requestId,
+          admission,
+          ttfbMs: Date.now() - started,
+          ended,
+          onAnswer: call.onAnswer,
+        });
         return { sse: frames, headers: grant.headers, meter: () => meter };
       }
       // A client that leaves does not stop an answer that is not streamed: the upstream generates it and bills it
       // anyway (it notices a closed connection only when it writes), so the call runs to its end and its usage is
       // charged — exactly what the upstream billed, never a guess.
       const answer = await this.gateway.call(op, model, body, upstream); // no signal: it runs to its end
-      await admission.settle({ status: call.client.left() ? 499 : 200, used: answer.meter, ttfbMs: Date.now() - started });
+      await admission.settle({
+        status: call.client.left() ? 499 : 200,
+        used: answer.meter,
+        ttfbMs: Date.now() - started,
+      });
       ended(answer.meter);
       await call.onAnswer?.(answer.body);
       return { body: answer.body, headers: grant.headers, meter: () => answer.meter };
@@ -179,8 +196,12 @@ export class Metered {
    * the key may use the model; attachments it does not take are refused; the operation's price-raising fields are
    * refused or stripped (policy.ts) and so are the headers it passes on. Nothing is spent before it passes.
    */
-  private policy<Req extends { model: string }>(op: Operation<Req>, call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'headers'>) {
-    if (!keyAllowsModel(call.principal.key, call.body.model)) throw withHeaders(errors.modelNotFound(call.body.model), call.grant);
+  private policy<Req extends { model: string }>(
+    op: Operation<Req>,
+    call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'headers'>,
+  ) {
+    if (!keyAllowsModel(call.principal.key, call.body.model))
+      throw withHeaders(errors.modelNotFound(call.body.model), call.grant);
     const model = this.gateway.models.resolve(call.body.model, op);
     try {
       checkAttachments(call.profile, model);
@@ -193,7 +214,11 @@ export class Metered {
   }
 
   /** The stream as SSE frames; when it ends, however it ends, what it used is settled. */
-  private async *frames<Req extends { model: string }>(op: Operation<Req>, streamed: Streamed<unknown>, o: StreamEnd): AsyncGenerator<string> {
+  private async *frames<Req extends { model: string }>(
+    op: Operation<Req>,
+    streamed: Streamed<unknown>,
+    o: StreamEnd,
+  ): AsyncGenerator<string> {
     const { admission, ttfbMs, ended } = o;
     let status = 499; // unless the stream completes or fails, its client went away
     let last: unknown;
@@ -215,7 +240,11 @@ export class Metered {
     }
   }
 
-  private async promptOnly<Req extends { model: string }>(op: Operation<Req>, model: ModelConfig, body: Req): Promise<Meter | null> {
+  private async promptOnly<Req extends { model: string }>(
+    op: Operation<Req>,
+    model: ModelConfig,
+    body: Req,
+  ): Promise<Meter | null> {
     try {
       return { provider: '', usage: usage(await this.gateway.countPrompt(op, model, body), 0), counted: 'tokenizer' };
     } catch (e) {
@@ -235,7 +264,10 @@ interface StreamEnd {
 }
 
 /** The request headers an operation passes on, by their (lower-case) names. */
-function forwarded(headers: PaidCall<unknown>['headers'], names: readonly string[] | undefined): Record<string, string> {
+function forwarded(
+  headers: PaidCall<unknown>['headers'],
+  names: readonly string[] | undefined,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const n of names ?? []) {
     const v = headers?.[n];

@@ -42,20 +42,38 @@ export class StoredResponses {
   ) {}
 
   /** The request as it goes upstream: the conversation so far (if it continues one), then its own input. */
-  async withHistory(accountId: number, body: ResponsesRequest): Promise<{ body: ResponsesRequest; input: ResponseInputItem[] }> {
-    const own: ResponseInputItem[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []);
+  async withHistory(
+    accountId: number,
+    body: ResponsesRequest,
+  ): Promise<{ body: ResponsesRequest; input: ResponseInputItem[] }> {
+    const own: ResponseInputItem[] =
+      typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []);
     if (!body.previous_response_id) return { body: { ...body, input: own }, input: own };
     const previous = await this.load(accountId, body.previous_response_id);
-    if (!previous) throw errors.invalidRequest(`Previous response with id '${body.previous_response_id}' not found.`, 'previous_response_id', 'previous_response_not_found');
+    if (!previous)
+      throw errors.invalidRequest(
+        `Previous response with id '${body.previous_response_id}' not found.`,
+        'previous_response_id',
+        'previous_response_not_found',
+      );
     if (!Array.isArray(previous.input)) {
-      throw errors.invalidRequest(`Response '${body.previous_response_id}' cannot be continued: the conversation is longer than one request may be (${this.maxBytes} bytes); send the turns you need as input`, 'previous_response_id', 'conversation_too_long');
+      throw errors.invalidRequest(
+        `Response '${body.previous_response_id}' cannot be continued: the conversation is longer than one request may be (${this.maxBytes} bytes); send the turns you need as input`,
+        'previous_response_id',
+        'conversation_too_long',
+      );
     }
     const input = [...previous.input, ...replayed(previous.response.output), ...own];
     return { body: { ...body, input }, input };
   }
 
   /** Keeps a response (unless the request said `store: false`). */
-  async keep(accountId: number, body: ResponsesRequest, input: ResponseInputItem[], response: ResponseObject): Promise<void> {
+  async keep(
+    accountId: number,
+    body: ResponsesRequest,
+    input: ResponseInputItem[],
+    response: ResponseObject,
+  ): Promise<void> {
     if (body.store === false || !response?.id) return;
     const answer = JSON.stringify(response);
     let history = JSON.stringify(input);
@@ -87,7 +105,9 @@ export class StoredResponses {
   async purge(): Promise<number> {
     let total = 0;
     for (;;) {
-      const ids = (await this.db('responses').where('created_at', '<', this.cutoff()).limit(1000).select('id')).map((r) => String(r.id));
+      const ids = (await this.db('responses').where('created_at', '<', this.cutoff()).limit(1000).select('id')).map(
+        (r) => String(r.id),
+      );
       if (!ids.length) return total;
       total += await this.db('responses').whereIn('id', ids).del();
     }

@@ -9,7 +9,12 @@ import { hashPassword, passwordProblem } from '../accounts/passwords';
 import type { ConsoleConfig } from '../config';
 import type { Mailer } from './mailer';
 
-export async function mailVerification(db: Knex, mailer: Mailer, account: Pick<Account, 'id' | 'email'>, origin: string): Promise<void> {
+export async function mailVerification(
+  db: Knex,
+  mailer: Mailer,
+  account: Pick<Account, 'id' | 'email'>,
+  origin: string,
+): Promise<void> {
   const token = await issueToken(db, account.id, 'verify');
   await mailer.send({
     to: account.email,
@@ -18,7 +23,12 @@ export async function mailVerification(db: Knex, mailer: Mailer, account: Pick<A
   });
 }
 
-export async function mailPasswordReset(db: Knex, mailer: Mailer, account: Pick<Account, 'id' | 'email'>, origin: string): Promise<void> {
+export async function mailPasswordReset(
+  db: Knex,
+  mailer: Mailer,
+  account: Pick<Account, 'id' | 'email'>,
+  origin: string,
+): Promise<void> {
   const token = await issueToken(db, account.id, 'reset');
   await mailer.send({
     to: account.email,
@@ -40,7 +50,11 @@ export function confirmAddress(db: Knex, token: string, c: ConsoleConfig): Promi
   });
 }
 
-export const signupCredits = (c: ConsoleConfig) => ({ starterMicros: c.starter_credits_micros, referralMicros: c.referral_credits_micros, referralsPerMonth: c.referrals_per_month });
+export const signupCredits = (c: ConsoleConfig) => ({
+  starterMicros: c.starter_credits_micros,
+  referralMicros: c.referral_credits_micros,
+  referralsPerMonth: c.referrals_per_month,
+});
 
 /**
  * Sets a new password with a reset link's token: `invalid` for an unknown, used or expired token; a password problem
@@ -48,7 +62,12 @@ export const signupCredits = (c: ConsoleConfig) => ({ starterMicros: c.starter_c
  * transaction, the token is used up, the password set, every session of the account ended, and the address counts as
  * confirmed (the link reached it).
  */
-export async function resetPassword(db: Knex, token: string, password: string, c: ConsoleConfig): Promise<{ accountId: number; email: string } | { invalid: true } | { problem: string }> {
+export async function resetPassword(
+  db: Knex,
+  token: string,
+  password: string,
+  c: ConsoleConfig,
+): Promise<{ accountId: number; email: string } | { invalid: true } | { problem: string }> {
   const accountId = await peekToken(db, token, 'reset');
   const account = accountId === null ? null : await getAccount(db, accountId);
   if (!account) return { invalid: true };

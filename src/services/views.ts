@@ -29,7 +29,12 @@ export function usageCountsView(r: UsageCounts): Pick<Schemas['UsageRecord'], Fi
 }
 
 /** The usage classes as the console API describes them, wholes before their parts. */
-export const USAGE_CLASS_VIEWS: Schemas['UsageClass'][] = USAGE_CLASSES.map((c) => ({ name: c.name, label: c.label, unit: c.unit, part_of: c.partOf }));
+export const USAGE_CLASS_VIEWS: Schemas['UsageClass'][] = USAGE_CLASSES.map((c) => ({
+  name: c.name,
+  label: c.label,
+  unit: c.unit,
+  part_of: c.partOf,
+}));
 
 export const SESSION_COOKIE = 'sy_session';
 
@@ -95,7 +100,8 @@ export function usdParam(value: string | number, param: string, opts: { allowNeg
   } catch {
     throw errors.invalidRequest(`Invalid value for '${param}': must be a USD amount with at most 6 decimals`, param);
   }
-  if (micros < 0 && !opts.allowNegative) throw errors.invalidRequest(`Invalid value for '${param}': must not be negative`, param);
+  if (micros < 0 && !opts.allowNegative)
+    throw errors.invalidRequest(`Invalid value for '${param}': must not be negative`, param);
   return micros;
 }
 
@@ -129,14 +135,16 @@ export function timeParam(value: string | undefined, param: string): number | un
   const m = /^(\d{4}-\d\d-\d\d)(?:[T ]([\d:.]+)(Z|[+-]\d\d:?\d\d)?)?$/i.exec(value.trim());
   // A date alone, or a time without a zone, is UTC.
   const ms = m ? Date.parse(m[2] ? `${m[1]}T${m[2]}${m[3] ?? 'Z'}` : m[1]) : NaN;
-  if (Number.isNaN(ms)) throw errors.invalidRequest(`Invalid value for '${param}': must be an ISO 8601 date or date-time`, param);
+  if (Number.isNaN(ms))
+    throw errors.invalidRequest(`Invalid value for '${param}': must be an ISO 8601 date or date-time`, param);
   return ms;
 }
 
 /** The cursor of a page (the last row's id as text) back to an id, or a 400. */
 export function cursorParam(value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined;
-  if (!/^\d{1,15}$/.test(value)) throw errors.invalidRequest("Invalid value for 'cursor': use the next_cursor of the previous page", 'cursor');
+  if (!/^\d{1,15}$/.test(value))
+    throw errors.invalidRequest("Invalid value for 'cursor': use the next_cursor of the previous page", 'cursor');
   return Number(value);
 }
 
@@ -157,11 +165,18 @@ export function expiryParam(v: string | null | undefined, param: string, now = D
 
 function budgetView(k: ApiKey, now = Date.now()): Schemas['KeyBudget'] | null {
   if (k.budget_micros === null || !k.budget_period) return null;
-  return { usd: formatUsd(k.budget_micros), period: k.budget_period, spent_usd: formatUsd(spentThisPeriod(k, now)), resets_at: iso(periodEnd(k.budget_period, now)) };
+  return {
+    usd: formatUsd(k.budget_micros),
+    period: k.budget_period,
+    spent_usd: formatUsd(spentThisPeriod(k, now)),
+    resets_at: iso(periodEnd(k.budget_period, now)),
+  };
 }
 
 /** A key budget from a request: `{usd, period}` in micro-USD, or null for none; absent: unchanged. */
-export function budgetParam(v: { usd: string | number; period: BudgetPeriod } | null | undefined): { micros: number; period: BudgetPeriod } | null | undefined {
+export function budgetParam(
+  v: { usd: string | number; period: BudgetPeriod } | null | undefined,
+): { micros: number; period: BudgetPeriod } | null | undefined {
   if (v === undefined || v === null) return v;
   return { micros: usdParam(v.usd, 'budget.usd'), period: v.period };
 }

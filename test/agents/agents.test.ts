@@ -25,7 +25,8 @@ let accountId: number;
 
 beforeAll(async () => {
   for (const cli of ['claude', 'codex']) {
-    if (!fs.existsSync(path.join(BIN, cli))) throw new Error(`${cli} is not installed: run \`make agents\` (it installs test/agents/package.json)`);
+    if (!fs.existsSync(path.join(BIN, cli)))
+      throw new Error(`${cli} is not installed: run \`make agents\` (it installs test/agents/package.json)`);
   }
   claude = await new FakeAnthropic().start();
   openai = await new FakeOpenAI().start();
@@ -55,7 +56,12 @@ afterAll(async () => {
 });
 
 /** Runs a CLI with no stdin (they wait for piped input otherwise), its output collected. */
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(path.join(BIN, cmd), args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -94,8 +100,18 @@ describe('Claude Code', () => {
     fs.writeFileSync(path.join(dir, 'note.txt'), 'The password is swordfish.\n');
     const before = claude.requests.length;
     claude.plan(
-      { kind: 'sse', events: streamEvents(message([{ type: 'tool_use', id: 'toolu_read1', name: 'Read', input: { file_path: path.join(dir, 'note.txt') } }])) },
-      { kind: 'sse', events: streamEvents(message([{ type: 'text', text: 'The note says the password is swordfish.' }])) },
+      {
+        kind: 'sse',
+        events: streamEvents(
+          message([
+            { type: 'tool_use', id: 'toolu_read1', name: 'Read', input: { file_path: path.join(dir, 'note.txt') } },
+          ]),
+        ),
+      },
+      {
+        kind: 'sse',
+        events: streamEvents(message([{ type: 'text', text: 'The note says the password is swordfish.' }])),
+      },
     );
     const r = await claudeCode('claude-sonnet-4-5', 'What does note.txt say?', dir);
     if (r.code !== 0) console.log(r.stdout, r.stderr);
@@ -106,10 +122,14 @@ describe('Claude Code', () => {
     expect(sent[0].body.tools.length).toBeGreaterThan(3);
     expect(sent[0].body.model).toBe('claude-sonnet-4-5');
     // the tool ran on this machine and its result went back upstream
-    const results = sent.flatMap((q) => q.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []))).filter((b: any) => b.type === 'tool_result');
+    const results = sent
+      .flatMap((q) => q.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])))
+      .filter((b: any) => b.type === 'tool_result');
     expect(JSON.stringify(results)).toContain('swordfish');
     await gw.settled();
-    const records = await gw.app.db('usage_records').where({ account_id: accountId, endpoint: 'messages', model: 'claude-sonnet-4-5' });
+    const records = await gw.app
+      .db('usage_records')
+      .where({ account_id: accountId, endpoint: 'messages', model: 'claude-sonnet-4-5' });
     expect(records.length).toBeGreaterThanOrEqual(2);
   });
 
@@ -123,7 +143,20 @@ describe('Claude Code', () => {
         kind: 'sse',
         events: [
           { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: null }, finish_reason: null }] },
-          { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_read', type: 'function', function: { name: 'Read', arguments: args } }] }, finish_reason: null }] },
+          {
+            ...base,
+            choices: [
+              {
+                index: 0,
+                delta: {
+                  tool_calls: [
+                    { index: 0, id: 'call_read', type: 'function', function: { name: 'Read', arguments: args } },
+                  ],
+                },
+                finish_reason: null,
+              },
+            ],
+          },
           { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
           { ...base, choices: [], usage: { prompt_tokens: 900, completion_tokens: 20, total_tokens: 920 } },
         ],
@@ -131,7 +164,12 @@ describe('Claude Code', () => {
       {
         kind: 'sse',
         events: [
-          { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'The list says: buy milk.' }, finish_reason: null }] },
+          {
+            ...base,
+            choices: [
+              { index: 0, delta: { role: 'assistant', content: 'The list says: buy milk.' }, finish_reason: null },
+            ],
+          },
           { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
           { ...base, choices: [], usage: { prompt_tokens: 950, completion_tokens: 8, total_tokens: 958 } },
         ],
@@ -156,7 +194,12 @@ function codex(model: string, prompt: string) {
     path.join(home, 'config.toml'),
     `model = "${model}"\nmodel_provider = "switchyard"\n\n[model_providers.switchyard]\nname = "switchyard"\nbase_url = "${gw.url}/v1"\nenv_key = "SWITCHYARD_KEY"\nwire_api = "responses"\n`,
   );
-  return run('codex', ['exec', '--skip-git-repo-check', prompt], { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: secret }, temp('switchyard-codex-work-'));
+  return run(
+    'codex',
+    ['exec', '--skip-git-repo-check', prompt],
+    { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: secret },
+    temp('switchyard-codex-work-'),
+  );
 }
 
 describe('Codex', () => {

@@ -54,7 +54,8 @@ const num = (name, dflt, { min = 0, int = false } = {}) => {
   const v = process.env[name];
   if (v === undefined || v === '') return dflt;
   const n = Number(v);
-  if (!Number.isFinite(n) || n < min || (int && !Number.isInteger(n))) throw new Error(`${name} must be ${int ? 'a whole number' : 'a number'} ≥ ${min}`);
+  if (!Number.isFinite(n) || n < min || (int && !Number.isInteger(n)))
+    throw new Error(`${name} must be ${int ? 'a whole number' : 'a number'} ≥ ${min}`);
   return n;
 };
 const ROUNDS = num('BENCH_ROUNDS', 3, { min: 1, int: true });
@@ -67,7 +68,10 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const STRICT = process.env.BENCH_STRICT === '1';
 const OUT = process.env.BENCH_OUT ?? (PROFILE ? '-' : path.join(HERE, 'results.md'));
-const DATABASES = (process.env.BENCH_DATABASES || 'sqlite,mariadb').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+const DATABASES = (process.env.BENCH_DATABASES || 'sqlite,mariadb')
+  .split(',')
+  .map((s) => s.trim().toLowerCase())
+  .filter(Boolean);
 const MARIADB = { host: '127.0.0.1', port: 3306, user: 'root', database: 'switchyard_bench' };
 const CREDITS_USD = '1000';
 const MODEL = 'bench-chat'; // Switchyard's name for it
@@ -85,11 +89,57 @@ if (!ANSWER.includes(EXPECT_CHAT)) throw new Error('upstream.mjs answers somethi
 
 const CHAT = { kind: 'wrk', method: 'POST', path: '/chat/completions', paid: true, expect: EXPECT_CHAT };
 const SCENARIOS = [
-  { ...CHAT, id: 'chat32', name: 'paid chat, 32 connections', connections: 32, metric: 'rps', compare: 'ratio', target: { op: '>=', value: 0.5 }, cpu: true },
-  { ...CHAT, id: 'chat1', name: 'paid chat, 1 connection', connections: 1, metric: 'p50', compare: 'diff', target: { op: '<=', value: 0.5 } },
-  { ...CHAT, id: 'chat128', name: 'paid chat, 128 connections', connections: 128, metric: 'p99', compare: 'ratio', target: { op: '<=', value: 3 }, rss: true },
-  { kind: 'wrk', id: 'models', name: 'GET /v1/models, 32 connections', method: 'GET', path: '/models', connections: 32, expect: EXPECT_MODELS, metric: 'rps', compare: 'ratio', target: { op: '>=', value: 0.5 } },
-  { kind: 'stream', id: 'stream', name: 'streaming chat, time to first byte', paid: true, connections: STREAM_CONNECTIONS, metric: 'ttfb50', compare: 'diff', target: { op: '<=', value: 1 } },
+  {
+    ...CHAT,
+    id: 'chat32',
+    name: 'paid chat, 32 connections',
+    connections: 32,
+    metric: 'rps',
+    compare: 'ratio',
+    target: { op: '>=', value: 0.5 },
+    cpu: true,
+  },
+  {
+    ...CHAT,
+    id: 'chat1',
+    name: 'paid chat, 1 connection',
+    connections: 1,
+    metric: 'p50',
+    compare: 'diff',
+    target: { op: '<=', value: 0.5 },
+  },
+  {
+    ...CHAT,
+    id: 'chat128',
+    name: 'paid chat, 128 connections',
+    connections: 128,
+    metric: 'p99',
+    compare: 'ratio',
+    target: { op: '<=', value: 3 },
+    rss: true,
+  },
+  {
+    kind: 'wrk',
+    id: 'models',
+    name: 'GET /v1/models, 32 connections',
+    method: 'GET',
+    path: '/models',
+    connections: 32,
+    expect: EXPECT_MODELS,
+    metric: 'rps',
+    compare: 'ratio',
+    target: { op: '>=', value: 0.5 },
+  },
+  {
+    kind: 'stream',
+    id: 'stream',
+    name: 'streaming chat, time to first byte',
+    paid: true,
+    connections: STREAM_CONNECTIONS,
+    metric: 'ttfb50',
+    compare: 'diff',
+    target: { op: '<=', value: 1 },
+  },
 ];
 const CPU_TARGET_US = 200;
 const RSS_TARGET_MB = 150;
@@ -125,7 +175,8 @@ function track(child) {
 }
 
 function waitExit(child, ms) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode, ms: 0, killed: false });
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode, ms: 0, killed: false });
   const t0 = Date.now();
   return new Promise((resolve) => {
     let killed = false;
@@ -172,7 +223,14 @@ async function cli(env, ...args) {
 }
 
 async function mariadb(sql) {
-  const { stdout } = await execFileP('mariadb', [`-u${MARIADB.user}`, `-h${MARIADB.host}`, `-P${MARIADB.port}`, '-N', '-e', sql]);
+  const { stdout } = await execFileP('mariadb', [
+    `-u${MARIADB.user}`,
+    `-h${MARIADB.host}`,
+    `-P${MARIADB.port}`,
+    '-N',
+    '-e',
+    sql,
+  ]);
   return stdout;
 }
 
@@ -187,7 +245,16 @@ async function startHelper(name, script, args = []) {
 }
 
 async function startGateway(env, port, profDir) {
-  const args = [...NODE_FLAGS, ...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []), CLI, 'serve', '--port', String(port), '--host', '127.0.0.1'];
+  const args = [
+    ...NODE_FLAGS,
+    ...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []),
+    CLI,
+    'serve',
+    '--port',
+    String(port),
+    '--host',
+    '127.0.0.1',
+  ];
   const child = track(spawn(process.execPath, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
   const logs = { lines: 0, head: [] };
   for (const stream of [child.stdout, child.stderr]) {
@@ -271,7 +338,8 @@ async function runWrk(opts, pids) {
   const { code, signal } = await waitExit(child, (opts.seconds + 60) * 1000);
   const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, safe(() => cpuMs(pid), NaN) - before[k]]));
   const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
-  if (code !== 0 || !line) throw new Error(`wrk failed (${code ?? signal}): ${(err || out).trim().split('\n').slice(-3).join(' / ')}`);
+  if (code !== 0 || !line)
+    throw new Error(`wrk failed (${code ?? signal}): ${(err || out).trim().split('\n').slice(-3).join(' / ')}`);
   const r = JSON.parse(line.slice('WRK_JSON '.length));
   const seconds = r.duration_us / 1e6;
   const answered2xx = r.ok + r.bad_bodies;
@@ -288,7 +356,9 @@ async function runWrk(opts, pids) {
     p50: r.latency_ms.p50,
     p90: r.latency_ms.p90,
     p99: r.latency_ms.p99,
-    cpuUsPerReq: Object.fromEntries(Object.entries(cpu).map(([k, ms]) => [k, r.requests ? (ms * 1000) / r.requests : NaN])),
+    cpuUsPerReq: Object.fromEntries(
+      Object.entries(cpu).map(([k, ms]) => [k, r.requests ? (ms * 1000) / r.requests : NaN]),
+    ),
   };
 }
 
@@ -305,7 +375,11 @@ function percentile(sorted, q) {
 async function runStream({ url, key, model, count = Infinity, seconds = Infinity, connections = STREAM_CONNECTIONS }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const body = JSON.stringify({ model, messages: MESSAGES, stream: true, stream_options: { include_usage: true } });
-  const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(key ? { authorization: `Bearer ${key}` } : {}) };
+  const headers = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...(key ? { authorization: `Bearer ${key}` } : {}),
+  };
   const target = `${url}/chat/completions`;
   const r = { requests: 0, ok: 0, answered2xx: 0, non2xx: 0, bad: 0, sockErrors: 0, ttfb: [] };
   const deadline = Date.now() + seconds * 1000;
@@ -358,7 +432,13 @@ async function runStream({ url, key, model, count = Infinity, seconds = Infinity
   await Promise.all(Array.from({ length: connections }, worker));
   agent.destroy();
   r.ttfb.sort((a, b) => a - b);
-  return { ...r, p50: percentile(r.ttfb, 0.5), p90: percentile(r.ttfb, 0.9), p99: percentile(r.ttfb, 0.99), ttfb: undefined };
+  return {
+    ...r,
+    p50: percentile(r.ttfb, 0.5),
+    p90: percentile(r.ttfb, 0.9),
+    p99: percentile(r.ttfb, 0.99),
+    ttfb: undefined,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -414,16 +494,30 @@ async function countUsage(db, database) {
     const Database = createRequire(path.join(ROOT, 'package.json'))('better-sqlite3');
     const conn = new Database(database.file, { readonly: true, fileMustExist: true });
     try {
-      const byStatus = Object.fromEntries(conn.prepare('SELECT status, COUNT(*) AS n FROM usage_records GROUP BY status').all().map((r) => [String(r.status), Number(r.n)]));
+      const byStatus = Object.fromEntries(
+        conn
+          .prepare('SELECT status, COUNT(*) AS n FROM usage_records GROUP BY status')
+          .all()
+          .map((r) => [String(r.status), Number(r.n)]),
+      );
       const holds = Number(conn.prepare('SELECT COUNT(*) AS n FROM holds').get().n);
       return { byStatus, holds };
     } finally {
       conn.close();
     }
   }
-  const out = await mariadb(`SELECT status, COUNT(*) FROM ${MARIADB.database}.usage_records GROUP BY status; SELECT 'holds', COUNT(*) FROM ${MARIADB.database}.holds`);
-  const rows = out.trim().split('\n').filter(Boolean).map((l) => l.split('\t'));
-  return { byStatus: Object.fromEntries(rows.filter((r) => r[0] !== 'holds').map((r) => [r[0], Number(r[1])])), holds: Number(rows.find((r) => r[0] === 'holds')?.[1] ?? NaN) };
+  const out = await mariadb(
+    `SELECT status, COUNT(*) FROM ${MARIADB.database}.usage_records GROUP BY status; SELECT 'holds', COUNT(*) FROM ${MARIADB.database}.holds`,
+  );
+  const rows = out
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('\t'));
+  return {
+    byStatus: Object.fromEntries(rows.filter((r) => r[0] !== 'holds').map((r) => [r[0], Number(r[1])])),
+    holds: Number(rows.find((r) => r[0] === 'holds')?.[1] ?? NaN),
+  };
 }
 
 async function benchDatabase(db, scenarios) {
@@ -439,10 +533,20 @@ async function benchDatabase(db, scenarios) {
     const env = { ...process.env, DATABASE_URL: database.url, SWITCHYARD_CONFIG: configFile, LOG_LEVEL: 'warn' };
     delete env.REDIS_URL; // in-memory rate-limit counters: the benchmark measures one process
 
-    const account = await cli(env, 'accounts', 'create', '--email', `bench-${process.pid}-${Date.now()}@switchyard.local`, '--credits', CREDITS_USD);
-    if (account.code !== 0) throw new Error(`accounts create failed (exit ${account.code}): ${String(account.stderr).trim()}`);
+    const account = await cli(
+      env,
+      'accounts',
+      'create',
+      '--email',
+      `bench-${process.pid}-${Date.now()}@switchyard.local`,
+      '--credits',
+      CREDITS_USD,
+    );
+    if (account.code !== 0)
+      throw new Error(`accounts create failed (exit ${account.code}): ${String(account.stderr).trim()}`);
     const created = await cli(env, 'keys', 'create', '--account', String(account.json.id), '--name', 'bench');
-    if (created.code !== 0) throw new Error(`keys create failed (exit ${created.code}): ${String(created.stderr).trim()}`);
+    if (created.code !== 0)
+      throw new Error(`keys create failed (exit ${created.code}): ${String(created.stderr).trim()}`);
     const key = created.json.key;
 
     const profDir = PROFILE ? path.join(tmpDir, `prof-${db}`) : null;
@@ -491,12 +595,21 @@ async function benchDatabase(db, scenarios) {
           res.runs.push({ round, scenario: s.id, target, ...r, warmBad });
           for (const x of runs) {
             const what = x === r ? 'measured run' : 'warm-up';
-            if (x.non2xx || x.bad || x.sockErrors) res.broken.push(`${tag} (${what}): ${x.non2xx} non-2xx, ${x.bad} bad bodies, ${x.sockErrors} socket errors${x.errorText ? ` (${x.errorText})` : ''}`);
+            if (x.non2xx || x.bad || x.sockErrors)
+              res.broken.push(
+                `${tag} (${what}): ${x.non2xx} non-2xx, ${x.bad} bad bodies, ${x.sockErrors} socket errors${x.errorText ? ` (${x.errorText})` : ''}`,
+              );
           }
-          const value = s.kind === 'stream' ? `TTFB p50 ${f2(r.p50)} ms` : `${f0(r.rps)} req/s, p50 ${f2(r.p50)} ms, p99 ${f2(r.p99)} ms`;
+          const value =
+            s.kind === 'stream'
+              ? `TTFB p50 ${f2(r.p50)} ms`
+              : `${f0(r.rps)} req/s, p50 ${f2(r.p50)} ms, p99 ${f2(r.p99)} ms`;
           const cpu = s.kind === 'wrk' ? `, CPU ${f0(r.cpuUsPerReq[target])} µs/req` : '';
-          process.stderr.write(`bench:   ${value}${cpu}; non-2xx ${r.non2xx}, bad bodies ${r.bad}, socket errors ${r.sockErrors}\n`);
-          if (s.rss) res.rss = { proxy: safe(() => peakMB(pids.proxy), NaN), gateway: safe(() => peakMB(pids.gateway), NaN) };
+          process.stderr.write(
+            `bench:   ${value}${cpu}; non-2xx ${r.non2xx}, bad bodies ${r.bad}, socket errors ${r.sockErrors}\n`,
+          );
+          if (s.rss)
+            res.rss = { proxy: safe(() => peakMB(pids.proxy), NaN), gateway: safe(() => peakMB(pids.gateway), NaN) };
         }
       }
     }
@@ -505,13 +618,18 @@ async function benchDatabase(db, scenarios) {
     process.stderr.write(`bench: ${db}: stopping the gateway (SIGTERM)\n`);
     res.gwExit = await stop(gw.child, 40_000);
     res.gwLogs = gw.logs;
-    if (res.gwExit.killed || res.gwExit.code !== 0) res.broken.push(`the gateway did not exit cleanly on SIGTERM: ${exitText(res.gwExit)}`);
+    if (res.gwExit.killed || res.gwExit.code !== 0)
+      res.broken.push(`the gateway did not exit cleanly on SIGTERM: ${exitText(res.gwExit)}`);
     const verify = await cli(env, 'ledger', 'verify');
     res.verify = verify;
-    if (verify.code !== 0) res.broken.push(`switchyard ledger verify exited ${verify.code}: ${JSON.stringify(verify.json ?? String(verify.stderr).trim())}`);
+    if (verify.code !== 0)
+      res.broken.push(
+        `switchyard ledger verify exited ${verify.code}: ${JSON.stringify(verify.json ?? String(verify.stderr).trim())}`,
+      );
     res.usage = await countUsage(db, database);
     const s200 = res.usage.byStatus['200'] ?? 0;
-    res.usage.consistent = s200 >= res.paid.answered2xx && s200 <= res.paid.answered2xx + res.paid.slack && res.usage.holds === 0;
+    res.usage.consistent =
+      s200 >= res.paid.answered2xx && s200 <= res.paid.answered2xx + res.paid.slack && res.usage.holds === 0;
     if (!res.usage.consistent) res.broken.push(`usage records do not match the paid answers: ${usageText(res)}`);
     if (profDir) res.profile = profileText(profDir);
   } finally {
@@ -537,11 +655,17 @@ function median(xs) {
   return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-const exitText = (x) => (x.killed ? `killed after ${(x.ms / 1000).toFixed(0)} s (did not stop on SIGTERM)` : `exit code ${x.code ?? x.signal} after ${(x.ms / 1000).toFixed(1)} s`);
+const exitText = (x) =>
+  x.killed
+    ? `killed after ${(x.ms / 1000).toFixed(0)} s (did not stop on SIGTERM)`
+    : `exit code ${x.code ?? x.signal} after ${(x.ms / 1000).toFixed(1)} s`;
 
 function usageText(res) {
   const u = res.usage;
-  const others = Object.entries(u.byStatus).filter(([k]) => k !== '200').map(([k, n]) => `${n} × status ${k}`).join(', ');
+  const others = Object.entries(u.byStatus)
+    .filter(([k]) => k !== '200')
+    .map(([k, n]) => `${n} × status ${k}`)
+    .join(', ');
   return (
     `${u.byStatus['200'] ?? 0} usage records with status 200${others ? ` (plus ${others})` : ''} for ${res.paid.answered2xx} paid 2xx answers the clients received ` +
     `(up to ${res.paid.slack} more were in flight when a wrk run stopped); ${u.holds} open holds`
@@ -572,7 +696,8 @@ function tables(res, scenarios) {
       const cmp = s.compare === 'ratio' ? gv / pv : gv - pv;
       rounds.push({ round, p, g, pv, gv, cmp });
       const fmt = METRIC[s.metric].fmt;
-      const count = (r) => `${r.requests} / ${r.non2xx + r.bad + r.sockErrors}${r.warmBad ? ` (+${r.warmBad} in warm-up)` : ''}`;
+      const count = (r) =>
+        `${r.requests} / ${r.non2xx + r.bad + r.sockErrors}${r.warmBad ? ` (+${r.warmBad} in warm-up)` : ''}`;
       perRound.push(
         `| ${s.name} | ${round} | ${METRIC[s.metric].label} | ${fmt(pv)} | ${fmt(gv)} | ${s.compare === 'ratio' ? `${f2(cmp)}×` : `${signed(cmp)} ms`} | ` +
           `${f2(p.p50)} / ${f2(p.p90)} / ${f2(p.p99)} | ${f2(g.p50)} / ${f2(g.p90)} / ${f2(g.p99)} | ` +
@@ -590,11 +715,17 @@ function tables(res, scenarios) {
     if (s.cpu) {
       const pc = median(rounds.map((r) => r.p.cpuUsPerReq.proxy));
       const gc = median(rounds.map((r) => r.g.cpuUsPerReq.gateway));
-      summary.push({ row: `| CPU per request (user + system, ${s.name}): µs | ${f0(pc)} | ${f0(gc)} | ${f2(gc / pc)}× | Switchyard ≤ ${CPU_TARGET_US} µs | ${judge(gc, { op: '<=', value: CPU_TARGET_US })} |`, pass: judge(gc, { op: '<=', value: CPU_TARGET_US }) });
+      summary.push({
+        row: `| CPU per request (user + system, ${s.name}): µs | ${f0(pc)} | ${f0(gc)} | ${f2(gc / pc)}× | Switchyard ≤ ${CPU_TARGET_US} µs | ${judge(gc, { op: '<=', value: CPU_TARGET_US })} |`,
+        pass: judge(gc, { op: '<=', value: CPU_TARGET_US }),
+      });
     }
     if (s.rss && res.rss) {
       const v = judge(res.rss.gateway, { op: '<=', value: RSS_TARGET_MB });
-      summary.push({ row: `| peak RSS (VmHWM) after the 128-connection runs: MB | ${f1(res.rss.proxy)} | ${f1(res.rss.gateway)} | ${f2(res.rss.gateway / res.rss.proxy)}× | Switchyard ≤ ${RSS_TARGET_MB} MB | ${v} |`, pass: v });
+      summary.push({
+        row: `| peak RSS (VmHWM) after the 128-connection runs: MB | ${f1(res.rss.proxy)} | ${f1(res.rss.gateway)} | ${f2(res.rss.gateway / res.rss.proxy)}× | Switchyard ≤ ${RSS_TARGET_MB} MB | ${v} |`,
+        pass: v,
+      });
     }
   }
   return { summary, perRound };
@@ -622,15 +753,24 @@ function render({ results, errors, scenarios, mach, loadBefore, loadAfter, start
       'of that process during the 32-connection run ÷ the answers wrk received.',
   );
   L.push('');
-  const changed = Object.entries({ BENCH_ROUNDS: [ROUNDS, 3], BENCH_DURATION: [DURATION, 10], BENCH_WARMUP: [WARMUP, 2], BENCH_STREAM_N: [STREAM_N, 200] })
+  const changed = Object.entries({
+    BENCH_ROUNDS: [ROUNDS, 3],
+    BENCH_DURATION: [DURATION, 10],
+    BENCH_WARMUP: [WARMUP, 2],
+    BENCH_STREAM_N: [STREAM_N, 200],
+  })
     .filter(([, [v, d]]) => v !== d)
     .map(([k, [v]]) => `${k}=${v}`);
   if (changed.length || PROFILE || process.env.BENCH_ONLY) {
-    L.push(`**Not the default settings** (${[...changed, ...(PROFILE ? ['BENCH_PROFILE=1 (slowed by the profiler)'] : []), ...(process.env.BENCH_ONLY ? [`BENCH_ONLY=${process.env.BENCH_ONLY}`] : [])].join(', ')}): compare with care.`);
+    L.push(
+      `**Not the default settings** (${[...changed, ...(PROFILE ? ['BENCH_PROFILE=1 (slowed by the profiler)'] : []), ...(process.env.BENCH_ONLY ? [`BENCH_ONLY=${process.env.BENCH_ONLY}`] : [])].join(', ')}): compare with care.`,
+    );
     L.push('');
   }
   if (results[0]?.commands.length) {
-    L.push(`wrk command lines (${results[0].db}; warm-ups use -d${WARMUP}s; $KEY is the bench key; the bare proxy gets the same header and forwards it):`);
+    L.push(
+      `wrk command lines (${results[0].db}; warm-ups use -d${WARMUP}s; $KEY is the bench key; the bare proxy gets the same header and forwards it):`,
+    );
     L.push('');
     L.push('```');
     for (const c of results[0].commands) L.push(c);
@@ -649,9 +789,13 @@ function render({ results, errors, scenarios, mach, loadBefore, loadAfter, start
       if (s.pass === 'FAIL') failedTargets.push(`${res.db}: ${s.row.split(' | ')[0].slice(2)}`);
     }
     L.push('');
-    L.push('Per round (latency percentiles in ms; streaming rows: time to first byte; requests / failures = answers received / non-2xx + bad bodies + socket errors):');
+    L.push(
+      'Per round (latency percentiles in ms; streaming rows: time to first byte; requests / failures = answers received / non-2xx + bad bodies + socket errors):',
+    );
     L.push('');
-    L.push('| scenario | round | metric | proxy | Switchyard | ratio / difference | proxy p50 / p90 / p99 | Switchyard p50 / p90 / p99 | CPU µs/req proxy / Switchyard | proxy requests / failures | Switchyard requests / failures |');
+    L.push(
+      '| scenario | round | metric | proxy | Switchyard | ratio / difference | proxy p50 / p90 / p99 | Switchyard p50 / p90 / p99 | CPU µs/req proxy / Switchyard | proxy requests / failures | Switchyard requests / failures |',
+    );
     L.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of perRound) L.push(r);
     L.push('');
@@ -676,8 +820,11 @@ function render({ results, errors, scenarios, mach, loadBefore, loadAfter, start
     L.push(`\`${e.message}\``);
     L.push('');
   }
-  const missed = results.map((r) => [r.db, failedTargets.filter((f) => f.startsWith(`${r.db}: `)).length, r.targets]).filter(([, n]) => n);
-  if (missed.length) L.push(`Targets missed: ${missed.map(([db, n, of]) => `${db} ${n} of ${of}`).join(', ')} (FAIL rows above).`);
+  const missed = results
+    .map((r) => [r.db, failedTargets.filter((f) => f.startsWith(`${r.db}: `)).length, r.targets])
+    .filter(([, n]) => n);
+  if (missed.length)
+    L.push(`Targets missed: ${missed.map(([db, n, of]) => `${db} ${n} of ${of}`).join(', ')} (FAIL rows above).`);
   else L.push(results.some((r) => r.targets) ? 'All targets met.' : 'No results.');
   return { text: L.join('\n'), failedTargets };
 }
@@ -688,7 +835,8 @@ function profileText(dir) {
   if (!file) return 'bench: no CPU profile was written\n';
   const prof = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
   const dt = new Map();
-  for (let i = 0; i < prof.samples.length; i++) dt.set(prof.samples[i], (dt.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
+  for (let i = 0; i < prof.samples.length; i++)
+    dt.set(prof.samples[i], (dt.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
   const byArea = new Map();
   const byFn = new Map();
   let total = 0;
@@ -699,12 +847,26 @@ function profileText(dir) {
     if (functionName === '(idle)') continue;
     total += us;
     const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1];
-    const area = pkg ? pkg : url.includes('/dist/') ? `switchyard ${url.slice(url.indexOf('/dist/') + 6)}` : url.startsWith('node:') ? 'node internals' : functionName.startsWith('(') ? functionName : url ? 'other' : 'native / V8';
+    const area = pkg
+      ? pkg
+      : url.includes('/dist/')
+        ? `switchyard ${url.slice(url.indexOf('/dist/') + 6)}`
+        : url.startsWith('node:')
+          ? 'node internals'
+          : functionName.startsWith('(')
+            ? functionName
+            : url
+              ? 'other'
+              : 'native / V8';
     byArea.set(area, (byArea.get(area) ?? 0) + us);
     const fn = `${functionName || '(anonymous)'} ${url ? `${url.replace(/^.*node_modules\//, '').replace(/^.*\/dist\//, 'dist/')}:${lineNumber + 1}` : ''}`;
     byFn.set(fn, (byFn.get(fn) ?? 0) + us);
   }
-  const top = (m, n) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `| ${k} | ${(v / 1000).toFixed(0)} | ${((v / total) * 100).toFixed(1)} % |`);
+  const top = (m, n) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, v]) => `| ${k} | ${(v / 1000).toFixed(0)} | ${((v / total) * 100).toFixed(1)} % |`);
   const out = [
     '',
     `### Gateway CPU profile (${(total / 1e6).toFixed(1)} s of non-idle samples)`,
@@ -727,10 +889,25 @@ function machine() {
   const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? os.cpus()[0]?.model ?? 'unknown';
   const nproc = safe(() => execFileSync('nproc').toString().trim(), String(os.availableParallelism()));
   const v = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
-  const wrk = `${v.stdout ?? ''}${v.stderr ?? ''}`.split('\n')[0].replace(/\s*Copyright.*$/, '').trim() || 'wrk';
-  const commit = safe(() => execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { stdio: 'pipe' }).toString().trim(), null);
+  const wrk =
+    `${v.stdout ?? ''}${v.stderr ?? ''}`
+      .split('\n')[0]
+      .replace(/\s*Copyright.*$/, '')
+      .trim() || 'wrk';
+  const commit = safe(
+    () => execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { stdio: 'pipe' }).toString().trim(),
+    null,
+  );
   const build = `${ROOT === REPO ? 'this checkout' : ROOT}'s dist/${commit ? ` (HEAD ${commit})` : ''}`;
-  return { nproc, model, node: process.version, kernel: `${os.type()} ${os.release()}`, memGiB: (os.totalmem() / 2 ** 30).toFixed(1), wrk, build };
+  return {
+    nproc,
+    model,
+    node: process.version,
+    kernel: `${os.type()} ${os.release()}`,
+    memGiB: (os.totalmem() / 2 ** 30).toFixed(1),
+    wrk,
+    build,
+  };
 }
 
 function fsType(dir) {
@@ -747,10 +924,18 @@ async function main() {
   if (spawnSync('wrk', ['-v'], { stdio: 'ignore' }).error?.code === 'ENOENT') {
     throw new Error('wrk is not installed: `apt-get install wrk` (Debian/Ubuntu) or see https://github.com/wg/wrk');
   }
-  const only = (process.env.BENCH_ONLY ?? '').split(';').map((x) => x.trim()).filter(Boolean);
+  const only = (process.env.BENCH_ONLY ?? '')
+    .split(';')
+    .map((x) => x.trim())
+    .filter(Boolean);
   const scenarios = SCENARIOS.filter((s) => !only.length || only.some((o) => s.name.includes(o)));
-  if (!scenarios.length) throw new Error(`BENCH_ONLY=${process.env.BENCH_ONLY} matches no scenario: ${SCENARIOS.map((s) => s.name).join('; ')}`);
-  for (const db of DATABASES) if (!['sqlite', 'mariadb'].includes(db)) throw new Error(`BENCH_DATABASES: unknown database '${db}' (sqlite, mariadb)`);
+  if (!scenarios.length)
+    throw new Error(
+      `BENCH_ONLY=${process.env.BENCH_ONLY} matches no scenario: ${SCENARIOS.map((s) => s.name).join('; ')}`,
+    );
+  for (const db of DATABASES)
+    if (!['sqlite', 'mariadb'].includes(db))
+      throw new Error(`BENCH_DATABASES: unknown database '${db}' (sqlite, mariadb)`);
 
   tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
   const mach = machine();
@@ -769,7 +954,15 @@ async function main() {
   }
 
   if (interrupted) return;
-  const { text, failedTargets } = render({ results, errors, scenarios, mach, loadBefore, loadAfter: os.loadavg(), started });
+  const { text, failedTargets } = render({
+    results,
+    errors,
+    scenarios,
+    mach,
+    loadBefore,
+    loadAfter: os.loadavg(),
+    started,
+  });
   process.stdout.write(`${text}\n`);
   if (OUT !== '-') {
     fs.writeFileSync(OUT, `${text}\n`);
@@ -779,7 +972,8 @@ async function main() {
 
   const broken = errors.length + results.reduce((n, r) => n + r.broken.length, 0);
   if (broken) process.stderr.write(`bench: something broke (${broken} finding(s)): see the report\n`);
-  if (STRICT && failedTargets.length) process.stderr.write(`bench: BENCH_STRICT=1 and ${failedTargets.length} target(s) missed\n`);
+  if (STRICT && failedTargets.length)
+    process.stderr.write(`bench: BENCH_STRICT=1 and ${failedTargets.length} target(s) missed\n`);
   process.exitCode = broken || (STRICT && failedTargets.length) ? 1 : 0;
 }
 

@@ -25,10 +25,13 @@ const server = http.createServer((req, res) => {
   }
   const headers = { ...req.headers };
   delete headers.connection; // hop-by-hop: the agent manages the upstream connection
-  const up = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers, agent }, (ur) => {
-    res.writeHead(ur.statusCode, ur.headers);
-    ur.pipe(res);
-  });
+  const up = http.request(
+    { host: target.hostname, port: target.port, method: req.method, path: req.url, headers, agent },
+    (ur) => {
+      res.writeHead(ur.statusCode, ur.headers);
+      ur.pipe(res);
+    },
+  );
   up.on('error', (e) => {
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
     res.end(`upstream error: ${e.message}\n`);
@@ -38,7 +41,9 @@ const server = http.createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 server.headersTimeout = 61_000;
 server.listen(Number(values.port), '127.0.0.1', () => {
-  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${server.address().port}/v1`, pid: process.pid })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ url: `http://127.0.0.1:${server.address().port}/v1`, pid: process.pid })}\n`,
+  );
 });
 const stop = () => {
   server.closeAllConnections();

@@ -62,19 +62,27 @@ export function startUpstream({ thinkMs = 0, chunkMs = 5, port = 0, host = '127.
 function handle(req, res, raw, thinkMs, chunkMs) {
   const path = req.url.split('?')[0];
   if (req.method === 'GET' && path === '/v1/models') {
-    return json(res, 200, { object: 'list', data: [{ id: 'fake-chat', object: 'model', created: CREATED, owned_by: 'bench' }] });
+    return json(res, 200, {
+      object: 'list',
+      data: [{ id: 'fake-chat', object: 'model', created: CREATED, owned_by: 'bench' }],
+    });
   }
   if (req.method !== 'POST' || path !== '/v1/chat/completions') {
-    return json(res, 404, { error: { message: 'Unknown path', type: 'invalid_request_error', param: null, code: 'unknown_url' } });
+    return json(res, 404, {
+      error: { message: 'Unknown path', type: 'invalid_request_error', param: null, code: 'unknown_url' },
+    });
   }
   let body;
   try {
     body = JSON.parse(raw);
   } catch {
-    return json(res, 400, { error: { message: 'bad JSON', type: 'invalid_request_error', param: null, code: 'invalid_json' } });
+    return json(res, 400, {
+      error: { message: 'bad JSON', type: 'invalid_request_error', param: null, code: 'invalid_json' },
+    });
   }
   const model = body.model ?? 'fake-chat';
-  const go = () => (body.stream ? stream(res, model, body.stream_options?.include_usage === true, chunkMs) : answer(res, model));
+  const go = () =>
+    body.stream ? stream(res, model, body.stream_options?.include_usage === true, chunkMs) : answer(res, model);
   if (thinkMs > 0) setTimeout(go, thinkMs);
   else go();
 }
@@ -86,7 +94,14 @@ function answer(res, model) {
     created: CREATED,
     model,
     system_fingerprint: 'fp_bench',
-    choices: [{ index: 0, message: { role: 'assistant', content: ANSWER, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: ANSWER, refusal: null },
+        logprobs: null,
+        finish_reason: 'stop',
+      },
+    ],
     usage: USAGE,
   });
 }
@@ -94,14 +109,32 @@ function answer(res, model) {
 function stream(res, model, includeUsage, chunkMs) {
   if (res.destroyed) return;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  const base = { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: CREATED, model, system_fingerprint: 'fp_bench' };
+  const base = {
+    id: 'chatcmpl-bench',
+    object: 'chat.completion.chunk',
+    created: CREATED,
+    model,
+    system_fingerprint: 'fp_bench',
+  };
   const u = includeUsage ? { usage: null } : {};
   const frame = (o) => `data: ${JSON.stringify(o)}\n\n`;
-  res.write(frame({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], ...u }));
+  res.write(
+    frame({
+      ...base,
+      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+      ...u,
+    }),
+  );
   let i = 0;
   const next = () => {
     if (res.destroyed) return;
-    res.write(frame({ ...base, choices: [{ index: 0, delta: { content: PIECES[i++] }, logprobs: null, finish_reason: null }], ...u }));
+    res.write(
+      frame({
+        ...base,
+        choices: [{ index: 0, delta: { content: PIECES[i++] }, logprobs: null, finish_reason: null }],
+        ...u,
+      }),
+    );
     if (i < PIECES.length) return void setTimeout(next, chunkMs);
     let tail = frame({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], ...u });
     if (includeUsage) tail += frame({ ...base, choices: [], usage: USAGE });
@@ -118,9 +151,17 @@ function json(res, status, body) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
-    options: { 'think-ms': { type: 'string', default: '0' }, 'chunk-ms': { type: 'string', default: '5' }, port: { type: 'string', default: '0' } },
+    options: {
+      'think-ms': { type: 'string', default: '0' },
+      'chunk-ms': { type: 'string', default: '5' },
+      port: { type: 'string', default: '0' },
+    },
   });
-  const { server, url } = await startUpstream({ thinkMs: Number(values['think-ms']), chunkMs: Number(values['chunk-ms']), port: Number(values.port) });
+  const { server, url } = await startUpstream({
+    thinkMs: Number(values['think-ms']),
+    chunkMs: Number(values['chunk-ms']),
+    port: Number(values.port),
+  });
   process.stdout.write(`${JSON.stringify({ url, pid: process.pid })}\n`);
   const stop = () => {
     server.closeAllConnections();

@@ -72,7 +72,8 @@ hooks.beforeEach((t, done) => {
   t.request.headers.Authorization = `Bearer ${KEY}`;
   // Dredd treats every documented header as required; the optional ones (retry-after, x-ratelimit-*) are
   // checked below where they must be present.
-  for (const h of Object.keys(t.expected.headers)) if (!['content-type', 'x-request-id'].includes(h.toLowerCase())) delete t.expected.headers[h];
+  for (const h of Object.keys(t.expected.headers))
+    if (!['content-type', 'x-request-id'].includes(h.toLowerCase())) delete t.expected.headers[h];
   const body = t.request.body ? JSON.parse(t.request.body) : undefined;
   if (NOT_PROVOKED.has(status)) t.skip = true;
   if (isConsole(t)) {
@@ -86,15 +87,18 @@ hooks.beforeEach((t, done) => {
     t.request.headers.Authorization = `Bearer ${LIMITED_KEY}`;
   }
   if (status === '400' && body) t.request.body = JSON.stringify({ ...body, temperature: 7 });
-  if (status === '400' && op === 'createEmbedding') t.request.body = JSON.stringify({ ...body, encoding_format: 'hex' });
-  if (status === '404') t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/models\/[^/?]+/, '/v1/models/no-such-model');
+  if (status === '400' && op === 'createEmbedding')
+    t.request.body = JSON.stringify({ ...body, encoding_format: 'hex' });
+  if (status === '404')
+    t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/models\/[^/?]+/, '/v1/models/no-such-model');
   if (status === '413') t.request.body = JSON.stringify({ ...body, padding: 'x'.repeat(11 * 1024 * 1024) });
   if (status === '502') t.request.body = JSON.stringify({ ...body, model: UNREACHABLE[op] });
   if (String(t.expected.headers['Content-Type']).startsWith('text/event-stream') && body) {
     t.request.body = JSON.stringify({ ...body, stream: true });
   }
   if (op === 'createMessage' && status === '400') t.request.body = JSON.stringify({ ...body, max_tokens: 0 });
-  if (op === 'countMessageTokens' && status === '400') t.request.body = JSON.stringify({ ...body, messages: 'not a list' });
+  if (op === 'countMessageTokens' && status === '400')
+    t.request.body = JSON.stringify({ ...body, messages: 'not a list' });
   if (op === 'retrieveResponse' || op === 'deleteResponse') {
     const id = status === '404' ? 'resp_nobodys0000000000000000000000' : STORED[op];
     t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/responses\/[^/?]+/, `/v1/responses/${id}`);
@@ -103,7 +107,11 @@ hooks.beforeEach((t, done) => {
     // the key's one request this minute, then the documented request is over the limit
     t.request.headers.Authorization = `Bearer ${RPM_KEY}`;
     const first = { model: 'claude-sonnet', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
-    fetch(`${BASE}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': RPM_KEY }, body: JSON.stringify(first) })
+    fetch(`${BASE}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': RPM_KEY },
+      body: JSON.stringify(first),
+    })
       .then((r) => r.text())
       .then(() => done(), done);
     return;
@@ -119,11 +127,36 @@ hooks.beforeEachValidation((t, done) => {
   const status = Number(t.real.statusCode);
   const v1 = !isConsole(t);
   if (!t.real.headers['x-request-id']) t.fail = 'no x-request-id header';
-  else if (v1 && status === 429 && /insufficient_quota/.test(t.real.body) && t.real.headers['x-should-retry'] !== 'false') t.fail = 'insufficient quota without x-should-retry: false';
-  else if (v1 && status === 429 && !/insufficient_quota/.test(t.real.body) && !/^\d+$/.test(t.real.headers['retry-after'] || '')) t.fail = 'a rate limit without retry-after';
-  else if (v1 && status === 200 && t.request.method === 'POST' && !FREE.has(op && op.operationId) && !t.real.headers['x-ratelimit-limit-requests']) t.fail = 'no x-ratelimit-* headers';
-  else if (!v1 && status === 429 && !/^\d+$/.test(t.real.headers['retry-after'] || '')) t.fail = 'a console 429 without retry-after';
-  else if (!v1 && [200, 201].includes(status) && ['register', 'login'].includes(operationOf(t)) && !/^sy_session=[\w-]{43};.*HttpOnly; SameSite=Lax/.test(String(t.real.headers['set-cookie']))) {
+  else if (
+    v1 &&
+    status === 429 &&
+    /insufficient_quota/.test(t.real.body) &&
+    t.real.headers['x-should-retry'] !== 'false'
+  )
+    t.fail = 'insufficient quota without x-should-retry: false';
+  else if (
+    v1 &&
+    status === 429 &&
+    !/insufficient_quota/.test(t.real.body) &&
+    !/^\d+$/.test(t.real.headers['retry-after'] || '')
+  )
+    t.fail = 'a rate limit without retry-after';
+  else if (
+    v1 &&
+    status === 200 &&
+    t.request.method === 'POST' &&
+    !FREE.has(op && op.operationId) &&
+    !t.real.headers['x-ratelimit-limit-requests']
+  )
+    t.fail = 'no x-ratelimit-* headers';
+  else if (!v1 && status === 429 && !/^\d+$/.test(t.real.headers['retry-after'] || ''))
+    t.fail = 'a console 429 without retry-after';
+  else if (
+    !v1 &&
+    [200, 201].includes(status) &&
+    ['register', 'login'].includes(operationOf(t)) &&
+    !/^sy_session=[\w-]{43};.*HttpOnly; SameSite=Lax/.test(String(t.real.headers['set-cookie']))
+  ) {
     t.fail = 'no HttpOnly SameSite session cookie';
   } else if (op && real.startsWith('application/json')) {
     const errors = check(JSON.parse(t.real.body), op, status);
@@ -137,7 +170,8 @@ hooks.beforeEachValidation((t, done) => {
   } else if (op && real.startsWith('text/event-stream')) {
     const frames = t.real.body.split('\n\n').filter(Boolean);
     if (frames[frames.length - 1] !== 'data: [DONE]') t.fail = 'the stream does not end with data: [DONE]';
-    const schema = op.operationId === 'createChatCompletion' ? 'CreateChatCompletionStreamResponse' : 'CreateCompletionResponse';
+    const schema =
+      op.operationId === 'createChatCompletion' ? 'CreateChatCompletionStreamResponse' : 'CreateCompletionResponse';
     for (const frame of frames.slice(0, -1)) {
       const errors = checkSchema(JSON.parse(frame.replace(/^data: /, '')), schema);
       if (errors) t.fail = `chunk: ${errors}`;
@@ -160,8 +194,10 @@ function typedStream(text, schema, op) {
     if (errors) return `${m[1]}: ${errors}`;
     types.push(m[1]);
   }
-  const [first, last] = op === 'createMessage' ? ['message_start', 'message_stop'] : ['response.created', 'response.completed'];
-  if (types[0] !== first || types[types.length - 1] !== last) return `the stream runs ${types[0]} … ${types[types.length - 1]}, not ${first} … ${last}`;
+  const [first, last] =
+    op === 'createMessage' ? ['message_start', 'message_stop'] : ['response.created', 'response.completed'];
+  if (types[0] !== first || types[types.length - 1] !== last)
+    return `the stream runs ${types[0]} … ${types[types.length - 1]}, not ${first} … ${last}`;
   const events = frames.map((f) => JSON.parse(f.slice(f.indexOf('\ndata: ') + 7)));
   return op === 'createMessage' ? anthropicOrder(events) : responsesOrder(events);
 }
@@ -172,9 +208,11 @@ function anthropicOrder(events) {
   let next = 0;
   for (const e of events) {
     if (e.type === 'content_block_start') {
-      if (open !== -1 || e.index !== next) return `content_block_start ${e.index} while block ${open} is open or ${next} is next`;
+      if (open !== -1 || e.index !== next)
+        return `content_block_start ${e.index} while block ${open} is open or ${next} is next`;
       open = next++;
-    } else if ((e.type === 'content_block_delta' || e.type === 'content_block_stop') && e.index !== open) return `${e.type} for block ${e.index}, but block ${open} is open`;
+    } else if ((e.type === 'content_block_delta' || e.type === 'content_block_stop') && e.index !== open)
+      return `${e.type} for block ${e.index}, but block ${open} is open`;
     if (e.type === 'content_block_stop') open = -1;
   }
   if (events[events.length - 2].type !== 'message_delta') return 'no message_delta before message_stop';
@@ -187,8 +225,10 @@ function responsesOrder(events) {
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
     if (e.sequence_number !== i) return `${e.type} has sequence_number ${e.sequence_number}, not ${i}`;
-    if (e.type === 'response.output_item.added' && e.output_index !== items++) return `output item ${e.output_index} added as item ${items - 1}`;
-    if (e.output_index !== undefined && e.output_index >= items) return `${e.type} for output item ${e.output_index}, not yet added`;
+    if (e.type === 'response.output_item.added' && e.output_index !== items++)
+      return `output item ${e.output_index} added as item ${items - 1}`;
+    if (e.output_index !== undefined && e.output_index >= items)
+      return `${e.type} for output item ${e.output_index}, not yet added`;
   }
   return null;
 }
@@ -218,7 +258,9 @@ function operationOf(t) {
 
 function check(body, op, status) {
   const r = api.validator.validateResponse(body, op, status);
-  return r.errors && r.errors.length ? `schema: ${r.errors.map((e) => `${e.instancePath} ${e.message}`).join('; ')}` : null;
+  return r.errors && r.errors.length
+    ? `schema: ${r.errors.map((e) => `${e.instancePath} ${e.message}`).join('; ')}`
+    : null;
 }
 
 const ajv = new Ajv2020({ strict: false, discriminator: true });
@@ -255,7 +297,11 @@ async function call(method, path, { body, cookie, csrf, token } = {}) {
   if (cookie) headers.cookie = cookie;
   if (csrf) headers['x-csrf-token'] = csrf;
   if (token) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(`${BASE}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${BASE}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   const set = res.headers.getSetCookie()[0];
   return { status: res.status, body: text ? JSON.parse(text) : null, cookie: set ? set.split(';')[0] : null };
@@ -263,7 +309,8 @@ async function call(method, path, { body, cookie, csrf, token } = {}) {
 
 async function must(status, promise) {
   const r = await promise;
-  if (r.status !== status) throw new Error(`contract set-up: expected ${status}, got ${r.status} ${JSON.stringify(r.body)}`);
+  if (r.status !== status)
+    throw new Error(`contract set-up: expected ${status}, got ${r.status} ${JSON.stringify(r.body)}`);
   return r;
 }
 
@@ -290,7 +337,11 @@ async function mailedToken(to, path) {
 async function registerUser(tag, confirm = true) {
   const email = uniqueEmail(tag);
   const r = await must(201, call('POST', '/console/api/register', { body: { email, password: PASSWORD } }));
-  if (confirm) await must(200, call('POST', '/console/api/verify-email', { body: { token: await mailedToken(email, '/console/verify') } }));
+  if (confirm)
+    await must(
+      200,
+      call('POST', '/console/api/verify-email', { body: { token: await mailedToken(email, '/console/verify') } }),
+    );
   return { email, id: r.body.account.id, cookie: r.cookie, csrf: r.body.csrf_token };
 }
 
@@ -299,7 +350,8 @@ async function setUpConsole() {
   S.a = await registerUser('a'); // the logged-in user of the console transactions
   const as = (u) => ({ cookie: u.cookie, csrf: u.csrf });
   // Keys shaped like the examples (a model list: Dredd compares the types of the example's arrays and objects).
-  const key = async (name) => (await must(201, call('POST', '/console/api/keys', { body: { name, models: ['gpt-4o-mini'] }, ...as(S.a) }))).body;
+  const key = async (name) =>
+    (await must(201, call('POST', '/console/api/keys', { body: { name, models: ['gpt-4o-mini'] }, ...as(S.a) }))).body;
   S.keyPatch = (await key('patch me')).key.id;
   S.keyDelete = (await key('delete me')).key.id;
   // One request with a key of the account, so that usage and ledger have rows of every shape.
@@ -315,7 +367,9 @@ async function setUpConsole() {
   S.disabled = await registerUser('disabled');
   await must(200, call('POST', `/admin/api/accounts/${S.disabled.id}/disable`, { token: ADMIN_TOKEN }));
   // Codes: one to redeem, one redeemed already (409).
-  const codes = (await must(201, call('POST', '/admin/api/redemption-codes', { body: { count: 2, usd: '5' }, token: ADMIN_TOKEN }))).body.codes;
+  const codes = (
+    await must(201, call('POST', '/admin/api/redemption-codes', { body: { count: 2, usd: '5' }, token: ADMIN_TOKEN }))
+  ).body.codes;
   S.code = codes[0].code;
   S.usedCode = codes[1].code;
   await must(200, call('POST', '/console/api/topup/redeem', { body: { code: S.usedCode }, ...as(S.a) }));
@@ -327,17 +381,47 @@ async function setUpConsole() {
   S.resentOut = await registerUser('resent', false);
   for (let i = 0; i < 3; i++) await must(202, call('POST', '/console/api/verify-email/resend', { ...as(S.resentOut) }));
   S.resetOutEmail = S.b.email;
-  for (let i = 0; i < 3; i++) await must(202, call('POST', '/console/api/password-reset', { body: { email: S.resetOutEmail } }));
+  for (let i = 0; i < 3; i++)
+    await must(202, call('POST', '/console/api/password-reset', { body: { email: S.resetOutEmail } }));
   // An email whose failed log-ins are used up (429).
   S.lockedEmail = uniqueEmail('locked');
   for (let i = 0; i < 30; i++) {
-    const r = await call('POST', '/console/api/login', { body: { email: S.lockedEmail, password: 'wrong password 1' } });
+    const r = await call('POST', '/console/api/login', {
+      body: { email: S.lockedEmail, password: 'wrong password 1' },
+    });
     if (r.status === 429) break;
   }
 }
 
-const SESSION_OPS = new Set(['resendVerification', 'updateAccount', 'logout', 'getSession', 'getAccount', 'listConsoleKeys', 'createConsoleKey', 'updateConsoleKey', 'deleteConsoleKey', 'listConsoleModels', 'redeemCode', 'getTopupOptions', 'createCheckout', 'listUsage', 'getDailyUsage', 'listLedger']);
-const ADMIN_OPS = new Set(['adminListAccounts', 'adminGrantCredits', 'adminDisableAccount', 'adminEnableAccount', 'adminCreateRedemptionCodes', 'adminFarmingReport', 'adminRevokeFreeCredits', 'adminUpdateKey', 'adminSetLowBalanceAlert']);
+const SESSION_OPS = new Set([
+  'resendVerification',
+  'updateAccount',
+  'logout',
+  'getSession',
+  'getAccount',
+  'listConsoleKeys',
+  'createConsoleKey',
+  'updateConsoleKey',
+  'deleteConsoleKey',
+  'listConsoleModels',
+  'redeemCode',
+  'getTopupOptions',
+  'createCheckout',
+  'listUsage',
+  'getDailyUsage',
+  'listLedger',
+]);
+const ADMIN_OPS = new Set([
+  'adminListAccounts',
+  'adminGrantCredits',
+  'adminDisableAccount',
+  'adminEnableAccount',
+  'adminCreateRedemptionCodes',
+  'adminFarmingReport',
+  'adminRevokeFreeCredits',
+  'adminUpdateKey',
+  'adminSetLowBalanceAlert',
+]);
 
 function setBody(t, body) {
   t.request.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -358,7 +442,8 @@ async function consoleTransaction(t, op, status) {
   }
   if (ADMIN_OPS.has(op)) {
     // The documented example key would make every transaction after the first a retry of it: one key each.
-    for (const h of Object.keys(t.request.headers)) if (h.toLowerCase() === 'idempotency-key') t.request.headers[h] = `contract-${crypto.randomUUID()}`;
+    for (const h of Object.keys(t.request.headers))
+      if (h.toLowerCase() === 'idempotency-key') t.request.headers[h] = `contract-${crypto.randomUUID()}`;
     t.request.headers.Authorization = `Bearer ${status === '401' ? 'not-the-admin-token' : ADMIN_TOKEN}`;
     // 404 for every admin path comes only from a gateway started without ADMIN_TOKEN; this one has it. The
     // operations that take an account id give 404 for an unknown one, provoked below.
@@ -370,7 +455,7 @@ async function consoleTransaction(t, op, status) {
       if (status === '400') setBody(t, { token: 'not-a-token-that-was-ever-mailed' });
       break;
     case 'resendVerification': {
-      const who = { '202': S.unconfirmed, '409': S.a, '429': S.resentOut }[status];
+      const who = { 202: S.unconfirmed, 409: S.a, 429: S.resentOut }[status];
       if (who) {
         t.request.headers.Cookie = who.cookie;
         t.request.headers['x-csrf-token'] = who.csrf;
@@ -396,7 +481,9 @@ async function consoleTransaction(t, op, status) {
       if (status === '429') {
         // Use up this address's registrations (the limit is per hour), then the documented request is refused.
         for (let i = 0; i < 100; i++) {
-          const r = await call('POST', '/console/api/register', { body: { email: uniqueEmail('flood'), password: PASSWORD } });
+          const r = await call('POST', '/console/api/register', {
+            body: { email: uniqueEmail('flood'), password: PASSWORD },
+          });
           if (r.status === 429) break;
         }
         setBody(t, { email: uniqueEmail('refused'), password: PASSWORD });
@@ -412,7 +499,10 @@ async function consoleTransaction(t, op, status) {
     case 'logout':
       if (status === '204') {
         // A session of its own, so that the other transactions keep theirs.
-        const r = await must(200, call('POST', '/console/api/login', { body: { email: S.a.email, password: PASSWORD } }));
+        const r = await must(
+          200,
+          call('POST', '/console/api/login', { body: { email: S.a.email, password: PASSWORD } }),
+        );
         t.request.headers.Cookie = r.cookie;
         t.request.headers['x-csrf-token'] = r.body.csrf_token;
       }
@@ -462,7 +552,9 @@ async function consoleTransaction(t, op, status) {
       });
       setBody(t, payload);
       t.request.headers['stripe-signature'] =
-        status === '400' ? 't=1,v1=0000' : Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
+        status === '400'
+          ? 't=1,v1=0000'
+          : Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
       break;
     }
     case 'listUsage':

@@ -34,8 +34,10 @@ let outside: string[] = [];
 let pageErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(CONSOLE_DIST, 'index.html'))) throw new Error(`the console is not built (${CONSOLE_DIST}): run make build`);
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  if (!fs.existsSync(path.join(CONSOLE_DIST, 'index.html')))
+    throw new Error(`the console is not built (${CONSOLE_DIST}): run make build`);
+  if (!fs.existsSync(CHROMIUM))
+    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   fs.mkdirSync(OUT, { recursive: true });
   gw = await startGateway(
     `
@@ -49,7 +51,15 @@ models:
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -61,7 +71,12 @@ afterAll(async () => {
 beforeEach(async () => {
   outside = [];
   pageErrors = [];
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 2, locale: 'en-US', timezoneId: 'UTC' });
+  context = await browser.newContext({
+    viewport: { width: 1440, height: 900 },
+    deviceScaleFactor: 2,
+    locale: 'en-US',
+    timezoneId: 'UTC',
+  });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
   // Anything but the gateway is refused and remembered: the console must work without any other network.
   await context.route('**/*', (route) => {
@@ -94,7 +109,9 @@ interface Account {
  */
 async function register(who = 'user'): Promise<Account> {
   const address = email(who);
-  const res = await context.request.post(`${gw.url}/console/api/register`, { data: { email: address, password: PASSWORD } });
+  const res = await context.request.post(`${gw.url}/console/api/register`, {
+    data: { email: address, password: PASSWORD },
+  });
   expect(res.status()).toBe(201);
   await confirm(address);
   return { email: address, csrf: ((await res.json()) as { csrf_token: string }).csrf_token };
@@ -103,7 +120,11 @@ async function register(who = 'user'): Promise<Account> {
 /** Opens the confirmation link mailed to `address` (outside the browser): the sign-up credits arrive. */
 async function confirm(address: string): Promise<void> {
   const token = mailedToken(gw.mails, address, '/console/verify');
-  const res = await fetch(`${gw.url}/console/api/verify-email`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+  const res = await fetch(`${gw.url}/console/api/verify-email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
   expect(res.status).toBe(200);
 }
 
@@ -116,8 +137,14 @@ async function openSignedIn(pathname: string, account?: Account): Promise<Accoun
 }
 
 /** An API key of the account, created through the console API. */
-async function createKey(account: Account, body: { name: string; quota_usd?: string }): Promise<{ secret: string; prefix: string }> {
-  const res = await context.request.post(`${gw.url}/console/api/keys`, { data: body, headers: { 'x-csrf-token': account.csrf } });
+async function createKey(
+  account: Account,
+  body: { name: string; quota_usd?: string },
+): Promise<{ secret: string; prefix: string }> {
+  const res = await context.request.post(`${gw.url}/console/api/keys`, {
+    data: body,
+    headers: { 'x-csrf-token': account.csrf },
+  });
   expect(res.status()).toBe(201);
   const { key, secret } = (await res.json()) as { key: { prefix: string }; secret: string };
   return { secret, prefix: key.prefix };
@@ -234,7 +261,10 @@ test('a key created in the console works with the openai SDK, and its usage show
   expect(secret.startsWith(keyPrefix)).toBe(true);
 
   const client = sdk(secret);
-  const chat = await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'Hello from the browser test' }] });
+  const chat = await client.chat.completions.create({
+    model: 'mock-chat',
+    messages: [{ role: 'user', content: 'Hello from the browser test' }],
+  });
   expect(chat.choices[0].message.content).toContain('Hello from the browser test');
   const emb = await client.embeddings.create({ model: 'mock-embedding', input: 'vector me' });
   expect(emb.data).toHaveLength(1);
@@ -242,11 +272,15 @@ test('a key created in the console works with the openai SDK, and its usage show
   await page.getByRole('link', { name: 'Usage' }).first().click();
   await page.waitForURL(`${gw.url}/console/usage`);
   const table = page.getByTestId('usage-table');
-  await eventually(async () => {
-    await page.reload();
-    await page.locator('[data-testid=usage-table], .empty').first().waitFor();
-    expect(await table.locator('tbody tr').count()).toBe(2);
-  }, 15_000, 500);
+  await eventually(
+    async () => {
+      await page.reload();
+      await page.locator('[data-testid=usage-table], .empty').first().waitFor();
+      expect(await table.locator('tbody tr').count()).toBe(2);
+    },
+    15_000,
+    500,
+  );
   await table.locator('tr', { hasText: 'mock-chat' }).getByText('e2e app').waitFor();
   await table.locator('tr', { hasText: 'mock-embedding' }).waitFor();
   const totals = page.getByTestId('usage-totals');
@@ -271,16 +305,21 @@ test('usage pages through next_cursor', async () => {
   const { secret } = await createKey(account, { name: 'pager' });
   const client = sdk(secret);
   // 26 requests at 25 a page: the second page holds the oldest one.
-  for (let i = 0; i < 25; i++) await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: `request ${i}` }] });
+  for (let i = 0; i < 25; i++)
+    await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: `request ${i}` }] });
   await client.embeddings.create({ model: 'mock-embedding', input: 'the 26th' });
 
   await openSignedIn('/usage', account);
   const table = page.getByTestId('usage-table');
-  await eventually(async () => {
-    await page.reload();
-    await page.locator('[data-testid=usage-table], .empty').first().waitFor();
-    await page.getByText('Page 1').waitFor({ timeout: 1000 });
-  }, 15_000, 500);
+  await eventually(
+    async () => {
+      await page.reload();
+      await page.locator('[data-testid=usage-table], .empty').first().waitFor();
+      await page.getByText('Page 1').waitFor({ timeout: 1000 });
+    },
+    15_000,
+    500,
+  );
   await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(25));
   await page.getByRole('button', { name: 'Next' }).click();
   await page.getByText('Page 2').waitFor();
@@ -289,7 +328,11 @@ test('usage pages through next_cursor', async () => {
   await page.getByRole('button', { name: 'Previous' }).click();
   await page.getByText('Page 1').waitFor();
   await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(25));
-  await page.getByTestId('usage-totals').locator('tr', { hasText: 'mock-chat' }).getByText('25', { exact: true }).waitFor();
+  await page
+    .getByTestId('usage-totals')
+    .locator('tr', { hasText: 'mock-chat' })
+    .getByText('25', { exact: true })
+    .waitFor();
 });
 
 test('a key disabled in the console is refused by /v1', async () => {
@@ -298,7 +341,10 @@ test('a key disabled in the console is refused by /v1', async () => {
   const client = sdk(secret);
   const status = async () => {
     try {
-      await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'still there?' }] });
+      await client.chat.completions.create({
+        model: 'mock-chat',
+        messages: [{ role: 'user', content: 'still there?' }],
+      });
       return 200;
     } catch (e) {
       return e instanceof OpenAI.APIError ? e.status : -1;
@@ -341,7 +387,8 @@ test('a key is renamed, limited to a model and a scope, then deleted', async () 
   await dialog.getByLabel('Name').fill('chat only');
   await dialog.getByLabel('All models, including ones added later').uncheck();
   await dialog.getByRole('checkbox', { name: /mock-chat/ }).check();
-  for (const scope of ['Completions (legacy)', 'Embeddings', 'List models']) await dialog.getByRole('checkbox', { name: scope }).uncheck();
+  for (const scope of ['Completions (legacy)', 'Embeddings', 'List models'])
+    await dialog.getByRole('checkbox', { name: scope }).uncheck();
   await dialog.getByRole('button', { name: 'Save changes' }).click();
   await dialog.waitFor({ state: 'detached' });
   const row = page.locator('tr', { hasText: 'chat only' });
@@ -349,9 +396,14 @@ test('a key is renamed, limited to a model and a scope, then deleted', async () 
   await row.locator('.badge', { hasText: /^chat$/ }).waitFor();
 
   const client = sdk(second);
-  const chat = await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'ok' }] });
+  const chat = await client.chat.completions.create({
+    model: 'mock-chat',
+    messages: [{ role: 'user', content: 'ok' }],
+  });
   expect(chat.choices).toHaveLength(1);
-  await expect(client.embeddings.create({ model: 'mock-embedding', input: 'x' })).rejects.toMatchObject({ status: 403 });
+  await expect(client.embeddings.create({ model: 'mock-embedding', input: 'x' })).rejects.toMatchObject({
+    status: 403,
+  });
 
   // Deleting asks first; Cancel keeps the key.
   await row.getByRole('button', { name: 'Delete chat only' }).click();
@@ -362,7 +414,9 @@ test('a key is renamed, limited to a model and a scope, then deleted', async () 
   await page.getByRole('dialog', { name: 'Delete this key?' }).getByRole('button', { name: 'Delete key' }).click();
   await row.waitFor({ state: 'detached' });
   await eventually(async () => {
-    await expect(client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'gone?' }] })).rejects.toMatchObject({ status: 401 });
+    await expect(
+      client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'gone?' }] }),
+    ).rejects.toMatchObject({ status: 401 });
   });
   await page.reload();
   await page.locator('tr', { hasText: 'e2e app' }).waitFor();
@@ -372,7 +426,9 @@ test('a key is renamed, limited to a model and a scope, then deleted', async () 
 test("a key's budget and expiry, the low-balance alert, and the confirmation link again, from the console", async () => {
   // Not confirmed yet: the banner says where the link went and sends it again.
   const address = email('unconfirmed');
-  const res = await context.request.post(`${gw.url}/console/api/register`, { data: { email: address, password: PASSWORD } });
+  const res = await context.request.post(`${gw.url}/console/api/register`, {
+    data: { email: address, password: PASSWORD },
+  });
   expect(res.status()).toBe(201);
   const account = { email: address, csrf: ((await res.json()) as { csrf_token: string }).csrf_token };
   const first = mailedToken(gw.mails, address, '/console/verify');
@@ -396,9 +452,17 @@ test("a key's budget and expiry, the low-balance alert, and the confirmation lin
   await dialog.waitFor({ state: 'detached' });
   const row = page.locator('tr', { hasText: 'budgeted' });
   await row.getByTestId('key-budget').filter({ hasText: 'this week' }).waitFor();
-  await row.getByTestId('key-expiry').filter({ hasText: `Expires ${nextYear}` }).waitFor();
-  const keys = (await (await context.request.get(`${gw.url}/console/api/keys`)).json()) as { data: { name: string; expires_at: string; budget: { usd: string; period: string } }[] };
-  expect(keys.data.find((k) => k.name === 'budgeted')).toMatchObject({ expires_at: `${nextYear}T00:00:00.000Z`, budget: { usd: '0.000001', period: 'week' } });
+  await row
+    .getByTestId('key-expiry')
+    .filter({ hasText: `Expires ${nextYear}` })
+    .waitFor();
+  const keys = (await (await context.request.get(`${gw.url}/console/api/keys`)).json()) as {
+    data: { name: string; expires_at: string; budget: { usd: string; period: string } }[];
+  };
+  expect(keys.data.find((k) => k.name === 'budgeted')).toMatchObject({
+    expires_at: `${nextYear}T00:00:00.000Z`,
+    budget: { usd: '0.000001', period: 'week' },
+  });
 
   // The low-balance alert on the Top up page.
   await page.getByRole('link', { name: 'Top up' }).first().click();
@@ -421,7 +485,8 @@ test('redeeming a code adds it to the balance', async () => {
   // Some usage first, so that the dashboard's chart at the end has something to show.
   const account = await register();
   const client = sdk((await createKey(account, { name: 'e2e app' })).secret);
-  for (let i = 0; i < 3; i++) await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: `request ${i}` }] });
+  for (let i = 0; i < 3; i++)
+    await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: `request ${i}` }] });
   await client.embeddings.create({ model: 'mock-embedding', input: 'vector me' });
 
   await openSignedIn('/', account);
@@ -462,7 +527,10 @@ test('redeeming a code adds it to the balance', async () => {
     // The README's picture: down to the end of the chart row.
     const row = await page.locator('.grid-2-1').boundingBox();
     const height = Math.min(900, Math.ceil((row?.y ?? 0) + (row?.height ?? 900) + 16));
-    await page.screenshot({ path: path.resolve(process.env.E2E_SCREENSHOT), clip: { x: 0, y: 0, width: 1440, height } });
+    await page.screenshot({
+      path: path.resolve(process.env.E2E_SCREENSHOT),
+      clip: { x: 0, y: 0, width: 1440, height },
+    });
   }
 });
 

@@ -125,7 +125,10 @@ export class FakeUpstream<E = unknown> {
         return;
       case 'sse':
       case 'stall': {
-        res.writeHead(200, { ...headers, ...(w.sseHeaders ?? { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }) });
+        res.writeHead(200, {
+          ...headers,
+          ...(w.sseHeaders ?? { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }),
+        });
         for (const ev of plan.events) {
           if (res.destroyed) return;
           if (ev && typeof ev === 'object' && 'delayMs' in ev) {

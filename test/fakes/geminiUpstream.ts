@@ -18,7 +18,11 @@ export class FakeGemini extends FakeUpstream {
       frame: (ev) => `data: ${JSON.stringify(ev)}\r\n\r\n`,
       jsonType: 'application/json; charset=UTF-8',
       jsonIndent: 2,
-      sseHeaders: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
+      sseHeaders: {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+      },
     });
   }
 }
@@ -30,13 +34,19 @@ export function geminiError(code: number, status: string, message: string, reaso
       code,
       message,
       status,
-      ...(reason ? { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'googleapis.com' }] } : {}),
+      ...(reason
+        ? { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'googleapis.com' }] }
+        : {}),
     },
   };
 }
 
 function badKey(): Plan {
-  return { kind: 'json', status: 400, body: geminiError(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID') };
+  return {
+    kind: 'json',
+    status: 400,
+    body: geminiError(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID'),
+  };
 }
 
 function lastUserText(body: any): string {
@@ -69,7 +79,11 @@ export const usageOf = (prompt: number, candidates: number, more: object = {}) =
 export function textStreamEvents(pieces: string[], finishReason = 'STOP', prompt = 10): unknown[] {
   return pieces.map((p, i) => {
     const last = i === pieces.length - 1;
-    return geminiResponse([{ text: p }], last ? finishReason : undefined, last ? usageOf(prompt, pieces.length) : { promptTokenCount: prompt, totalTokenCount: prompt });
+    return geminiResponse(
+      [{ text: p }],
+      last ? finishReason : undefined,
+      last ? usageOf(prompt, pieces.length) : { promptTokenCount: prompt, totalTokenCount: prompt },
+    );
   });
 }
 
@@ -102,10 +116,20 @@ export function defaultPlan(r: Received): Plan {
       const requests: any[] = method === 'embedContent' ? [body] : (body.requests ?? []);
       for (const q of requests) {
         if (q.model !== `models/${model}`) {
-          return { kind: 'json', status: 400, body: geminiError(400, 'INVALID_ARGUMENT', `Model name in request (${q.model}) does not match the model in the URL.`) };
+          return {
+            kind: 'json',
+            status: 400,
+            body: geminiError(
+              400,
+              'INVALID_ARGUMENT',
+              `Model name in request (${q.model}) does not match the model in the URL.`,
+            ),
+          };
         }
       }
-      const embeddings = requests.map((q) => ({ values: fakeVector(q.content.parts.map((p: any) => p.text).join(''), q.outputDimensionality ?? 4) }));
+      const embeddings = requests.map((q) => ({
+        values: fakeVector(q.content.parts.map((p: any) => p.text).join(''), q.outputDimensionality ?? 4),
+      }));
       return { kind: 'json', body: method === 'embedContent' ? { embedding: embeddings[0] } : { embeddings } };
     }
     default:

@@ -9,7 +9,13 @@ export type { Plan, Received };
 
 export class FakeOpenAI extends FakeUpstream {
   constructor() {
-    super({ base: '/v1', keepAliveMs: 5000, defaultPlan, frame: (ev) => `data: ${JSON.stringify(ev)}\n\n`, end: 'data: [DONE]\n\n' });
+    super({
+      base: '/v1',
+      keepAliveMs: 5000,
+      defaultPlan,
+      frame: (ev) => `data: ${JSON.stringify(ev)}\n\n`,
+      end: 'data: [DONE]\n\n',
+    });
   }
 }
 
@@ -26,7 +32,11 @@ export function defaultPlan(r: Received): Plan {
   const model = body.model;
   if (r.path.endsWith('/chat/completions')) {
     const text = `Echo: ${lastUserText(body)}`;
-    const usage = { prompt_tokens: 10, completion_tokens: text.split(' ').length, total_tokens: 10 + text.split(' ').length };
+    const usage = {
+      prompt_tokens: 10,
+      completion_tokens: text.split(' ').length,
+      total_tokens: 10 + text.split(' ').length,
+    };
     if (!body.stream) {
       return {
         kind: 'json',
@@ -36,29 +46,63 @@ export function defaultPlan(r: Received): Plan {
           created: CREATED,
           model,
           system_fingerprint: 'fp_fake',
-          choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' }],
-          usage: { ...usage, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 } },
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: text, refusal: null, annotations: [] },
+              logprobs: null,
+              finish_reason: 'stop',
+            },
+          ],
+          usage: {
+            ...usage,
+            prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+            completion_tokens_details: {
+              reasoning_tokens: 0,
+              audio_tokens: 0,
+              accepted_prediction_tokens: 0,
+              rejected_prediction_tokens: 0,
+            },
+          },
         },
       };
     }
-    return { kind: 'sse', events: chatStreamEvents(model, text.split(/(?= )/), body.stream_options?.include_usage === true, usage) };
+    return {
+      kind: 'sse',
+      events: chatStreamEvents(model, text.split(/(?= )/), body.stream_options?.include_usage === true, usage),
+    };
   }
   if (r.path.endsWith('/completions')) {
     const text = ` and then: ${body.prompt}`;
     const usage = { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 };
     if (!body.stream) {
-      return { kind: 'json', body: { id: 'cmpl-fake1', object: 'text_completion', created: CREATED, model, choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }], usage } };
+      return {
+        kind: 'json',
+        body: {
+          id: 'cmpl-fake1',
+          object: 'text_completion',
+          created: CREATED,
+          model,
+          choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }],
+          usage,
+        },
+      };
     }
     const events: unknown[] = text.split(/(?= )/).map((t, i, all) => ({
-      id: 'cmpl-fake1', object: 'text_completion', created: CREATED, model,
+      id: 'cmpl-fake1',
+      object: 'text_completion',
+      created: CREATED,
+      model,
       choices: [{ text: t, index: 0, logprobs: null, finish_reason: i === all.length - 1 ? 'stop' : null }],
     }));
-    if (body.stream_options?.include_usage) events.push({ id: 'cmpl-fake1', object: 'text_completion', created: CREATED, model, choices: [], usage });
+    if (body.stream_options?.include_usage)
+      events.push({ id: 'cmpl-fake1', object: 'text_completion', created: CREATED, model, choices: [], usage });
     return { kind: 'sse', events };
   }
   if (r.path.endsWith('/responses')) return responsesPlan(body);
   if (r.path.endsWith('/embeddings')) {
-    const inputs: unknown[] = typeof body.input === 'string' || typeof body.input?.[0] === 'number' ? [body.input] : body.input;
+    const inputs: unknown[] =
+      typeof body.input === 'string' || typeof body.input?.[0] === 'number' ? [body.input] : body.input;
     const data = inputs.map((_x, index) => {
       const v = [0.5, -0.25, index + 0.125];
       if (body.encoding_format === 'base64') {
@@ -68,18 +112,52 @@ export function defaultPlan(r: Received): Plan {
       }
       return { object: 'embedding', index, embedding: v };
     });
-    return { kind: 'json', body: { object: 'list', data, model, usage: { prompt_tokens: inputs.length * 2, total_tokens: inputs.length * 2 } } };
+    return {
+      kind: 'json',
+      body: {
+        object: 'list',
+        data,
+        model,
+        usage: { prompt_tokens: inputs.length * 2, total_tokens: inputs.length * 2 },
+      },
+    };
   }
-  return { kind: 'json', status: 404, body: { error: { message: 'Unknown path', type: 'invalid_request_error', param: null, code: 'unknown_url' } } };
+  return {
+    kind: 'json',
+    status: 404,
+    body: { error: { message: 'Unknown path', type: 'invalid_request_error', param: null, code: 'unknown_url' } },
+  };
 }
 
 /** The chunks OpenAI sends for a text answer: role, content pieces, finish, and (if asked) the usage chunk. */
-export function chatStreamEvents(model: string, pieces: string[], includeUsage: boolean, usage: object, finish = 'stop'): unknown[] {
-  const base = { id: 'chatcmpl-fake1', object: 'chat.completion.chunk', created: CREATED, model, system_fingerprint: 'fp_fake' };
+export function chatStreamEvents(
+  model: string,
+  pieces: string[],
+  includeUsage: boolean,
+  usage: object,
+  finish = 'stop',
+): unknown[] {
+  const base = {
+    id: 'chatcmpl-fake1',
+    object: 'chat.completion.chunk',
+    created: CREATED,
+    model,
+    system_fingerprint: 'fp_fake',
+  };
   const u = includeUsage ? { usage: null } : {};
   const events: unknown[] = [
-    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }], ...u },
-    ...pieces.map((p) => ({ ...base, choices: [{ index: 0, delta: { content: p }, logprobs: null, finish_reason: null }], ...u })),
+    {
+      ...base,
+      choices: [
+        { index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null },
+      ],
+      ...u,
+    },
+    ...pieces.map((p) => ({
+      ...base,
+      choices: [{ index: 0, delta: { content: p }, logprobs: null, finish_reason: null }],
+      ...u,
+    })),
     { ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: finish }], ...u },
   ];
   if (includeUsage) events.push({ ...base, choices: [], usage });
@@ -90,14 +168,32 @@ export function chatStreamEvents(model: string, pieces: string[], includeUsage: 
 export const responseFrame = (ev: { type: string }) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
 
 /** A Responses answer as OpenAI gives it: the user's last words echoed back in one message item. */
-export function responseObject(body: any, text: string, usage = { input_tokens: 12, input_tokens_details: { cached_tokens: 4 }, output_tokens: 6, output_tokens_details: { reasoning_tokens: 2 }, total_tokens: 18 }) {
+export function responseObject(
+  body: any,
+  text: string,
+  usage = {
+    input_tokens: 12,
+    input_tokens_details: { cached_tokens: 4 },
+    output_tokens: 6,
+    output_tokens_details: { reasoning_tokens: 2 },
+    total_tokens: 18,
+  },
+) {
   return {
     id: 'resp_fake1',
     object: 'response',
     created_at: CREATED,
     status: 'completed',
     model: body.model,
-    output: [{ type: 'message', id: 'msg_fake1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }],
+    output: [
+      {
+        type: 'message',
+        id: 'msg_fake1',
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text, annotations: [] }],
+      },
+    ],
     usage,
     error: null,
     incomplete_details: null,
@@ -114,8 +210,21 @@ export function responseEvents(res: ReturnType<typeof responseObject>): { type: 
     { type: 'response.created', response: shell },
     { type: 'response.in_progress', response: shell },
     { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress', content: [] } },
-    { type: 'response.content_part.added', item_id: item.id, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } },
-    ...text.split(/(?= )/).map((delta) => ({ type: 'response.output_text.delta', item_id: item.id, output_index: 0, content_index: 0, delta, logprobs: [] })),
+    {
+      type: 'response.content_part.added',
+      item_id: item.id,
+      output_index: 0,
+      content_index: 0,
+      part: { type: 'output_text', text: '', annotations: [] },
+    },
+    ...text.split(/(?= )/).map((delta) => ({
+      type: 'response.output_text.delta',
+      item_id: item.id,
+      output_index: 0,
+      content_index: 0,
+      delta,
+      logprobs: [],
+    })),
     { type: 'response.output_text.done', item_id: item.id, output_index: 0, content_index: 0, text, logprobs: [] },
     { type: 'response.content_part.done', item_id: item.id, output_index: 0, content_index: 0, part: item.content[0] },
     { type: 'response.output_item.done', output_index: 0, item },

@@ -29,9 +29,19 @@ export class FakeSmtp {
         stream.setEncoding('utf8');
         stream.on('data', (d: string) => (raw += d));
         stream.on('end', () => {
-          const body = raw.split(/\r?\n\r?\n/).slice(1).join('\n\n');
-          const text = body.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
-          this.messages.push({ from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to: session.envelope.rcptTo.map((r) => r.address), raw, text });
+          const body = raw
+            .split(/\r?\n\r?\n/)
+            .slice(1)
+            .join('\n\n');
+          const text = body
+            .replace(/=\r?\n/g, '')
+            .replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+          this.messages.push({
+            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            to: session.envelope.rcptTo.map((r) => r.address),
+            raw,
+            text,
+          });
           callback();
         });
       },

@@ -48,7 +48,10 @@ export class FakeStripe {
     const path = (req.url ?? '').split('?')[0];
     this.calls.push({ method: req.method ?? '', path, headers: req.headers, form });
     const send = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${crypto.randomBytes(8).toString('hex')}` });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'request-id': `req_${crypto.randomBytes(8).toString('hex')}`,
+      });
       res.end(JSON.stringify(body));
     };
     if (req.method === 'POST' && path === '/_test/fail-next') {
@@ -64,9 +67,12 @@ export class FakeStripe {
       return send(500, { error: { type: 'api_error', message: 'Something went wrong on our end' } });
     }
     if (req.method !== 'POST' || path !== '/v1/checkout/sessions') {
-      return send(404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${path})` } });
+      return send(404, {
+        error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${path})` },
+      });
     }
-    const amount = Number(form['line_items[0][price_data][unit_amount]']) * Number(form['line_items[0][quantity]'] ?? 1);
+    const amount =
+      Number(form['line_items[0][price_data][unit_amount]']) * Number(form['line_items[0][quantity]'] ?? 1);
     const id = `cs_test_${crypto.randomBytes(24).toString('base64url')}`;
     const metadata = Object.fromEntries(
       Object.entries(form)
@@ -97,13 +103,26 @@ export class FakeStripe {
 }
 
 /** The event Stripe sends when a Checkout Session was paid (or `type` for another one). */
-export function checkoutEvent(session: Record<string, unknown>, o: { type?: string; eventId?: string; paid?: boolean } = {}): Record<string, unknown> {
+export function checkoutEvent(
+  session: Record<string, unknown>,
+  o: { type?: string; eventId?: string; paid?: boolean } = {},
+): Record<string, unknown> {
   const paid = o.paid !== false;
-  return event(o.type ?? 'checkout.session.completed', { payment_intent: paid ? paymentIntentOf(String(session.id)) : null, ...session, status: 'complete', payment_status: paid ? 'paid' : 'unpaid' }, o.eventId);
+  return event(
+    o.type ?? 'checkout.session.completed',
+    {
+      payment_intent: paid ? paymentIntentOf(String(session.id)) : null,
+      ...session,
+      status: 'complete',
+      payment_status: paid ? 'paid' : 'unpaid',
+    },
+    o.eventId,
+  );
 }
 
 /** The payment intent Stripe made for a paid Checkout Session (here: derived from its id). */
-export const paymentIntentOf = (sessionId: string) => `pi_${crypto.createHash('sha256').update(sessionId).digest('hex').slice(0, 24)}`;
+export const paymentIntentOf = (sessionId: string) =>
+  `pi_${crypto.createHash('sha256').update(sessionId).digest('hex').slice(0, 24)}`;
 
 const event = (type: string, object: Record<string, unknown>, eventId?: string) => ({
   id: eventId ?? `evt_${crypto.randomBytes(12).toString('hex')}`,
@@ -118,22 +137,75 @@ const event = (type: string, object: Record<string, unknown>, eventId?: string) 
 });
 
 /** charge.refunded: the charge of a payment intent, with all that was refunded of it so far (cents), as Stripe sends it. */
-export function refundEvent(paymentIntent: string, amountCents: number, refundedCents: number, eventId?: string): Record<string, unknown> {
-  return event('charge.refunded', { id: `ch_${paymentIntent.slice(3)}`, object: 'charge', amount: amountCents, amount_refunded: refundedCents, currency: 'usd', payment_intent: paymentIntent, refunded: refundedCents >= amountCents, status: 'succeeded' }, eventId);
+export function refundEvent(
+  paymentIntent: string,
+  amountCents: number,
+  refundedCents: number,
+  eventId?: string,
+): Record<string, unknown> {
+  return event(
+    'charge.refunded',
+    {
+      id: `ch_${paymentIntent.slice(3)}`,
+      object: 'charge',
+      amount: amountCents,
+      amount_refunded: refundedCents,
+      currency: 'usd',
+      payment_intent: paymentIntent,
+      refunded: refundedCents >= amountCents,
+      status: 'succeeded',
+    },
+    eventId,
+  );
 }
 
 /**
  * charge.refund.updated (or `type`: refund.updated, refund.failed): one refund of a payment intent, `refundId`, of
  * `amountCents`, as Stripe sends it when its status changes — `failed` when the card could not take the money back.
  */
-export function refundUpdateEvent(paymentIntent: string, refundId: string, amountCents: number, status = 'failed', o: { type?: string; eventId?: string } = {}): Record<string, unknown> {
+export function refundUpdateEvent(
+  paymentIntent: string,
+  refundId: string,
+  amountCents: number,
+  status = 'failed',
+  o: { type?: string; eventId?: string } = {},
+): Record<string, unknown> {
   const failed = status === 'failed';
-  return event(o.type ?? 'charge.refund.updated', { id: refundId, object: 'refund', amount: amountCents, currency: 'usd', charge: `ch_${paymentIntent.slice(3)}`, payment_intent: paymentIntent, status, failure_reason: failed ? 'expired_or_canceled_card' : null, reason: 'requested_by_customer' }, o.eventId);
+  return event(
+    o.type ?? 'charge.refund.updated',
+    {
+      id: refundId,
+      object: 'refund',
+      amount: amountCents,
+      currency: 'usd',
+      charge: `ch_${paymentIntent.slice(3)}`,
+      payment_intent: paymentIntent,
+      status,
+      failure_reason: failed ? 'expired_or_canceled_card' : null,
+      reason: 'requested_by_customer',
+    },
+    o.eventId,
+  );
 }
 
 /** charge.dispute.created / funds_withdrawn / closed, for a dispute of `amountCents` on a payment intent. */
-export function disputeEvent(type: string, paymentIntent: string, disputeId: string, amountCents: number, status = 'needs_response'): Record<string, unknown> {
-  return event(type, { id: disputeId, object: 'dispute', amount: amountCents, currency: 'usd', charge: `ch_${paymentIntent.slice(3)}`, payment_intent: paymentIntent, reason: 'fraudulent', status });
+export function disputeEvent(
+  type: string,
+  paymentIntent: string,
+  disputeId: string,
+  amountCents: number,
+  status = 'needs_response',
+): Record<string, unknown> {
+  return event(type, {
+    id: disputeId,
+    object: 'dispute',
+    amount: amountCents,
+    currency: 'usd',
+    charge: `ch_${paymentIntent.slice(3)}`,
+    payment_intent: paymentIntent,
+    reason: 'fraudulent',
+    status,
+  });
 }
 
 if (require.main === module) {

@@ -20,13 +20,22 @@ export class ConsoleClient {
   constructor(readonly baseUrl: string) {}
 
   /** `csrf: false` leaves the header out; a string sends that value instead of the session's token. */
-  async call<T = any>(method: string, path: string, body?: unknown, o: { csrf?: boolean | string; headers?: Record<string, string> } = {}): Promise<Answer<T>> {
+  async call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    o: { csrf?: boolean | string; headers?: Record<string, string> } = {},
+  ): Promise<Answer<T>> {
     const headers: Record<string, string> = { accept: 'application/json', ...o.headers };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.cookie) headers.cookie = this.cookie;
     const csrf = typeof o.csrf === 'string' ? o.csrf : o.csrf === false ? null : this.csrf;
     if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf;
-    const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.text();
     const cookies = res.headers.getSetCookie();
     for (const c of cookies) {
@@ -37,16 +46,27 @@ export class ConsoleClient {
   }
 
   get = <T = any>(path: string) => this.call<T>('GET', path);
-  post = <T = any>(path: string, body?: unknown, o?: { csrf?: boolean | string }) => this.call<T>('POST', path, body, o);
-  patch = <T = any>(path: string, body?: unknown, o?: { csrf?: boolean | string }) => this.call<T>('PATCH', path, body, o);
+  post = <T = any>(path: string, body?: unknown, o?: { csrf?: boolean | string }) =>
+    this.call<T>('POST', path, body, o);
+  patch = <T = any>(path: string, body?: unknown, o?: { csrf?: boolean | string }) =>
+    this.call<T>('PATCH', path, body, o);
   del = <T = any>(path: string, o?: { csrf?: boolean | string }) => this.call<T>('DELETE', path, undefined, o);
 
   /**
    * Registers (and logs in), then — as its owner would — opens the confirmation link the gateway mailed, unless
    * `verify` is false: the sign-up credits come with it. `this.account` is as the console shows it afterwards.
    */
-  async register(email = uniqueEmail(), password = PASSWORD, referral_code?: string, o: { verify?: boolean } = {}): Promise<Answer> {
-    const r = await this.post('/console/api/register', { email, password, ...(referral_code !== undefined && { referral_code }) });
+  async register(
+    email = uniqueEmail(),
+    password = PASSWORD,
+    referral_code?: string,
+    o: { verify?: boolean } = {},
+  ): Promise<Answer> {
+    const r = await this.post('/console/api/register', {
+      email,
+      password,
+      ...(referral_code !== undefined && { referral_code }),
+    });
     if (r.status === 201) {
       this.csrf = r.body.csrf_token;
       this.account = r.body.account;

@@ -30,13 +30,21 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startProcess(configFile: string, env: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<GatewayProcess> {
+export async function startProcess(
+  configFile: string,
+  env: NodeJS.ProcessEnv = {},
+  args: string[] = [],
+): Promise<GatewayProcess> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'switchyard.js'), 'serve', '--port', String(port), ...args], {
-    cwd: ROOT,
-    env: { ...process.env, SWITCHYARD_CONFIG: configFile, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'switchyard.js'), 'serve', '--port', String(port), ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, SWITCHYARD_CONFIG: configFile, LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));

@@ -22,7 +22,9 @@ export interface OwnServer {
 }
 
 function exited(p: ChildProcess): Promise<void> {
-  return p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', () => r()));
+  return p.exitCode !== null || p.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((r) => p.once('exit', () => r()));
 }
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, log: () => string): Promise<void> {
@@ -37,13 +39,21 @@ async function until(what: string, ok: () => boolean | Promise<boolean>, log: ()
 export async function ownMariaDB(): Promise<OwnServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-mariadb-'));
   const data = path.join(dir, 'data');
-  execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { stdio: 'ignore' });
+  execFileSync(
+    'mariadb-install-db',
+    ['--no-defaults', `--datadir=${data}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'],
+    { stdio: 'ignore' },
+  );
   const port = await freePort();
   const logFile = path.join(dir, 'log');
   let proc: ChildProcess | null = null;
   const ping = () => {
     try {
-      execFileSync('mariadb', ['-uroot', '-h127.0.0.1', `-P${port}`, '-e', 'CREATE DATABASE IF NOT EXISTS switchyard'], { stdio: 'ignore' });
+      execFileSync(
+        'mariadb',
+        ['-uroot', '-h127.0.0.1', `-P${port}`, '-e', 'CREATE DATABASE IF NOT EXISTS switchyard'],
+        { stdio: 'ignore' },
+      );
       return true;
     } catch {
       return false;
@@ -53,9 +63,21 @@ export async function ownMariaDB(): Promise<OwnServer> {
     url: `mysql://root@127.0.0.1:${port}/switchyard`,
     port,
     async start() {
-      const args = ['--no-defaults', `--datadir=${data}`, `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${path.join(dir, 'sock')}`, `--pid-file=${path.join(dir, 'pid')}`, '--user=root', '--innodb-buffer-pool-size=32M', `--log-error=${logFile}`];
+      const args = [
+        '--no-defaults',
+        `--datadir=${data}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${path.join(dir, 'sock')}`,
+        `--pid-file=${path.join(dir, 'pid')}`,
+        '--user=root',
+        '--innodb-buffer-pool-size=32M',
+        `--log-error=${logFile}`,
+      ];
       proc = spawn('/usr/sbin/mariadbd', args, { stdio: 'ignore' });
-      await until('mariadbd', ping, () => (fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').slice(-2000) : ''));
+      await until('mariadbd', ping, () =>
+        fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').slice(-2000) : '',
+      );
     },
     async stop() {
       if (!proc) return;
@@ -84,9 +106,17 @@ export async function ownRedis(): Promise<OwnServer> {
     url: `redis://127.0.0.1:${port}`,
     port,
     async start() {
-      proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      proc = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       proc.stdout!.on('data', (d) => (out += d));
-      await until('redis-server', () => out.includes('Ready to accept connections'), () => out);
+      await until(
+        'redis-server',
+        () => out.includes('Ready to accept connections'),
+        () => out,
+      );
     },
     async stop() {
       if (!proc) return;

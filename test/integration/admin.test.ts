@@ -32,16 +32,30 @@ afterAll(async () => {
 
 const db = () => gw.app.db;
 
-async function admin(method: string, path: string, body?: unknown, token: string | null = TOKEN, base = gw.url, extra: Record<string, string> = {}) {
+async function admin(
+  method: string,
+  path: string,
+  body?: unknown,
+  token: string | null = TOKEN,
+  base = gw.url,
+  extra: Record<string, string> = {},
+) {
   const headers: Record<string, string> = { ...extra };
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const r = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: r.status, body: (await r.json()) as any, headers: r.headers };
 }
 
 const chat = (secret: string) =>
-  new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'hi' }] });
+  new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions.create({
+    model: 'mock-chat',
+    messages: [{ role: 'user', content: 'hi' }],
+  });
 
 describe('the admin token', () => {
   test('is required on every admin operation: none or a wrong one is a 401', async () => {
@@ -59,7 +73,12 @@ describe('the admin token', () => {
           path,
           token,
           status: 401,
-          error: { message: 'Invalid admin token', type: 'authentication_error', param: null, code: 'invalid_admin_token' },
+          error: {
+            message: 'Invalid admin token',
+            type: 'authentication_error',
+            param: null,
+            code: 'invalid_admin_token',
+          },
         });
       }
     }
@@ -81,7 +100,9 @@ describe('the admin token', () => {
         const r = await admin('GET', '/admin/api/accounts', undefined, token, off.url);
         expect(r.status).toBe(404);
         expect(r.body.error.code).toBe('unknown_url');
-        expect((await admin('POST', '/admin/api/redemption-codes', { count: 1, usd: '5' }, token, off.url)).status).toBe(404);
+        expect(
+          (await admin('POST', '/admin/api/redemption-codes', { count: 1, usd: '5' }, token, off.url)).status,
+        ).toBe(404);
       }
     } finally {
       await off.close();
@@ -95,7 +116,10 @@ describe('accounts', () => {
     const ids: number[] = [];
     for (let i = 0; i < 3; i++) ids.push((await registered(gw.url).then((c) => c)).account.id);
     // Give them findable emails.
-    for (const [i, id] of ids.entries()) await db()('accounts').where('id', id).update({ email: `${tag}-${i}@example.com` });
+    for (const [i, id] of ids.entries())
+      await db()('accounts')
+        .where('id', id)
+        .update({ email: `${tag}-${i}@example.com` });
     const all = await admin('GET', `/admin/api/accounts?email=${tag}`);
     expect(all.status).toBe(200);
     expect(all.body).toEqual({
@@ -124,7 +148,13 @@ describe('accounts', () => {
     const id = c.account.id;
     const grant = await admin('POST', `/admin/api/accounts/${id}/credits`, { usd: '10.5', note: 'goodwill' });
     expect(grant.status).toBe(200);
-    expect(grant.body).toEqual({ account_id: id, kind: 'grant', amount_usd: '10.500000', balance_usd: '11.500000', ledger_id: expect.any(Number) });
+    expect(grant.body).toEqual({
+      account_id: id,
+      kind: 'grant',
+      amount_usd: '10.500000',
+      balance_usd: '11.500000',
+      ledger_id: expect.any(Number),
+    });
     const adj = await admin('POST', `/admin/api/accounts/${id}/credits`, { usd: -1.5 });
     expect(adj.body).toMatchObject({ kind: 'adjustment', amount_usd: '-1.500000', balance_usd: '10.000000' });
     const tooMuch = await admin('POST', `/admin/api/accounts/${id}/credits`, { usd: '-10.000001' });
@@ -137,21 +167,43 @@ describe('accounts', () => {
       ['adjustment', -1_500_000, null],
     ]);
     // The owner sees both rows in the console ledger.
-    expect((await c.get('/console/api/ledger')).body.data.map((r: any) => r.kind)).toEqual(['adjustment', 'grant', 'signup']);
-    for (const usd of ['0', 'abc', '1.0000001']) expect((await admin('POST', `/admin/api/accounts/${id}/credits`, { usd })).status).toBe(400);
+    expect((await c.get('/console/api/ledger')).body.data.map((r: any) => r.kind)).toEqual([
+      'adjustment',
+      'grant',
+      'signup',
+    ]);
+    for (const usd of ['0', 'abc', '1.0000001'])
+      expect((await admin('POST', `/admin/api/accounts/${id}/credits`, { usd })).status).toBe(400);
     const missing = await admin('POST', '/admin/api/accounts/987654321/credits', { usd: '1' });
     expect(missing.status).toBe(404);
-    expect(missing.body.error).toEqual({ message: 'No such account: 987654321', type: 'invalid_request_error', param: 'id', code: 'account_not_found' });
+    expect(missing.body.error).toEqual({
+      message: 'No such account: 987654321',
+      type: 'invalid_request_error',
+      param: 'id',
+      code: 'account_not_found',
+    });
   });
 
   test('an adjustment never takes what requests in flight hold (the balance would go below zero when they settle)', async () => {
     const { accountId, keyId } = await gw.newKey({}, 10_000_000);
     const lease = `lease_admin_${accountId}`;
-    expect(await openLease(db(), { id: lease, accountId, keyId, owner: 'test', amount: 8_000_000, expiresAt: Date.now() + 60_000, now: Date.now() })).toBe(8_000_000);
+    expect(
+      await openLease(db(), {
+        id: lease,
+        accountId,
+        keyId,
+        owner: 'test',
+        amount: 8_000_000,
+        expiresAt: Date.now() + 60_000,
+        now: Date.now(),
+      }),
+    ).toBe(8_000_000);
     const tooMuch = await admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd: '-2.000001' });
     expect(tooMuch.status).toBe(400);
     expect(tooMuch.body.error.code).toBe('insufficient_balance');
-    expect((await admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd: '-2' })).body.balance_usd).toBe('8.000000');
+    expect((await admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd: '-2' })).body.balance_usd).toBe(
+      '8.000000',
+    );
     await closeLease(db(), lease);
     expect((await verifyLedger(db())).problems.filter((p) => p.account_id === accountId)).toEqual([]);
   });
@@ -169,7 +221,12 @@ describe('accounts', () => {
     expect((await c.get('/console/api/account')).status).toBe(401);
     const login = await new ConsoleClient(gw.url).login(email);
     expect(login.status).toBe(403);
-    expect(login.body.error).toEqual({ message: 'This account is disabled', type: 'permission_error', param: null, code: 'account_disabled' });
+    expect(login.body.error).toEqual({
+      message: 'This account is disabled',
+      type: 'permission_error',
+      param: null,
+      code: 'account_disabled',
+    });
     const on = await admin('POST', `/admin/api/accounts/${c.account.id}/enable`);
     expect(on.body.status).toBe('active');
     expect((await chat(body.secret)).choices).toHaveLength(1);
@@ -184,7 +241,12 @@ describe('redemption codes', () => {
     const r = await admin('POST', '/admin/api/redemption-codes', { count: 25, usd: '2.5', note: 'giveaway' });
     expect(r.status).toBe(201);
     expect(r.body.codes).toHaveLength(25);
-    for (const code of r.body.codes) expect(code).toEqual({ id: expect.any(Number), code: expect.stringMatching(/^SY(-[0-9A-Z]{5}){4}$/), amount_usd: '2.500000' });
+    for (const code of r.body.codes)
+      expect(code).toEqual({
+        id: expect.any(Number),
+        code: expect.stringMatching(/^SY(-[0-9A-Z]{5}){4}$/),
+        amount_usd: '2.500000',
+      });
     expect(new Set(r.body.codes.map((c: any) => c.code)).size).toBe(25);
     const c = await registered(gw.url);
     const redeemed = await c.post('/console/api/topup/redeem', { code: r.body.codes[3].code });
@@ -194,7 +256,14 @@ describe('redemption codes', () => {
   });
 
   test('count 1..1000 and a positive amount', async () => {
-    for (const body of [{ count: 0, usd: '1' }, { count: 1001, usd: '1' }, { count: 1, usd: '0' }, { count: 1, usd: '-1' }, { count: 1.5, usd: '1' }, { usd: '1' }]) {
+    for (const body of [
+      { count: 0, usd: '1' },
+      { count: 1001, usd: '1' },
+      { count: 1, usd: '0' },
+      { count: 1, usd: '-1' },
+      { count: 1.5, usd: '1' },
+      { usd: '1' },
+    ]) {
       const r = await admin('POST', '/admin/api/redemption-codes', body);
       expect({ body, status: r.status }).toEqual({ body, status: 400 });
     }
@@ -202,7 +271,8 @@ describe('redemption codes', () => {
 });
 
 describe('Idempotency-Key', () => {
-  const grant = (accountId: number, usd: string, key: string) => admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd }, TOKEN, gw.url, { 'idempotency-key': key });
+  const grant = (accountId: number, usd: string, key: string) =>
+    admin('POST', `/admin/api/accounts/${accountId}/credits`, { usd }, TOKEN, gw.url, { 'idempotency-key': key });
 
   test('a retried grant gets the first answer and credits nothing more, even when the retries arrive at once', async () => {
     const c = await registered(gw.url);
@@ -211,7 +281,9 @@ describe('Idempotency-Key', () => {
     expect(first.status).toBe(200);
     const again = await Promise.all(Array.from({ length: 5 }, () => grant(c.account.id, '5', `grant-${c.account.id}`)));
     for (const r of again) expect(r).toMatchObject({ status: 200, body: first.body });
-    const concurrent = await Promise.all(Array.from({ length: 5 }, () => grant(c.account.id, '7', `burst-${c.account.id}`)));
+    const concurrent = await Promise.all(
+      Array.from({ length: 5 }, () => grant(c.account.id, '7', `burst-${c.account.id}`)),
+    );
     expect(new Set(concurrent.map((r) => r.body.ledger_id)).size).toBe(1);
     expect(Number((await db()('accounts').where('id', c.account.id).first()).balance_micros)).toBe(before + 12_000_000);
     expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(2);
@@ -232,7 +304,8 @@ describe('Idempotency-Key', () => {
 
   test('a retried code batch shows the same codes and makes no new ones', async () => {
     const key = `codes-${Date.now()}-${Math.random()}`;
-    const make = () => admin('POST', '/admin/api/redemption-codes', { count: 2, usd: '3' }, TOKEN, gw.url, { 'idempotency-key': key });
+    const make = () =>
+      admin('POST', '/admin/api/redemption-codes', { count: 2, usd: '3' }, TOKEN, gw.url, { 'idempotency-key': key });
     const countBefore = Number((await db()('redemption_codes').count({ n: '*' }))[0].n);
     const first = await make();
     expect(first.status).toBe(201);
@@ -246,18 +319,33 @@ describe('keys and alerts', () => {
     const c = await registered(gw.url);
     const { key } = (await c.post('/console/api/keys', { name: 'k' })).body;
     const patch = (body: unknown, id = key.id) =>
-      fetch(`${gw.url}/admin/api/keys/${id}`, { method: 'PATCH', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+      fetch(`${gw.url}/admin/api/keys/${id}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
     const later = new Date(Date.now() + 86_400_000).toISOString();
     const changed = await patch({ expires_at: later, budget: { usd: '2.5', period: 'week' } });
     expect(changed.status).toBe(200);
-    expect(changed.body).toMatchObject({ id: key.id, expires_at: later, budget: { usd: '2.500000', period: 'week', spent_usd: '0.000000' } });
+    expect(changed.body).toMatchObject({
+      id: key.id,
+      expires_at: later,
+      budget: { usd: '2.500000', period: 'week', spent_usd: '0.000000' },
+    });
     expect((await c.get('/console/api/keys')).body.data[0].budget.usd).toBe('2.500000'); // the owner sees it
     expect((await patch({ budget: null })).body.budget).toBeNull();
     expect((await patch({ expires_at: '2001-01-01T00:00:00Z' })).status).toBe(400);
     expect((await patch({ budget: null }, 987654321)).status).toBe(404);
     const alert = (id: number, body: unknown) =>
-      fetch(`${gw.url}/admin/api/accounts/${id}/alert`, { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
-    expect((await alert(c.account.id, { low_balance_usd: '3' })).body).toEqual({ account_id: c.account.id, low_balance_usd: '3.000000' });
+      fetch(`${gw.url}/admin/api/accounts/${id}/alert`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    expect((await alert(c.account.id, { low_balance_usd: '3' })).body).toEqual({
+      account_id: c.account.id,
+      low_balance_usd: '3.000000',
+    });
     expect((await c.get('/console/api/account')).body.low_balance_usd).toBe('3.000000');
     expect((await alert(987654321, { low_balance_usd: '3' })).status).toBe(404);
   });
@@ -271,16 +359,25 @@ describe('the CLI', () => {
         process.execPath,
         ['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', ...args],
         { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'silent' } },
-        (e, stdout, stderr) => resolve({ code: e ? Number(e.code) : 0, out: stdout ? JSON.parse(stdout) : null, err: stderr }),
+        (e, stdout, stderr) =>
+          resolve({ code: e ? Number(e.code) : 0, out: stdout ? JSON.parse(stdout) : null, err: stderr }),
       ),
     );
 
   test('codes create, accounts disable / enable, credits grant', async () => {
     const codes = await run('codes', 'create', '--count', '3', '--usd', '4');
     expect(codes.code).toBe(0);
-    expect(codes.out.codes).toEqual(Array.from({ length: 3 }, () => ({ id: expect.any(Number), code: expect.stringMatching(/^SY-/), amount_usd: '4.000000' })));
+    expect(codes.out.codes).toEqual(
+      Array.from({ length: 3 }, () => ({
+        id: expect.any(Number),
+        code: expect.stringMatching(/^SY-/),
+        amount_usd: '4.000000',
+      })),
+    );
     const c = await registered(gw.url);
-    expect((await c.post('/console/api/topup/redeem', { code: codes.out.codes[0].code })).body.amount_usd).toBe('4.000000');
+    expect((await c.post('/console/api/topup/redeem', { code: codes.out.codes[0].code })).body.amount_usd).toBe(
+      '4.000000',
+    );
 
     const { body } = await c.post('/console/api/keys', {});
     const off = await run('accounts', 'disable', String(c.account.id));
@@ -295,13 +392,40 @@ describe('the CLI', () => {
     expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(1);
 
     // a retried grant with the same Idempotency-Key credits nothing more — from the CLI or the admin API
-    const once = await run('credits', 'grant', '--account', String(c.account.id), '--usd', '3', '--idempotency-key', `cli-${c.account.id}`);
-    const twice = await run('credits', 'grant', '--account', String(c.account.id), '--usd', '3', '--idempotency-key', `cli-${c.account.id}`);
+    const once = await run(
+      'credits',
+      'grant',
+      '--account',
+      String(c.account.id),
+      '--usd',
+      '3',
+      '--idempotency-key',
+      `cli-${c.account.id}`,
+    );
+    const twice = await run(
+      'credits',
+      'grant',
+      '--account',
+      String(c.account.id),
+      '--usd',
+      '3',
+      '--idempotency-key',
+      `cli-${c.account.id}`,
+    );
     expect(twice.out).toEqual(once.out);
-    const api = await admin('POST', `/admin/api/accounts/${c.account.id}/credits`, { usd: '3' }, TOKEN, gw.url, { 'idempotency-key': `cli-${c.account.id}` });
+    const api = await admin('POST', `/admin/api/accounts/${c.account.id}/credits`, { usd: '3' }, TOKEN, gw.url, {
+      'idempotency-key': `cli-${c.account.id}`,
+    });
     expect(api.body.ledger_id).toBe(once.out.ledger_id);
     expect((await db()('ledger').where({ account_id: c.account.id, kind: 'grant' })).length).toBe(2);
-    const expiring = await run('keys', 'create', '--account', String(c.account.id), '--expires', '2099-01-01T00:00:00Z');
+    const expiring = await run(
+      'keys',
+      'create',
+      '--account',
+      String(c.account.id),
+      '--expires',
+      '2099-01-01T00:00:00Z',
+    );
     expect(expiring.out.expires_at).toBe('2099-01-01T00:00:00.000Z');
     expect((await run('keys', 'create', '--account', String(c.account.id), '--expires', '2020-01-01')).code).toBe(2);
     expect((await run('codes', 'create', '--count', '0', '--usd', '4')).code).toBe(2);
@@ -317,7 +441,9 @@ describe('the CLI', () => {
     expect(budgeted.out.budget).toMatchObject({ usd: '0.000001', period: 'week' });
     const refused = await chat(secret).catch((e) => e);
     expect(refused.status).toBe(429);
-    expect(refused.error.message).toMatch(/^Insufficient quota: this key's budget of 0\.000001 USD per week is used up; it resets at /);
+    expect(refused.error.message).toMatch(
+      /^Insufficient quota: this key's budget of 0\.000001 USD per week is used up; it resets at /,
+    );
     expect((await run('keys', 'update', String(keyId), '--no-budget')).out.budget).toBeNull();
     expect((await chat(secret)).choices).toHaveLength(1);
     const soon = new Date(Date.now() + 3_600_000).toISOString();

@@ -37,7 +37,11 @@ afterAll(async () => {
 const tools: OpenAI.Chat.ChatCompletionTool[] = [
   {
     type: 'function',
-    function: { name: 'get_weather', description: 'Weather now', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+    function: {
+      name: 'get_weather',
+      description: 'Weather now',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
   },
   { type: 'function', function: { name: 'get_time' } },
 ];
@@ -70,19 +74,38 @@ describe('text answers', () => {
       id: expect.stringMatching(/^chatcmpl-msg_fake\d+$/),
       object: 'chat.completion',
       model: 'claude-test',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Echo: hello there', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'Echo: hello there', refusal: null },
+          logprobs: null,
+          finish_reason: 'stop',
+        },
+      ],
       usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 },
     });
     expect(Math.abs(res.created - Date.now() / 1000)).toBeLessThan(60);
     const sent = upstream.last();
     expect(sent.path).toBe('/v1/messages');
-    expect(sent.headers).toMatchObject({ 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'test-beta-2025-01-01' });
+    expect(sent.headers).toMatchObject({
+      'x-api-key': API_KEY,
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'test-beta-2025-01-01',
+    });
     expect(sent.headers.authorization).toBeUndefined();
     expect(sent.body).toEqual({
       model: 'claude-sonnet-4-5',
       max_tokens: 1234, // the model's max_output_tokens: the client set none
       system: 'You are terse.\n\nAnswer in English.',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'hello' }, { type: 'text', text: 'there' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'hello' },
+            { type: 'text', text: 'there' },
+          ],
+        },
+      ],
       stop_sequences: ['END'],
       temperature: 1, // Anthropic's range is 0..1
       top_p: 0.9,
@@ -106,8 +129,21 @@ describe('text answers', () => {
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
     expect(new Set(chunks.map((c) => c.created)).size).toBe(1);
     expect(chunks[0].id).toMatch(/^chatcmpl-msg_fake/);
-    expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'claude-test' && c.choices.length === 1 && !('usage' in c))).toBe(true);
-    expect(chunks[chunks.length - 1].choices[0]).toEqual({ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' });
+    expect(
+      chunks.every(
+        (c) =>
+          c.object === 'chat.completion.chunk' &&
+          c.model === 'claude-test' &&
+          c.choices.length === 1 &&
+          !('usage' in c),
+      ),
+    ).toBe(true);
+    expect(chunks[chunks.length - 1].choices[0]).toEqual({
+      index: 0,
+      delta: {},
+      logprobs: null,
+      finish_reason: 'stop',
+    });
     expect(chunks.slice(0, -1).every((c) => c.choices[0].finish_reason === null)).toBe(true);
     expect(upstream.last().body).toMatchObject({ stream: true, max_tokens: 50, stop_sequences: ['x', 'y'] });
     expect(upstream.last().body.stream_options).toBeUndefined();
@@ -117,7 +153,11 @@ describe('text answers', () => {
     const events = streamEvents(message([{ type: 'text', text: 'early bird and the rest' }]));
     upstream.plan({ kind: 'stall', events: events.slice(0, 5) }); // message_start, block start, ping, "early", " bird"
     const before = upstream.clientAborts;
-    const stream = await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     let got = '';
     for await (const c of stream) {
       got += c.choices[0]?.delta.content ?? '';
@@ -130,8 +170,15 @@ describe('text answers', () => {
 
   test('legacy completions on a Claude model go through the chat translation', async () => {
     const res = await client.completions.create({ model: 'claude-test', prompt: 'Say hi', max_tokens: 20 });
-    expect(res).toMatchObject({ object: 'text_completion', model: 'claude-test', choices: [{ text: 'Echo: Say hi', finish_reason: 'stop' }] });
-    expect(upstream.last().body).toMatchObject({ max_tokens: 20, messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hi' }] }] });
+    expect(res).toMatchObject({
+      object: 'text_completion',
+      model: 'claude-test',
+      choices: [{ text: 'Echo: Say hi', finish_reason: 'stop' }],
+    });
+    expect(upstream.last().body).toMatchObject({
+      max_tokens: 20,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hi' }] }],
+    });
   });
 });
 
@@ -143,7 +190,10 @@ describe('tools', () => {
   ];
 
   test('two tool calls streamed after a text block, reassembled by the SDK; then the tool results sent back', async () => {
-    upstream.plan({ kind: 'sse', events: streamEvents(message(answer(), { usage: { input_tokens: 30, output_tokens: 40 } })) });
+    upstream.plan({
+      kind: 'sse',
+      events: streamEvents(message(answer(), { usage: { input_tokens: 30, output_tokens: 40 } })),
+    });
     const runner = client.chat.completions.stream({
       model: 'claude-test',
       messages: [{ role: 'user', content: 'Weather and time in Paris?' }],
@@ -158,7 +208,11 @@ describe('tools', () => {
     expect(final.choices[0].finish_reason).toBe('tool_calls');
     expect(msg.content).toBe('Let me check both.');
     expect(msg.tool_calls).toEqual([
-      { id: 'toolu_01A', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","units":{"temp":"C"}}' } },
+      {
+        id: 'toolu_01A',
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Paris","units":{"temp":"C"}}' },
+      },
       { id: 'toolu_01B', type: 'function', function: { name: 'get_time', arguments: '{}' } },
     ]);
     // Indexes count tool calls only (the text block is Anthropic's block 0); id and name on the first fragment only.
@@ -168,11 +222,17 @@ describe('tools', () => {
       { index: 0, id: 'toolu_01A', type: 'function', function: { name: 'get_weather', arguments: '' } },
       { index: 1, id: 'toolu_01B', type: 'function', function: { name: 'get_time', arguments: '' } },
     ]);
-    expect(fragments.filter((f) => !f.id).every((f) => f.function?.name === undefined && f.type === undefined)).toBe(true);
+    expect(fragments.filter((f) => !f.id).every((f) => f.function?.name === undefined && f.type === undefined)).toBe(
+      true,
+    );
 
     const sent = upstream.last().body;
     expect(sent.tools).toEqual([
-      { name: 'get_weather', description: 'Weather now', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      {
+        name: 'get_weather',
+        description: 'Weather now',
+        input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
       { name: 'get_time', input_schema: { type: 'object', properties: {} } },
     ]);
     expect(sent.tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
@@ -226,13 +286,22 @@ describe('tools', () => {
       message: {
         content: null,
         tool_calls: [
-          { id: 'toolu_01A', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","units":{"temp":"C"}}' } },
+          {
+            id: 'toolu_01A',
+            type: 'function',
+            function: { name: 'get_weather', arguments: '{"city":"Paris","units":{"temp":"C"}}' },
+          },
           { id: 'toolu_01B', type: 'function', function: { name: 'get_time', arguments: '{}' } },
         ],
       },
     });
     expect(upstream.last().body.tool_choice).toEqual({ type: 'tool', name: 'get_weather' });
-    await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], tools, tool_choice: 'none' });
+    await client.chat.completions.create({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'x' }],
+      tools,
+      tool_choice: 'none',
+    });
     expect(upstream.last().body.tool_choice).toEqual({ type: 'none' });
   });
 
@@ -243,7 +312,10 @@ describe('tools', () => {
         model: 'claude-test',
         messages: [
           { role: 'user', content: 'x' },
-          { role: 'assistant', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_time', arguments: '{"broken' } }] },
+          {
+            role: 'assistant',
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_time', arguments: '{"broken' } }],
+          },
           { role: 'tool', tool_call_id: 'c1', content: 'ok' },
         ],
       })
@@ -266,26 +338,61 @@ describe('finish reasons and usage', () => {
 
   test.each(cases)('stop_reason %s → finish_reason %s (non-streaming and streaming)', async (stop, finish) => {
     const content: Block[] =
-      stop === 'tool_use' ? [{ type: 'tool_use', id: 'toolu_x', name: 'get_time', input: {} }] : [{ type: 'text', text: 'some words' }];
+      stop === 'tool_use'
+        ? [{ type: 'tool_use', id: 'toolu_x', name: 'get_time', input: {} }]
+        : [{ type: 'text', text: 'some words' }];
     const msg = message(content, { stop_reason: stop, stop_sequence: stop === 'stop_sequence' ? 'END' : null });
     upstream.plan({ kind: 'json', body: msg }, { kind: 'sse', events: streamEvents(msg) });
-    const res = await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], tools });
+    const res = await client.chat.completions.create({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'x' }],
+      tools,
+    });
     expect(res.choices[0].finish_reason).toBe(finish);
-    const chunks = await collect(await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], tools, stream: true }));
+    const chunks = await collect(
+      await client.chat.completions.create({
+        model: 'claude-test',
+        messages: [{ role: 'user', content: 'x' }],
+        tools,
+        stream: true,
+      }),
+    );
     expect(chunks.map((c) => c.choices[0].finish_reason).filter(Boolean)).toEqual([finish]);
   });
 
   test('usage counts cache writes and reads as prompt tokens; cached_tokens = cache reads', async () => {
-    const usage = { input_tokens: 7, cache_creation_input_tokens: 100, cache_read_input_tokens: 2000, output_tokens: 12 };
-    const expected = { prompt_tokens: 2107, completion_tokens: 12, total_tokens: 2119, prompt_tokens_details: { cached_tokens: 2000 } };
+    const usage = {
+      input_tokens: 7,
+      cache_creation_input_tokens: 100,
+      cache_read_input_tokens: 2000,
+      output_tokens: 12,
+    };
+    const expected = {
+      prompt_tokens: 2107,
+      completion_tokens: 12,
+      total_tokens: 2119,
+      prompt_tokens_details: { cached_tokens: 2000 },
+    };
     const msg = message([{ type: 'text', text: 'cached answer' }], { usage });
-    upstream.plan({ kind: 'json', body: msg }, { kind: 'sse', events: streamEvents(msg) }, { kind: 'sse', events: streamEvents(msg) });
+    upstream.plan(
+      { kind: 'json', body: msg },
+      { kind: 'sse', events: streamEvents(msg) },
+      { kind: 'sse', events: streamEvents(msg) },
+    );
 
-    const res = await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }] });
+    const res = await client.chat.completions.create({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(res.usage).toEqual(expected);
 
     const withUsage = await collect(
-      await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } }),
+      await client.chat.completions.create({
+        model: 'claude-test',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     );
     const last = withUsage[withUsage.length - 1];
     expect(last.choices).toEqual([]);
@@ -294,19 +401,33 @@ describe('finish reasons and usage', () => {
     expect(withUsage.slice(0, -1).every((c) => c.usage === null && c.choices.length === 1)).toBe(true);
     expect(withUsage[withUsage.length - 2].choices[0].finish_reason).toBe('stop');
 
-    const without = await collect(await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], stream: true }));
+    const without = await collect(
+      await client.chat.completions.create({
+        model: 'claude-test',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+      }),
+    );
     expect(without.every((c) => c.choices.length === 1 && !('usage' in c))).toBe(true);
     expect(without.map((c) => c.choices[0].delta.content ?? '').join('')).toBe('cached answer');
   });
 });
 
 describe('errors', () => {
-  const ask = (model = 'claude-test') => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+  const ask = (model = 'claude-test') =>
+    client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
 
   test('an error event mid-stream: the text before it was delivered, then the SDK raises', async () => {
     const events = streamEvents(message([{ type: 'text', text: 'partial answer that never ends' }])).slice(0, 5);
-    upstream.plan({ kind: 'sse', events: [...events, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }] });
-    const stream = await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], stream: true });
+    upstream.plan({
+      kind: 'sse',
+      events: [...events, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }],
+    });
+    const stream = await client.chat.completions.create({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     const got: string[] = [];
     await expect(
       (async () => {
@@ -319,31 +440,55 @@ describe('errors', () => {
   test('a stream that ends without message_stop is an error, not a silent success', async () => {
     const events = streamEvents(message([{ type: 'text', text: 'cut short' }])).slice(0, -1);
     upstream.plan({ kind: 'sse', events });
-    const stream = await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     await expect(collect(stream)).rejects.toThrow(/upstream/i);
   });
 
   test('529 overloaded and 500 are a 502; with a second route, the next route answers', async () => {
-    for (const [status, type] of [[529, 'overloaded_error'], [500, 'api_error']] as const) {
+    for (const [status, type] of [
+      [529, 'overloaded_error'],
+      [500, 'api_error'],
+    ] as const) {
       upstream.plan({ kind: 'json', status, body: errorBody(type, 'Overloaded at internal-host-7') });
       const e = await ask();
       expect(e).toBeInstanceOf(OpenAI.InternalServerError);
       expect(e.status).toBe(502);
-      expect(e.error).toMatchObject({ type: 'upstream_error', message: `The upstream provider is unavailable (HTTP ${status})` });
+      expect(e.error).toMatchObject({
+        type: 'upstream_error',
+        message: `The upstream provider is unavailable (HTTP ${status})`,
+      });
       expect(JSON.stringify(e.error)).not.toContain('internal-host');
     }
     upstream.plan({ kind: 'json', status: 529, body: errorBody('overloaded_error', 'Overloaded') });
-    const res = await client.chat.completions.create({ model: 'claude-fallback', messages: [{ role: 'user', content: 'ping' }] });
+    const res = await client.chat.completions.create({
+      model: 'claude-fallback',
+      messages: [{ role: 'user', content: 'ping' }],
+    });
     expect(res.choices[0].message.content).toBe('This is a mock answer. You said: ping');
     expect(upstream.last().body.model).toBe('claude-haiku-4-5');
   });
 
   test("400 invalid_request_error is a 400 with Anthropic's message; 429 is a 429", async () => {
-    upstream.plan({ kind: 'json', status: 400, body: errorBody('invalid_request_error', 'prompt is too long: 250000 tokens > 200000 maximum') });
+    upstream.plan({
+      kind: 'json',
+      status: 400,
+      body: errorBody('invalid_request_error', 'prompt is too long: 250000 tokens > 200000 maximum'),
+    });
     const bad = await ask('claude-fallback'); // not retried on the next route: the request is at fault
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(bad.error).toMatchObject({ type: 'invalid_request_error', message: 'prompt is too long: 250000 tokens > 200000 maximum' });
-    upstream.plan({ kind: 'json', status: 429, body: errorBody('rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit') });
+    expect(bad.error).toMatchObject({
+      type: 'invalid_request_error',
+      message: 'prompt is too long: 250000 tokens > 200000 maximum',
+    });
+    upstream.plan({
+      kind: 'json',
+      status: 429,
+      body: errorBody('rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit'),
+    });
     const limited = await ask();
     expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
     expect(limited.status).toBe(429);
@@ -360,10 +505,14 @@ describe('errors', () => {
 
   test('n > 1 is refused with a 400 naming n, without calling the upstream', async () => {
     const count = upstream.requests.length;
-    const e = await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], n: 2 }).catch((err) => err);
+    const e = await client.chat.completions
+      .create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], n: 2 })
+      .catch((err) => err);
     expect(e).toBeInstanceOf(OpenAI.BadRequestError);
     expect(e.message).toMatch(/'n' must be 1/);
-    const streamed = await client.chat.completions.create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], n: 2, stream: true }).catch((err) => err);
+    const streamed = await client.chat.completions
+      .create({ model: 'claude-test', messages: [{ role: 'user', content: 'x' }], n: 2, stream: true })
+      .catch((err) => err);
     expect(streamed).toBeInstanceOf(OpenAI.BadRequestError);
     expect(upstream.requests.length).toBe(count);
   });

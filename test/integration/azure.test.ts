@@ -38,7 +38,11 @@ afterAll(async () => {
 });
 
 test('chat goes to the deployment with the api-version and the api-key header; the allowance is max_completion_tokens only', async () => {
-  const res = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_tokens: 40 });
+  const res = await client.chat.completions.create({
+    model: 'gpt-4o',
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 40,
+  });
   expect(res.choices[0].message.content).toBe('Hello from Azure.');
   expect(res.model).toBe('gpt-4o');
   const r = up.last();
@@ -49,11 +53,22 @@ test('chat goes to the deployment with the api-version and the api-key header; t
   expect(r.body.max_tokens).toBeUndefined();
   await gw.settled();
   const record = await gw.app.db('usage_records').where('account_id', accountId).orderBy('id', 'desc').first();
-  expect(record).toMatchObject({ provider: 'azure', counted: 'upstream', prompt_tokens: 12, completion_tokens: 4, cost_micros: 70 }); // 12 × 2.5 + 4 × 10 = 70
+  expect(record).toMatchObject({
+    provider: 'azure',
+    counted: 'upstream',
+    prompt_tokens: 12,
+    completion_tokens: 4,
+    cost_micros: 70,
+  }); // 12 × 2.5 + 4 × 10 = 70
 });
 
 test('a stream: Azure’s prompt-filter chunk (no choices) is not passed on; the usage chunk comes when asked', async () => {
-  const stream = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model: 'gpt-4o',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   const chunks = [];
   for await (const c of stream) chunks.push(c);
   expect(chunks.slice(0, -1).every((c) => c.choices.length === 1)).toBe(true);
@@ -69,13 +84,18 @@ test('api_version is a setting of the provider', async () => {
 
 test('embeddings go to their deployment', async () => {
   const res = await client.embeddings.create({ model: 'embed', input: ['a', 'b'], encoding_format: 'float' });
-  expect(res.data.map((d) => d.embedding)).toEqual([[0.1, 0.2, 0.3], [0.1, 0.2, 0.3]]);
+  expect(res.data.map((d) => d.embedding)).toEqual([
+    [0.1, 0.2, 0.3],
+    [0.1, 0.2, 0.3],
+  ]);
   expect(up.last().path).toBe('/openai/deployments/embed-prod/embeddings?api-version=2024-10-21');
 });
 
 test('a wrong key or an unknown deployment is our configuration’s fault: 502, naming neither URL nor key', async () => {
   for (const model of ['gpt-4o-misconfigured', 'gpt-4o-missing']) {
-    const e = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }).catch((err) => err);
+    const e = await client.chat.completions
+      .create({ model, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((err) => err);
     expect(e.status).toBe(502);
     expect(JSON.stringify(e.error)).not.toContain('127.0.0.1');
     expect(JSON.stringify(e.error)).not.toContain('wrong');
@@ -84,8 +104,16 @@ test('a wrong key or an unknown deployment is our configuration’s fault: 502, 
 
 test('the configuration refuses settings of another provider type', () => {
   const { parseConfig } = require('../../src/services/app') as typeof import('../../src/services/app');
-  expect(() => parseConfig('providers: { a: { type: openai, base_url: "http://x", api_version: 2024-10-21 } }\nmodels: [ { id: m, kind: chat, routes: [ { provider: a } ] } ]\n', 'c.yaml')).toThrow(
-    "c.yaml:1:55: providers.a: unknown setting 'api_version' for a provider of type openai",
-  );
-  expect(() => parseConfig('providers: { a: { type: azure } }\nmodels: [ { id: m, kind: chat, routes: [ { provider: a } ] } ]\n', 'c.yaml')).toThrow("missing required setting 'base_url'");
+  expect(() =>
+    parseConfig(
+      'providers: { a: { type: openai, base_url: "http://x", api_version: 2024-10-21 } }\nmodels: [ { id: m, kind: chat, routes: [ { provider: a } ] } ]\n',
+      'c.yaml',
+    ),
+  ).toThrow("c.yaml:1:55: providers.a: unknown setting 'api_version' for a provider of type openai");
+  expect(() =>
+    parseConfig(
+      'providers: { a: { type: azure } }\nmodels: [ { id: m, kind: chat, routes: [ { provider: a } ] } ]\n',
+      'c.yaml',
+    ),
+  ).toThrow("missing required setting 'base_url'");
 });

@@ -21,7 +21,13 @@ let up: FakeOpenAI;
 let gw: TestGateway;
 
 // 0.15 USD / M input = 150,000 µUSD per M tokens; 0.60 USD / M output = 600,000
-const PRICE = new Price({ input: 150_000, output: 600_000, cached_input: 150_000, cache_write: 150_000, cache_write_1h: 150_000 });
+const PRICE = new Price({
+  input: 150_000,
+  output: 600_000,
+  cached_input: 150_000,
+  cache_write: 150_000,
+  cache_write_1h: 150_000,
+});
 const MODEL = { image_tokens: 4_800, file_tokens: 300_000 };
 /** The prompt bound of a body (gateway/bound.ts): what a hold counts for the prompt. */
 const bound = (body: object) => promptBound(inspect(body), MODEL);
@@ -59,14 +65,22 @@ async function account(credits: number, key: Parameters<TestGateway['newKey']>[0
 }
 
 const db = () => gw.app.db;
-const connections = () => new Promise<number>((resolve, reject) => gw.server.listener.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+const connections = () =>
+  new Promise<number>((resolve, reject) => gw.server.listener.getConnections((e, n) => (e ? reject(e) : resolve(n))));
 const balance = async (id: number) => Number((await db()('accounts').where('id', id).first()).balance_micros);
 const ledger = (id: number) => db()('ledger').where('account_id', id).orderBy('id');
 const usageOf = (requestId: string) => db()('usage_records').where('request_id', requestId).first();
 
 const answer = (content: string, usage?: object) => ({
   kind: 'json' as const,
-  body: { id: 'c1', object: 'chat.completion', created: 1, model: 'x', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }], ...(usage ? { usage } : {}) },
+  body: {
+    id: 'c1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'x',
+    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }],
+    ...(usage ? { usage } : {}),
+  },
 });
 
 describe('exact charges', () => {
@@ -74,13 +88,23 @@ describe('exact charges', () => {
     expect(PRICE.cost(usage(1234, 567))).toBe(526); // 185,100,000 + 340,200,000 = 525,300,000 → 525.3 → 526
     expect(PRICE.cost(usage(10, 0))).toBe(2); // 1.5 → 2
     expect(PRICE.cost(usage(0, 0))).toBe(0);
-    expect(new Price({ input: 2_500_000, output: 10_000_000, cached_input: 2_500_000, cache_write: 2_500_000, cache_write_1h: 2_500_000 }).cost(usage(1_000_000, 1_000_000))).toBe(12_500_000);
+    expect(
+      new Price({
+        input: 2_500_000,
+        output: 10_000_000,
+        cached_input: 2_500_000,
+        cache_write: 2_500_000,
+        cache_write_1h: 2_500_000,
+      }).cost(usage(1_000_000, 1_000_000)),
+    ).toBe(12_500_000);
   });
 
   test('non-streaming, with upstream usage: one usage row for exactly the cost, hold released', async () => {
     const a = await account(1_000_000);
     up.plan(answer('hi', { prompt_tokens: 1234, completion_tokens: 567, total_tokens: 1801 }));
-    const { data, response } = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] }).withResponse();
+    const { data, response } = await a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] })
+      .withResponse();
     expect(data.usage?.total_tokens).toBe(1801);
     await gw.settled();
     const rows = await ledger(a.accountId);
@@ -88,16 +112,38 @@ describe('exact charges', () => {
       ['signup', 1_000_000, 1_000_000],
       ['usage', -526, 999_474],
     ]);
-    expect(rows[1]).toMatchObject({ ref: response.headers.get('x-request-id'), model: 'priced', prompt_tokens: 1234, completion_tokens: 567 });
-    expect(await usageOf(response.headers.get('x-request-id')!)).toMatchObject({ status: 200, counted: 'upstream', cost_micros: 526, provider: 'up', endpoint: 'chat' });
+    expect(rows[1]).toMatchObject({
+      ref: response.headers.get('x-request-id'),
+      model: 'priced',
+      prompt_tokens: 1234,
+      completion_tokens: 567,
+    });
+    expect(await usageOf(response.headers.get('x-request-id')!)).toMatchObject({
+      status: 200,
+      counted: 'upstream',
+      cost_micros: 526,
+      provider: 'up',
+      endpoint: 'chat',
+    });
     expect(Number((await db()('api_keys').where('id', a.keyId).first()).used_micros)).toBe(526);
     await noHoldBeyondLeases(a.accountId);
   });
 
   test('streaming, with the upstream usage chunk', async () => {
     const a = await account(1_000_000);
-    up.plan({ kind: 'sse', events: chatStreamEvents('x', ['a', 'b'], true, { prompt_tokens: 2000, completion_tokens: 1000, total_tokens: 3000 }) });
-    const stream = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], stream: true });
+    up.plan({
+      kind: 'sse',
+      events: chatStreamEvents('x', ['a', 'b'], true, {
+        prompt_tokens: 2000,
+        completion_tokens: 1000,
+        total_tokens: 3000,
+      }),
+    });
+    const stream = await a.client.chat.completions.create({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     for await (const _ of stream);
     await gw.settled();
     // 2000 × 150,000 + 1000 × 600,000 = 900,000,000 → 900 µUSD exactly
@@ -107,17 +153,29 @@ describe('exact charges', () => {
   test('without upstream usage: the tokenizer count is billed, and recorded as such', async () => {
     const a = await account(1_000_000);
     up.plan(answer('Hello there, friend'));
-    const { response } = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { response } = await a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     await gw.settled();
     // prompt 8 tokens (framing included), completion 4: 8 × 150,000 + 4 × 600,000 = 3,600,000 → 4 µUSD
-    expect(await usageOf(response.headers.get('x-request-id')!)).toMatchObject({ counted: 'tokenizer', prompt_tokens: 8, completion_tokens: 4, cost_micros: 4 });
+    expect(await usageOf(response.headers.get('x-request-id')!)).toMatchObject({
+      counted: 'tokenizer',
+      prompt_tokens: 8,
+      completion_tokens: 4,
+      cost_micros: 4,
+    });
     expect(await balance(a.accountId)).toBe(1_000_000 - 4);
   });
 
   test('usage an upstream reports half of, or not as numbers, is not trusted: the tokenizer counts instead', async () => {
     const a = await account(1_000_000);
     up.plan({ kind: 'sse', events: chatStreamEvents('x', ['Hello there, friend'], true, { prompt_tokens: 5 }) });
-    const stream = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await a.client.chat.completions.create({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks = [];
     for await (const c of stream) chunks.push(c);
     expect(chunks[chunks.length - 1].usage).toEqual({ prompt_tokens: 8, completion_tokens: 4, total_tokens: 12 });
@@ -125,7 +183,9 @@ describe('exact charges', () => {
     await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] });
     await gw.settled();
     const records = await db()('usage_records').where('account_id', a.accountId).orderBy('id');
-    expect(records.map((r) => [r.counted, Number(r.prompt_tokens), Number(r.completion_tokens), Number(r.cost_micros)])).toEqual([
+    expect(
+      records.map((r) => [r.counted, Number(r.prompt_tokens), Number(r.completion_tokens), Number(r.cost_micros)]),
+    ).toEqual([
       ['tokenizer', 8, 4, 4],
       ['tokenizer', 8, 4, 4],
     ]);
@@ -134,12 +194,19 @@ describe('exact charges', () => {
   test('a client that disconnects halfway pays for what was generated', async () => {
     const a = await account(1_000_000);
     up.plan({ kind: 'stall', events: chatStreamEvents('x', ['Hello there, friend'], false, {}).slice(0, 2) });
-    const stream = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const stream = await a.client.chat.completions.create({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
     for await (const c of stream) if (c.choices[0]?.delta.content) break; // leaves after the first words
     await gw.settled();
     const row = (await ledger(a.accountId)).find((r) => r.kind === 'usage');
     expect(row).toMatchObject({ amount_micros: -4, prompt_tokens: 8, completion_tokens: 4 });
-    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ status: 499, counted: 'tokenizer' });
+    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({
+      status: 499,
+      counted: 'tokenizer',
+    });
   });
 
   test('a client that leaves while the request is still being checked: nothing goes upstream, nothing is held or charged', async () => {
@@ -178,14 +245,21 @@ describe('exact charges', () => {
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     const answer = {
-      id: 'chatcmpl-late', object: 'chat.completion', created: 1, model: 'x',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'a late answer' }, logprobs: null, finish_reason: 'stop' }],
+      id: 'chatcmpl-late',
+      object: 'chat.completion',
+      created: 1,
+      model: 'x',
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'a late answer' }, logprobs: null, finish_reason: 'stop' },
+      ],
       usage: { prompt_tokens: 8, completion_tokens: 20, total_tokens: 28 },
     };
     up.plan({ kind: 'json', body: answer, wait: released });
     const ctrl = new AbortController();
     const before = up.requests.length;
-    const pending = a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }, { signal: ctrl.signal }).catch((e) => e);
+    const pending = a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }, { signal: ctrl.signal })
+      .catch((e) => e);
     for (let i = 0; i < 100 && up.requests.length === before; i++) await new Promise((r) => setTimeout(r, 20)); // the upstream has it
     const open = await connections();
     ctrl.abort();
@@ -197,29 +271,53 @@ describe('exact charges', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     // 8 × 150,000 + 20 × 600,000 = 13,200,000 → 14 µUSD
-    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ status: 499, prompt_tokens: 8, completion_tokens: 20, counted: 'upstream', cost_micros: 14 });
+    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({
+      status: 499,
+      prompt_tokens: 8,
+      completion_tokens: 20,
+      counted: 'upstream',
+      cost_micros: 14,
+    });
     expect(await balance(a.accountId)).toBe(1_000_000 - 14);
   });
 
   test('a failed upstream call that produced nothing costs nothing', async () => {
     const a = await account(1_000_000);
     up.plan({ kind: 'json', status: 503, body: {} });
-    const e = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] }).catch((err) => err);
+    const e = await a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] })
+      .catch((err) => err);
     expect(e.status).toBe(502);
     await gw.settled();
     expect(await balance(a.accountId)).toBe(1_000_000);
     expect((await ledger(a.accountId)).map((r) => r.kind)).toEqual(['signup']);
-    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ status: 502, cost_micros: 0, counted: 'none' });
+    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({
+      status: 502,
+      cost_micros: 0,
+      counted: 'none',
+    });
     await noHoldBeyondLeases(a.accountId);
   });
 
   test('embeddings are billed for input only; legacy completions by their own prices', async () => {
     const a = await account(1_000_000);
     await a.client.embeddings.create({ model: 'embed', input: ['a', 'b'], encoding_format: 'float' }); // fake usage: 4 tokens × 20,000 → 0.08 → 1
-    up.plan({ kind: 'json', body: { id: 'c', object: 'text_completion', created: 1, model: 'x', choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: 'stop' }], usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000 } } });
+    up.plan({
+      kind: 'json',
+      body: {
+        id: 'c',
+        object: 'text_completion',
+        created: 1,
+        model: 'x',
+        choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000 },
+      },
+    });
     await a.client.completions.create({ model: 'legacy', prompt: 'p' }); // 1000 × 1.5 + 1000 × 2 = 3500 µUSD
     await gw.settled();
-    expect((await ledger(a.accountId)).filter((r) => r.kind === 'usage').map((r) => Number(r.amount_micros))).toEqual([-1, -3500]);
+    expect((await ledger(a.accountId)).filter((r) => r.kind === 'usage').map((r) => Number(r.amount_micros))).toEqual([
+      -1, -3500,
+    ]);
   });
 });
 
@@ -235,11 +333,15 @@ describe('admission', () => {
     expect(res.status).toBe(429);
     expect(res.headers.get('x-should-retry')).toBe('false');
     expect(res.headers.get('retry-after')).toBeNull();
-    expect(await res.json()).toEqual({ error: { message: 'Insufficient quota', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
+    expect(await res.json()).toEqual({
+      error: { message: 'Insufficient quota', type: 'insufficient_quota', param: null, code: 'insufficient_quota' },
+    });
     expect(up.requests.length).toBe(before);
     // the SDK does not retry it (it would, by default, for a 429)
     const sdk = new OpenAI({ apiKey: a.secret, baseURL: `${gw.url}/v1` });
-    await expect(sdk.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    await expect(
+      sdk.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toBeInstanceOf(OpenAI.RateLimitError);
     expect(up.requests.length).toBe(before);
   });
 
@@ -248,13 +350,26 @@ describe('admission', () => {
     // this upstream (not OpenAI's own) may read either field: both carry the allowance
     await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] });
     expect(up.last().body).toMatchObject({ max_completion_tokens: 1000, max_tokens: 1000 });
-    await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 50 });
+    await a.client.chat.completions.create({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 50,
+    });
     expect(up.last().body).toMatchObject({ max_completion_tokens: 50, max_tokens: 50 });
     // both sent: the smaller one is the allowance, and both say it (an upstream reading max_tokens only is bounded too)
-    await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 1_000_000, max_completion_tokens: 30 });
+    await a.client.chat.completions.create({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 1_000_000,
+      max_completion_tokens: 30,
+    });
     expect(up.last().body).toMatchObject({ max_completion_tokens: 30, max_tokens: 30 });
     // an upstream configured to read one field (OpenAI refuses both at once) gets that one only
-    await a.client.chat.completions.create({ model: 'one-field', messages: [{ role: 'user', content: 'x' }], max_tokens: 40 });
+    await a.client.chat.completions.create({
+      model: 'one-field',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 40,
+    });
     expect(up.last().body.max_completion_tokens).toBe(40);
     expect(up.last().body.max_tokens).toBeUndefined();
   });
@@ -274,9 +389,25 @@ describe('admission', () => {
     expect(up.last().body.max_tokens).toBe(Math.floor(affordable(chat, 100) / 4));
     const legacy = { model: 'legacy', prompt: ['a', 'b', 'c'], best_of: 2, n: 1, max_tokens: 500 };
     const b = await account(2_000);
-    up.plan({ kind: 'json', body: { id: 'c', object: 'text_completion', created: 1, model: 'x', choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } } });
+    up.plan({
+      kind: 'json',
+      body: {
+        id: 'c',
+        object: 'text_completion',
+        created: 1,
+        model: 'x',
+        choices: [{ index: 0, text: 'x', logprobs: null, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 },
+      },
+    });
     await b.client.completions.create(legacy);
-    const perChoice = new Price({ input: 1_500_000, output: 2_000_000, cached_input: 1_500_000, cache_write: 1_500_000, cache_write_1h: 1_500_000 }).affordableOutput(bound(legacy), 2_000)!;
+    const perChoice = new Price({
+      input: 1_500_000,
+      output: 2_000_000,
+      cached_input: 1_500_000,
+      cache_write: 1_500_000,
+      cache_write_1h: 1_500_000,
+    }).affordableOutput(bound(legacy), 2_000)!;
     expect(up.last().body.max_tokens).toBe(Math.floor(perChoice / 6)); // 3 prompts × best_of 2
   });
 
@@ -286,7 +417,12 @@ describe('admission', () => {
     const base = { model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 16 };
     const fields: Record<string, unknown>[] = [
       { functions: [{ name: 'f', description: big, parameters: { type: 'object', properties: {} } }] },
-      { response_format: { type: 'json_schema', json_schema: { name: 's', schema: { type: 'object', description: big } } } },
+      {
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 's', schema: { type: 'object', description: big } },
+        },
+      },
       { some_future_field: big },
       { messages: [{ role: 'user', content: 'x', name: 'n', extra: big }] },
     ];
@@ -303,13 +439,22 @@ describe('admission', () => {
   test('a predicted output adds its size to the allowance (rejected prediction tokens are billed as output)', async () => {
     const a = await account(1_000_000);
     const prediction = { type: 'content', content: 'y'.repeat(300) };
-    await rawChat(a.secret, { model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 50, prediction });
+    await rawChat(a.secret, {
+      model: 'priced',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 50,
+      prediction,
+    });
     expect(up.last().body).toMatchObject({ max_tokens: 350, prediction });
   });
 
   test('attachments are held at their worst case whatever else the part carries; stored files and (unless allowed) audio are refused', async () => {
     const a = await account(500); // pays ~3,300 prompt tokens: less than one image at the stated worst case (4,800 tokens)
-    const image = (part: object) => ({ model: 'priced', messages: [{ role: 'user', content: [part] }], max_tokens: 16 });
+    const image = (part: object) => ({
+      model: 'priced',
+      messages: [{ role: 'user', content: [part] }],
+      max_tokens: 16,
+    });
     for (const part of [
       { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } },
       { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } }, // other providers ignore `detail`
@@ -320,15 +465,23 @@ describe('admission', () => {
       expect(((await res.json()) as any).error.type).toBe('insufficient_quota');
     }
     // an inline PDF: up to 100 pages of 3,000 tokens
-    const pdf = { type: 'file', file: { filename: 'a.pdf', file_data: `data:application/pdf;base64,${'A'.repeat(400)}` } };
+    const pdf = {
+      type: 'file',
+      file: { filename: 'a.pdf', file_data: `data:application/pdf;base64,${'A'.repeat(400)}` },
+    };
     expect((await rawChat(a.secret, image(pdf))).status).toBe(429);
     const rich = await account(1_000_000);
     const stored = await rawChat(rich.secret, image({ type: 'file', file: { file_id: 'file-abc' } }));
     expect(stored.status).toBe(400);
     expect(((await stored.json()) as any).error.message).toContain('file_id');
-    const audio = await rawChat(rich.secret, image({ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }));
+    const audio = await rawChat(
+      rich.secret,
+      image({ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }),
+    );
     expect(audio.status).toBe(400);
-    expect(((await audio.json()) as any).error.message).toBe('Model priced does not take audio input through this gateway');
+    expect(((await audio.json()) as any).error.message).toBe(
+      'Model priced does not take audio input through this gateway',
+    );
   });
 
   test('features that raise what the upstream charges: priority tier stripped, audio output and web search refused, unless the model allows them', async () => {
@@ -338,19 +491,27 @@ describe('admission', () => {
     expect(up.last().body.service_tier).toBeUndefined();
     expect((await rawChat(a.secret, { model: 'priced', ...base, service_tier: 'flex' })).status).toBe(200);
     expect(up.last().body.service_tier).toBe('flex');
-    for (const [field, value] of [['modalities', ['text', 'audio']], ['audio', { voice: 'alloy', format: 'wav' }], ['web_search_options', {}]] as const) {
+    for (const [field, value] of [
+      ['modalities', ['text', 'audio']],
+      ['audio', { voice: 'alloy', format: 'wav' }],
+      ['web_search_options', {}],
+    ] as const) {
       const res = await rawChat(a.secret, { model: 'priced', ...base, [field]: value });
       expect(res.status).toBe(400);
       expect(((await res.json()) as any).error.param).toBe(field === 'modalities' ? 'modalities' : field);
     }
     // a model whose price covers them passes them on
-    expect((await rawChat(a.secret, { model: 'premium', ...base, service_tier: 'priority', web_search_options: {} })).status).toBe(200);
+    expect(
+      (await rawChat(a.secret, { model: 'premium', ...base, service_tier: 'priority', web_search_options: {} })).status,
+    ).toBe(200);
     expect(up.last().body).toMatchObject({ service_tier: 'priority', web_search_options: {} });
   });
 
   test('below the minimum useful allowance: refused', async () => {
     const a = await account(10); // pays 8 × 0.15 + 14 × 0.6 < 10 µUSD... fewer than 16 output tokens
-    const e = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] }).catch((err) => err);
+    const e = await a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] })
+      .catch((err) => err);
     expect(e.status).toBe(429);
     expect(e.error).toMatchObject({ type: 'insufficient_quota', message: 'Insufficient quota' });
   });
@@ -358,7 +519,11 @@ describe('admission', () => {
   test('a key quota smaller than the balance: spent, then 429 Insufficient quota', async () => {
     const a = await account(1_000_000, { quotaMicros: 1000 });
     up.plan(answer('a', { prompt_tokens: 2000, completion_tokens: 1000, total_tokens: 3000 })); // 900 µUSD
-    await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 100 });
+    await a.client.chat.completions.create({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 100,
+    });
     const body = { model: 'priced', messages: [{ role: 'user' as const, content: 'x' }], max_tokens: 500 };
     up.plan(answer('a', { prompt_tokens: 0, completion_tokens: 160, total_tokens: 160 })); // 96 µUSD
     const e = await a.client.chat.completions.create(body).catch((err) => err);
@@ -368,7 +533,9 @@ describe('admission', () => {
     await gw.settled();
     const key = await db()('api_keys').where('id', a.keyId).first();
     expect(Number(key.used_micros)).toBeLessThanOrEqual(1000);
-    const refused = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] }).catch((err) => err);
+    const refused = await a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] })
+      .catch((err) => err);
     expect(refused.status).toBe(429);
     expect(refused.error.type).toBe('insufficient_quota');
   });
@@ -377,7 +544,11 @@ describe('admission', () => {
     const a = await account(0);
     const before = up.requests.length;
     // a body that is not even JSON: the 429 comes first
-    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json' }, body: '{not json' });
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json' },
+      body: '{not json',
+    });
     expect(res.status).toBe(429);
     expect(up.requests.length).toBe(before);
   });
@@ -386,7 +557,15 @@ describe('admission', () => {
 describe('credit leases and write-behind settlement', () => {
   test('a funded key takes one lease and no per-request hold; charges are written in batches; the lease goes back when idle', async () => {
     const a = await account(10_000_000);
-    await Promise.all(Array.from({ length: 20 }, () => a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 20 })));
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        a.client.chat.completions.create({
+          model: 'priced',
+          messages: [{ role: 'user', content: 'x' }],
+          max_tokens: 20,
+        }),
+      ),
+    );
     const leases = await db()('leases').where('account_id', a.accountId);
     expect(leases).toHaveLength(1);
     expect(await db()('holds').where('account_id', a.accountId)).toEqual([]);
@@ -396,7 +575,9 @@ describe('credit leases and write-behind settlement', () => {
     const charged = -rows.reduce((n, r) => n + Number(r.amount_micros), 0);
     expect(await balance(a.accountId)).toBe(10_000_000 - charged);
     // the balance after each row runs down in order
-    expect(rows.map((r) => Number(r.balance_after))).toEqual(rows.map((_r, i) => 10_000_000 - rows.slice(0, i + 1).reduce((n, x) => n - Number(x.amount_micros), 0)));
+    expect(rows.map((r) => Number(r.balance_after))).toEqual(
+      rows.map((_r, i) => 10_000_000 - rows.slice(0, i + 1).reduce((n, x) => n - Number(x.amount_micros), 0)),
+    );
     await noHoldBeyondLeases(a.accountId);
     // idle past lease_idle_ms: the next renewal gives the money back
     await new Promise((r) => setTimeout(r, 700));
@@ -409,14 +590,27 @@ describe('credit leases and write-behind settlement', () => {
     const a = await account(200); // a per-request hold
     const warned = jest.spyOn(gw.app.log, 'warn');
     up.plan(answer('a', { prompt_tokens: 1_000_000, completion_tokens: 0, total_tokens: 1_000_000 })); // 150,000 µUSD
-    await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 16 });
+    await a.client.chat.completions.create({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 16,
+    });
     await gw.settled();
     // never silent: a warning in the log, naming the account and what was not covered
-    expect(warned).toHaveBeenCalledWith(expect.objectContaining({ account: a.accountId, uncovered_micros: 149_800 }), 'the upstream billed more than was held: shortfall recorded');
+    expect(warned).toHaveBeenCalledWith(
+      expect.objectContaining({ account: a.accountId, uncovered_micros: 149_800 }),
+      'the upstream billed more than was held: shortfall recorded',
+    );
     warned.mockRestore();
     expect(await balance(a.accountId)).toBe(0);
     const rows = await ledger(a.accountId);
-    expect(rows.map((r) => [r.kind, Number(r.amount_micros), r.uncovered_micros === null ? null : Number(r.uncovered_micros)])).toEqual([
+    expect(
+      rows.map((r) => [
+        r.kind,
+        Number(r.amount_micros),
+        r.uncovered_micros === null ? null : Number(r.uncovered_micros),
+      ]),
+    ).toEqual([
       ['signup', 200, null],
       ['usage', -200, null],
       ['shortfall', 0, 149_800],
@@ -426,14 +620,29 @@ describe('credit leases and write-behind settlement', () => {
     expect(v.shortfalls).toContainEqual({ account_id: a.accountId, requests: 1, uncovered_micros: 149_800 });
     // and `switchyard ledger verify` lists it, with a warning on stderr
     const cli = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', 'ledger', 'verify'], { cwd: path.resolve(__dirname, '../..'), env: { ...process.env, LOG_LEVEL: 'silent' } }, (_e, stdout, stderr) => resolve({ stdout, stderr })),
+      execFile(
+        process.execPath,
+        ['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', 'ledger', 'verify'],
+        { cwd: path.resolve(__dirname, '../..'), env: { ...process.env, LOG_LEVEL: 'silent' } },
+        (_e, stdout, stderr) => resolve({ stdout, stderr }),
+      ),
     );
-    expect(JSON.parse(cli.stdout).shortfalls).toContainEqual({ account_id: a.accountId, requests: 1, uncovered_micros: 149_800 });
-    expect(cli.stderr).toContain(`warning: account ${a.accountId}: upstreams billed 0.149800 USD more than it could pay (1 requests)`);
+    expect(JSON.parse(cli.stdout).shortfalls).toContainEqual({
+      account_id: a.accountId,
+      requests: 1,
+      uncovered_micros: 149_800,
+    });
+    expect(cli.stderr).toContain(
+      `warning: account ${a.accountId}: upstreams billed 0.149800 USD more than it could pay (1 requests)`,
+    );
     // on a lease: the same, never beyond what the lease holds
     const b = await account(1_000_000);
     up.plan(answer('a', { prompt_tokens: 100_000_000, completion_tokens: 0, total_tokens: 100_000_000 })); // 15 USD
-    await b.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 16 });
+    await b.client.chat.completions.create({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 16,
+    });
     await gw.settled();
     const shortfall = (await ledger(b.accountId)).find((r) => r.kind === 'shortfall');
     expect(Number(shortfall.uncovered_micros)).toBeGreaterThan(0);
@@ -447,28 +656,50 @@ describe('credit leases and write-behind settlement', () => {
  * started (no sweeps or renewals). Each request asks 45 µUSD at worst (100 prompt and 50 output tokens of `priced`)
  * and is settled at that. Returns what each admission came to: 'served', or the refusal's message.
  */
-async function admitAtOnce(processes: Billing[], perProcess: number, accountId: number, keyId: number): Promise<string[]> {
+async function admitAtOnce(
+  processes: Billing[],
+  perProcess: number,
+  accountId: number,
+  keyId: number,
+): Promise<string[]> {
   const key = (await getKey(db(), keyId))!;
   const model = gw.app.config.models.find((m) => m.id === 'priced')!;
   const admitted = await Promise.all(
     processes.flatMap((p, i) =>
       Array.from({ length: perProcess }, (_, j) =>
-        p.admit({ requestId: `req_burst_${keyId}_${i}_${j}`, principal: { key, accountId }, model, endpoint: 'chat', promptTokens: 100, outputTokens: 50, promptBytes: 400 }).then(
-          (a) => a,
-          (e: Error) => e.message,
-        ),
+        p
+          .admit({
+            requestId: `req_burst_${keyId}_${i}_${j}`,
+            principal: { key, accountId },
+            model,
+            endpoint: 'chat',
+            promptTokens: 100,
+            outputTokens: 50,
+            promptBytes: 400,
+          })
+          .then(
+            (a) => a,
+            (e: Error) => e.message,
+          ),
       ),
     ),
   );
   // Settled once every admission is decided: the leases are at their fullest while all of them are in flight.
-  await Promise.all(admitted.map((a) => typeof a !== 'string' && a.settle({ status: 200, used: { provider: 'up', counted: 'upstream', usage: usage(100, 50) } })));
+  await Promise.all(
+    admitted.map(
+      (a) =>
+        typeof a !== 'string' &&
+        a.settle({ status: 200, used: { provider: 'up', counted: 'upstream', usage: usage(100, 50) } }),
+    ),
+  );
   await Promise.all(processes.map((p) => p.settled()));
   await Promise.all(processes.map((p) => p.stop()));
   return admitted.map((a) => (typeof a === 'string' ? a : 'served'));
 }
 
 describe('credit leases opened at once', () => {
-  const processes = (n: number) => Array.from({ length: n }, () => new Billing(db(), gw.app.config.billing, pino({ level: 'silent' })));
+  const processes = (n: number) =>
+    Array.from({ length: n }, () => new Billing(db(), gw.app.config.billing, pino({ level: 'silent' })));
 
   test('requests of a fresh key that arrive together in one process wait for the one lease being opened instead of each opening its own (eight of those reserved the whole balance, and the rest were refused)', async () => {
     const a = await account(1_000_000); // 1 USD: a lease is an eighth of it; a request asks 45 µUSD
@@ -499,7 +730,9 @@ describe('credit leases opened at once', () => {
 describe('rate limits', () => {
   test('requests per minute: headers on every answer, then 429 rate_limit_exceeded with retry-after', async () => {
     const a = await account(1_000_000, { rpmLimit: 2 });
-    const first = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] }).withResponse();
+    const first = await a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] })
+      .withResponse();
     expect(first.response.headers.get('x-ratelimit-limit-requests')).toBe('2');
     expect(first.response.headers.get('x-ratelimit-remaining-requests')).toBe('1');
     expect(first.response.headers.get('x-ratelimit-reset-requests')).toMatch(/^\d+(\.\d+)?(ms|s)$|^\d+m\d+(\.\d+)?s$/);
@@ -525,9 +758,13 @@ describe('rate limits', () => {
 
   test('tokens per minute: prompt + output allowance count; over the limit, 429', async () => {
     const a = await account(1_000_000, { tpmLimit: 300 });
-    const ok = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 100 }).withResponse();
+    const ok = await a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 100 })
+      .withResponse();
     expect(ok.response.headers.get('x-ratelimit-limit-tokens')).toBe('300');
-    const e = await a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 290 }).catch((err) => err);
+    const e = await a.client.chat.completions
+      .create({ model: 'priced', messages: [{ role: 'user', content: 'x' }], max_tokens: 290 })
+      .catch((err) => err);
     expect(e.status).toBe(429);
     expect(e.error.code).toBe('rate_limit_exceeded');
     expect(e.error.message).toContain('tokens per minute');
@@ -543,15 +780,21 @@ describe('rate limits', () => {
       });
     const tooLarge = await ask({ max_tokens: 1e15 });
     expect(tooLarge.status).toBe(429);
-    expect(((await tooLarge.json()) as { error: { message: string } }).error.message).toContain('Request too large for tokens per minute');
-    expect((await ask({ messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }] })).status).toBe(400);
+    expect(((await tooLarge.json()) as { error: { message: string } }).error.message).toContain(
+      'Request too large for tokens per minute',
+    );
+    expect(
+      (await ask({ messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }] })).status,
+    ).toBe(400);
     expect((await ask({ web_search_options: {} })).status).toBe(400);
     // about 600 of the 1,000 used; 500 more do not fit, and are refused...
     up.plan(answer('a', { prompt_tokens: 1, completion_tokens: 600, total_tokens: 601 }));
     expect((await ask({ max_tokens: 600 })).status).toBe(200);
     const over = await ask({ max_tokens: 500 });
     expect(over.status).toBe(429);
-    expect(((await over.json()) as { error: { message: string } }).error.message).toContain('Rate limit reached for tokens per minute');
+    expect(((await over.json()) as { error: { message: string } }).error.message).toContain(
+      'Rate limit reached for tokens per minute',
+    );
     // ...and none of the refusals counted: 350 still fit
     const ok = await ask({ max_tokens: 350 });
     expect(ok.status).toBe(200);
@@ -566,15 +809,31 @@ describe('holds that outlive their process', () => {
     await db().transaction(async (trx) => {
       await trx('accounts').where('id', a.accountId).increment('held_micros', 500);
       await trx('api_keys').where('id', a.keyId).increment('held_micros', 500);
-      await trx('holds').insert({ request_id: `req_dead_${a.accountId}`, endpoint: 'chat', account_id: a.accountId, key_id: a.keyId, model: 'priced', amount_micros: 500, progress_micros: 120, prompt_tokens: 100, completion_tokens: 175, expires_at: Date.now() - 60_000, created_at: Date.now() - 120_000 });
+      await trx('holds').insert({
+        request_id: `req_dead_${a.accountId}`,
+        endpoint: 'chat',
+        account_id: a.accountId,
+        key_id: a.keyId,
+        model: 'priced',
+        amount_micros: 500,
+        progress_micros: 120,
+        prompt_tokens: 100,
+        completion_tokens: 175,
+        expires_at: Date.now() - 60_000,
+        created_at: Date.now() - 120_000,
+      });
     });
     expect((await verifyLedger(db())).stale_holds.map((h) => h.request_id)).toContain(`req_dead_${a.accountId}`);
     await Promise.all([gw.app.billing.sweep(), gw.app.billing.sweep()]); // two sweepers at once: one settles it
     // On a shared database another suite's gateway may be the one that settles it: wait for whoever does
-    for (let i = 0; i < 50 && (await db()('holds').where('request_id', `req_dead_${a.accountId}`).first()); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && (await db()('holds').where('request_id', `req_dead_${a.accountId}`).first()); i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect(await balance(a.accountId)).toBe(1_000_000 - 120);
     expect((await ledger(a.accountId)).filter((r) => r.kind === 'usage')).toHaveLength(1);
-    expect(await db()('usage_records').where('request_id', `req_dead_${a.accountId}`).first()).toMatchObject({ counted: 'checkpoint', cost_micros: 120 });
+    expect(await db()('usage_records').where('request_id', `req_dead_${a.accountId}`).first()).toMatchObject({
+      counted: 'checkpoint',
+      cost_micros: 120,
+    });
     const v = await verifyLedger(db());
     expect(v.problems.filter((p) => p.account_id === a.accountId)).toEqual([]);
     expect(v.stale_holds.filter((h) => h.account_id === a.accountId)).toEqual([]);
@@ -592,12 +851,33 @@ describe('holds that outlive their process', () => {
     await db().transaction(async (trx) => {
       await trx('accounts').where('id', a.accountId).increment('held_micros', 300);
       await trx('api_keys').where('id', a.keyId).increment('held_micros', 300);
-      const base = { endpoint: 'chat', account_id: a.accountId, key_id: a.keyId, model: 'priced', prompt_tokens: 10, completion_tokens: 10, created_at: Date.now() - 120_000 };
-      await trx('holds').insert({ ...base, request_id: settledId, amount_micros: 0, progress_micros: 0, expires_at: Date.now() - 90_000 });
-      await trx('holds').insert({ ...base, request_id: dead, amount_micros: 300, progress_micros: 40, expires_at: Date.now() - 60_000 });
+      const base = {
+        endpoint: 'chat',
+        account_id: a.accountId,
+        key_id: a.keyId,
+        model: 'priced',
+        prompt_tokens: 10,
+        completion_tokens: 10,
+        created_at: Date.now() - 120_000,
+      };
+      await trx('holds').insert({
+        ...base,
+        request_id: settledId,
+        amount_micros: 0,
+        progress_micros: 0,
+        expires_at: Date.now() - 90_000,
+      });
+      await trx('holds').insert({
+        ...base,
+        request_id: dead,
+        amount_micros: 300,
+        progress_micros: 40,
+        expires_at: Date.now() - 60_000,
+      });
     });
     await gw.app.billing.sweep();
-    for (let i = 0; i < 50 && (await db()('holds').where('account_id', a.accountId).first()); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && (await db()('holds').where('account_id', a.accountId).first()); i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect(await db()('holds').where('account_id', a.accountId)).toEqual([]);
     expect(await balance(a.accountId)).toBe(1_000_000 - 40);
     expect(await db()('usage_records').where('account_id', a.accountId)).toHaveLength(2);
@@ -610,14 +890,23 @@ describe('holds that outlive their process', () => {
     await db()('accounts').where('id', a.accountId).increment('balance_micros', 5);
     const v = await verifyLedger(db());
     expect(v.ok).toBe(false);
-    expect(v.problems).toContainEqual({ account_id: a.accountId, problem: 'balance differs from the sum of its ledger rows', expected: 1000, actual: 1005 });
+    expect(v.problems).toContainEqual({
+      account_id: a.accountId,
+      problem: 'balance differs from the sum of its ledger rows',
+      expected: 1000,
+      actual: 1005,
+    });
     await db()('accounts').where('id', a.accountId).decrement('balance_micros', 5);
   });
 });
 
 /** A chat request as raw JSON (fields the SDK would not send as written). */
 function rawChat(secret: string, body: object): Promise<Response> {
-  return fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 }
 
 /** Once settled: no per-request hold is left, and what the account holds is exactly its open leases. */

@@ -17,22 +17,33 @@ const received: URLSearchParams[] = [];
 beforeAll(async () => {
   verifier = http.createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => (body += d)).on('end', () => {
-      const form = new URLSearchParams(body);
-      received.push(form);
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify(form.get('response') === 'good-token' ? { success: true } : { success: false, 'error-codes': ['invalid-input-response'] }));
-    });
+    req
+      .on('data', (d) => (body += d))
+      .on('end', () => {
+        const form = new URLSearchParams(body);
+        received.push(form);
+        res.setHeader('content-type', 'application/json');
+        res.end(
+          JSON.stringify(
+            form.get('response') === 'good-token'
+              ? { success: true }
+              : { success: false, 'error-codes': ['invalid-input-response'] },
+          ),
+        );
+      });
   });
   await new Promise<void>((r) => verifier.listen(0, '127.0.0.1', () => r()));
   verifyUrl = `http://127.0.0.1:${(verifier.address() as AddressInfo).port}/turnstile/v0/siteverify`;
-  gw = await startGateway(`
+  gw = await startGateway(
+    `
 console:
   registrations_per_address: 0
   captcha: { provider: turnstile, site_key: 0x4AAAAAAAtest, secret: "\${CAPTCHA_SECRET}", verify_url: "${verifyUrl}" }
 providers: { local: { type: mock } }
 models: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]
-`, { ...process.env, CAPTCHA_SECRET: 'the-turnstile-secret' });
+`,
+    { ...process.env, CAPTCHA_SECRET: 'the-turnstile-secret' },
+  );
 });
 
 afterAll(async () => {
@@ -40,7 +51,12 @@ afterAll(async () => {
   await new Promise<void>((r) => verifier.close(() => r()));
 });
 
-const register = (captcha_token?: string) => new ConsoleClient(gw.url).post('/console/api/register', { email: uniqueEmail(), password: PASSWORD, ...(captcha_token !== undefined && { captcha_token }) });
+const register = (captcha_token?: string) =>
+  new ConsoleClient(gw.url).post('/console/api/register', {
+    email: uniqueEmail(),
+    password: PASSWORD,
+    ...(captcha_token !== undefined && { captcha_token }),
+  });
 
 test('the console learns the provider and the public key, never the secret', async () => {
   const r = await new ConsoleClient(gw.url).get('/console/api/config');
@@ -57,7 +73,11 @@ test('registration needs a token the provider accepts; the check sends the secre
   expect(bad.body.error).toMatchObject({ param: 'captcha_token', code: 'captcha_failed' });
   const good = await register('good-token');
   expect(good.status).toBe(201);
-  expect(Object.fromEntries(received.at(-1)!)).toEqual({ secret: 'the-turnstile-secret', response: 'good-token', remoteip: '127.0.0.1' });
+  expect(Object.fromEntries(received.at(-1)!)).toEqual({
+    secret: 'the-turnstile-secret',
+    response: 'good-token',
+    remoteip: '127.0.0.1',
+  });
 });
 
 test('a provider that cannot be reached refuses the registration with a clear 400, not a 500', async () => {

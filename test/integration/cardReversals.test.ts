@@ -40,7 +40,10 @@ const deliver = (event: unknown) => {
   const payload = JSON.stringify(event);
   return fetch(`${gw.url}/console/api/stripe/webhook`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'stripe-signature': signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }) },
+    headers: {
+      'content-type': 'application/json',
+      'stripe-signature': signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }),
+    },
     body: payload,
   }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
 };
@@ -50,7 +53,13 @@ const balance = async (id: number) => Number((await db()('accounts').where('id',
 /** A verified account that paid `cents` by card; returns it and the payment intent. */
 async function paidBy(cents: number): Promise<{ c: ConsoleClient; pi: string }> {
   const c = await registered(gw.url); // 1 USD starter credits
-  const session = { id: `cs_test_${Math.random().toString(36).slice(2)}`, object: 'checkout.session', amount_total: cents, currency: 'usd', metadata: { account_id: String(c.account.id) } };
+  const session = {
+    id: `cs_test_${Math.random().toString(36).slice(2)}`,
+    object: 'checkout.session',
+    amount_total: cents,
+    currency: 'usd',
+    metadata: { account_id: String(c.account.id) },
+  };
   expect((await deliver(checkoutEvent(session))).body.outcome).toBe('credited');
   return { c, pi: paymentIntentOf(session.id) };
 }
@@ -88,11 +97,23 @@ test('credits already spent: the balance stops at zero, the rest is debt, the ac
   expect((await deliver(disputeEvent('charge.dispute.created', pi, dp1, 500))).body.outcome).toBe('reversed');
   expect(await balance(c.account.id)).toBe(0);
   const account = await db()('accounts').where('id', c.account.id).first();
-  expect({ debt: Number(account.debt_micros), status: account.status }).toEqual({ debt: 5_000_000 - left, status: 'disabled' });
-  const adminView = await fetch(`${gw.url}/admin/api/accounts?email=${encodeURIComponent(c.account.email)}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.json() as Promise<any>);
-  expect(adminView.data[0]).toMatchObject({ status: 'disabled', balance_usd: '0.000000', debt_usd: ((5_000_000 - left) / 1e6).toFixed(6) }); // the admin sees what is owed
+  expect({ debt: Number(account.debt_micros), status: account.status }).toEqual({
+    debt: 5_000_000 - left,
+    status: 'disabled',
+  });
+  const adminView = await fetch(`${gw.url}/admin/api/accounts?email=${encodeURIComponent(c.account.email)}`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  }).then((r) => r.json() as Promise<any>);
+  expect(adminView.data[0]).toMatchObject({
+    status: 'disabled',
+    balance_usd: '0.000000',
+    debt_usd: ((5_000_000 - left) / 1e6).toFixed(6),
+  }); // the admin sees what is owed
   expect(spent).toBeGreaterThan(1_000_000); // the test spent more than the starter credits, so some is owed
-  expect((await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e)).status).toBe(401);
+  expect(
+    (await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e))
+      .status,
+  ).toBe(401);
   expect((await registeredLogin(c)).status).toBe(403);
   expect((await deliver(disputeEvent('charge.dispute.funds_withdrawn', pi, dp1, 500))).body.outcome).toBe('duplicate');
   // won: what was taken comes back, the debt is cleared, the account works again
@@ -100,7 +121,10 @@ test('credits already spent: the balance stops at zero, the rest is debt, the ac
   expect(await balance(c.account.id)).toBe(left);
   const after = await db()('accounts').where('id', c.account.id).first();
   expect({ debt: Number(after.debt_micros), status: after.status }).toEqual({ debt: 0, status: 'active' });
-  expect((await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: 5 })).choices).toHaveLength(1);
+  expect(
+    (await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: 5 }))
+      .choices,
+  ).toHaveLength(1);
   expect((await deliver(disputeEvent('charge.dispute.closed', pi, dp1, 500, 'won'))).body.outcome).toBe('duplicate');
   expect((await verifyLedger(db())).problems.filter((p) => p.account_id === c.account.id)).toEqual([]);
 });
@@ -119,7 +143,13 @@ test('a dispute won before it was opened here takes nothing; a lost one is taken
 
 test('a refund or a dispute that arrives before its payment was credited is applied when it is, once', async () => {
   const c = await registered(gw.url); // 1 USD
-  const session = { id: `cs_test_${Math.random().toString(36).slice(2)}`, object: 'checkout.session', amount_total: 3000, currency: 'usd', metadata: { account_id: String(c.account.id) } };
+  const session = {
+    id: `cs_test_${Math.random().toString(36).slice(2)}`,
+    object: 'checkout.session',
+    amount_total: 3000,
+    currency: 'usd',
+    metadata: { account_id: String(c.account.id) },
+  };
   const pi = paymentIntentOf(session.id);
   const refund = refundEvent(pi, 3000, 1000);
   const dispute = disputeEvent('charge.dispute.created', pi, dp(4), 500);
@@ -134,32 +164,54 @@ test('a refund or a dispute that arrives before its payment was credited is appl
   expect((await deliver(dispute)).body.outcome).toBe('duplicate');
   expect((await deliver(checkoutEvent(session))).body.outcome).toBe('duplicate');
   expect(await balance(c.account.id)).toBe(16_000_000);
-  const kinds = (await db()('ledger').where({ account_id: c.account.id }).orderBy('id')).map((r) => [r.kind, Number(r.amount_micros)]);
-  expect(kinds.slice(-3)).toEqual([['topup', 30_000_000], ['card_refund', -10_000_000], ['dispute', -5_000_000]]);
+  const kinds = (await db()('ledger').where({ account_id: c.account.id }).orderBy('id')).map((r) => [
+    r.kind,
+    Number(r.amount_micros),
+  ]);
+  expect(kinds.slice(-3)).toEqual([
+    ['topup', 30_000_000],
+    ['card_refund', -10_000_000],
+    ['dispute', -5_000_000],
+  ]);
   expect((await verifyLedger(db())).problems.filter((p) => p.account_id === c.account.id)).toEqual([]);
 });
 
 test('an inquiry withdraws nothing; when it escalates the funds are taken once; a won dispute no longer counts against a later refund', async () => {
   const { c, pi } = await paidBy(2000); // 1 + 20 USD
   const inquiry = dp(5);
-  expect((await deliver(disputeEvent('charge.dispute.created', pi, inquiry, 2000, 'warning_needs_response'))).body.outcome).toBe('ignored');
-  expect((await deliver(disputeEvent('charge.dispute.closed', pi, inquiry, 2000, 'warning_closed'))).body.outcome).toBe('ignored');
+  expect(
+    (await deliver(disputeEvent('charge.dispute.created', pi, inquiry, 2000, 'warning_needs_response'))).body.outcome,
+  ).toBe('ignored');
+  expect((await deliver(disputeEvent('charge.dispute.closed', pi, inquiry, 2000, 'warning_closed'))).body.outcome).toBe(
+    'ignored',
+  );
   expect(await balance(c.account.id)).toBe(21_000_000);
   const escalated = dp(6);
-  expect((await deliver(disputeEvent('charge.dispute.created', pi, escalated, 2000, 'warning_needs_response'))).body.outcome).toBe('ignored');
-  expect((await deliver(disputeEvent('charge.dispute.funds_withdrawn', pi, escalated, 2000, 'needs_response'))).body.outcome).toBe('reversed');
-  expect((await deliver(disputeEvent('charge.dispute.closed', pi, escalated, 2000, 'lost'))).body.outcome).toBe('duplicate');
+  expect(
+    (await deliver(disputeEvent('charge.dispute.created', pi, escalated, 2000, 'warning_needs_response'))).body.outcome,
+  ).toBe('ignored');
+  expect(
+    (await deliver(disputeEvent('charge.dispute.funds_withdrawn', pi, escalated, 2000, 'needs_response'))).body.outcome,
+  ).toBe('reversed');
+  expect((await deliver(disputeEvent('charge.dispute.closed', pi, escalated, 2000, 'lost'))).body.outcome).toBe(
+    'duplicate',
+  );
   expect(await balance(c.account.id)).toBe(1_000_000);
   // another payment: disputed, won (funds_reinstated first, then closed), then refunded in part by the operator
   const other = await paidBy(1000);
   const won = dp(7);
   expect((await deliver(disputeEvent('charge.dispute.created', other.pi, won, 1000))).body.outcome).toBe('reversed');
-  expect((await deliver(disputeEvent('charge.dispute.funds_reinstated', other.pi, won, 1000, 'won'))).body.outcome).toBe('returned');
-  expect((await deliver(disputeEvent('charge.dispute.closed', other.pi, won, 1000, 'won'))).body.outcome).toBe('duplicate');
+  expect(
+    (await deliver(disputeEvent('charge.dispute.funds_reinstated', other.pi, won, 1000, 'won'))).body.outcome,
+  ).toBe('returned');
+  expect((await deliver(disputeEvent('charge.dispute.closed', other.pi, won, 1000, 'won'))).body.outcome).toBe(
+    'duplicate',
+  );
   expect(await balance(other.c.account.id)).toBe(11_000_000);
   expect((await deliver(refundEvent(other.pi, 1000, 400))).body.outcome).toBe('reversed');
   expect(await balance(other.c.account.id)).toBe(7_000_000);
-  for (const id of [c.account.id, other.c.account.id]) expect((await verifyLedger(db())).problems.filter((p) => p.account_id === id)).toEqual([]);
+  for (const id of [c.account.id, other.c.account.id])
+    expect((await verifyLedger(db())).problems.filter((p) => p.account_id === id)).toEqual([]);
 });
 
 test('refund events delivered at the same time take the cumulative amount once, and the same event twice at once is taken once', async () => {
@@ -182,14 +234,35 @@ async function standing(id: number) {
 }
 /** The account's last `n` ledger rows, oldest first: [kind, amount, balance after]. */
 const lastRows = async (id: number, n: number) =>
-  (await db()('ledger').where('account_id', id).orderBy('id', 'desc').limit(n)).reverse().map((r) => [r.kind, Number(r.amount_micros), Number(r.balance_after)]);
+  (await db()('ledger').where('account_id', id).orderBy('id', 'desc').limit(n))
+    .reverse()
+    .map((r) => [r.kind, Number(r.amount_micros), Number(r.balance_after)]);
 const admin = (path: string, body: unknown) =>
-  fetch(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
-const chat = (sdk: OpenAI) => sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: 5 }).then(() => 200, (e) => e.status as number);
-const checkout = (accountId: number, cents: number) => ({ id: `cs_test_${Math.random().toString(36).slice(2)}`, object: 'checkout.session', amount_total: cents, currency: 'usd', metadata: { account_id: String(accountId) } });
+  fetch(`${gw.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+const chat = (sdk: OpenAI) =>
+  sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: 5 }).then(
+    () => 200,
+    (e) => e.status as number,
+  );
+const checkout = (accountId: number, cents: number) => ({
+  id: `cs_test_${Math.random().toString(36).slice(2)}`,
+  object: 'checkout.session',
+  amount_total: cents,
+  currency: 'usd',
+  metadata: { account_id: String(accountId) },
+});
 
 /** An account that paid 5 USD by card, spent all it had (6 USD) and lost the payment to a dispute: it owes 5 USD, suspended. */
-async function indebted(): Promise<{ c: ConsoleClient & { email?: string }; pi: string; dispute: string; sdk: OpenAI }> {
+async function indebted(): Promise<{
+  c: ConsoleClient & { email?: string };
+  pi: string;
+  dispute: string;
+  sdk: OpenAI;
+}> {
   const { c, pi } = await paidBy(500);
   const { secret } = (await c.post('/console/api/keys', { name: 'k' })).body;
   const sdk = new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
@@ -205,12 +278,20 @@ test('a top-up to an account that owes pays the debt first, and the ledger shows
   const id = c.account.id;
   const grant = await admin(`/admin/api/accounts/${id}/credits`, { usd: '2' });
   expect(grant.body).toMatchObject({ kind: 'grant', amount_usd: '2.000000', balance_usd: '0.000000' });
-  expect(await lastRows(id, 2)).toEqual([['grant', 2_000_000, 2_000_000], ['debt_payment', -2_000_000, 0]]);
+  expect(await lastRows(id, 2)).toEqual([
+    ['grant', 2_000_000, 2_000_000],
+    ['debt_payment', -2_000_000, 0],
+  ]);
   expect(await standing(id)).toEqual({ balance: 0, debt: 3_000_000, status: 'disabled' }); // still owes: still suspended
   expect(await chat(sdk)).toBe(401);
   // a card payment (a Checkout Session begun before the dispute, paid late): the rest of the debt, then the balance
-  expect((await deliver(checkoutEvent(checkout(id, 1000), { type: 'checkout.session.async_payment_succeeded' }))).body).toEqual({ received: true, outcome: 'credited' });
-  expect(await lastRows(id, 2)).toEqual([['topup', 10_000_000, 10_000_000], ['debt_payment', -3_000_000, 7_000_000]]);
+  expect(
+    (await deliver(checkoutEvent(checkout(id, 1000), { type: 'checkout.session.async_payment_succeeded' }))).body,
+  ).toEqual({ received: true, outcome: 'credited' });
+  expect(await lastRows(id, 2)).toEqual([
+    ['topup', 10_000_000, 10_000_000],
+    ['debt_payment', -3_000_000, 7_000_000],
+  ]);
   expect(await standing(id)).toEqual({ balance: 7_000_000, debt: 0, status: 'active' }); // nothing owed: active again
   expect(await chat(sdk)).toBe(200);
   expect((await registeredLogin(c)).status).toBe(200);
@@ -224,11 +305,20 @@ test('a redeemed code pays what is owed first; an account an admin disabled stay
   const user = new ConsoleClient(gw.url);
   expect((await user.login(c.email!)).status).toBe(200);
   const [code] = await createCodes(db(), 1, 1_000_000);
-  expect((await user.post('/console/api/topup/redeem', { code: code.code })).body).toEqual({ amount_usd: '1.000000', balance_usd: '0.000000' });
-  expect(await lastRows(id, 2)).toEqual([['redemption', 1_000_000, 1_000_000], ['debt_payment', -1_000_000, 0]]);
+  expect((await user.post('/console/api/topup/redeem', { code: code.code })).body).toEqual({
+    amount_usd: '1.000000',
+    balance_usd: '0.000000',
+  });
+  expect(await lastRows(id, 2)).toEqual([
+    ['redemption', 1_000_000, 1_000_000],
+    ['debt_payment', -1_000_000, 0],
+  ]);
   expect(await standing(id)).toEqual({ balance: 0, debt: 4_000_000, status: 'active' });
   const seen = (await user.get('/console/api/ledger?limit=2')).body.data; // the owner sees both, newest first
-  expect(seen.map((r: any) => [r.kind, r.amount_usd, r.balance_after_usd])).toEqual([['debt_payment', '-1.000000', '0.000000'], ['redemption', '1.000000', '1.000000']]);
+  expect(seen.map((r: any) => [r.kind, r.amount_usd, r.balance_after_usd])).toEqual([
+    ['debt_payment', '-1.000000', '0.000000'],
+    ['redemption', '1.000000', '1.000000'],
+  ]);
   // disabled by the admin (not for the debt): paying what it owes does not let it back in
   expect((await admin(`/admin/api/accounts/${id}/disable`, {})).status).toBe(200);
   expect((await admin(`/admin/api/accounts/${id}/credits`, { usd: '10' })).body.balance_usd).toBe('6.000000');
@@ -261,18 +351,35 @@ test('a refund that fails gives back what it took, once, however often and in wh
   expect(await lastRows(id, 1)).toEqual([['refund_failed', 10_000_000, 21_000_000]]);
   expect((await deliver(failed)).body.outcome).toBe('duplicate'); // a retry
   expect((await deliver(refundUpdateEvent(pi, re, 1000))).body.outcome).toBe('duplicate'); // another event of the same failure
-  expect((await deliver(refundUpdateEvent(pi, re, 1000, 'failed', { type: 'refund.failed' }))).body.outcome).toBe('duplicate');
+  expect((await deliver(refundUpdateEvent(pi, re, 1000, 'failed', { type: 'refund.failed' }))).body.outcome).toBe(
+    'duplicate',
+  );
   expect((await deliver(refunded)).body.outcome).toBe('duplicate'); // the refund's event replayed
   expect((await deliver(refundEvent(pi, 2000, 1000))).body.outcome).toBe('reversed'); // an older event of it, late: takes nothing
   expect(await balance(id)).toBe(21_000_000);
   expect((await deliver(refundEvent(pi, 2000, 1500))).body.outcome).toBe('reversed'); // another refund, of 5 USD
   expect(await balance(id)).toBe(16_000_000);
-  const rows = await db()('ledger').where({ account_id: id }).whereIn('kind', ['card_refund', 'refund_failed']).orderBy('id');
-  expect(rows.map((r) => [r.kind, Number(r.amount_micros)])).toEqual([['card_refund', -10_000_000], ['refund_failed', 10_000_000], ['card_refund', -5_000_000]]);
+  const rows = await db()('ledger')
+    .where({ account_id: id })
+    .whereIn('kind', ['card_refund', 'refund_failed'])
+    .orderBy('id');
+  expect(rows.map((r) => [r.kind, Number(r.amount_micros)])).toEqual([
+    ['card_refund', -10_000_000],
+    ['refund_failed', 10_000_000],
+    ['card_refund', -5_000_000],
+  ]);
   // that one fails too, and its events arrive at the same moment: given back once
   const re2 = `re_${pi.slice(3)}_2`;
-  const failures = [refundUpdateEvent(pi, re2, 500), refundUpdateEvent(pi, re2, 500), refundUpdateEvent(pi, re2, 500, 'failed', { type: 'refund.failed' })];
-  expect((await Promise.all(failures.map(deliver))).map((r) => r.body.outcome).sort()).toEqual(['duplicate', 'duplicate', 'returned']);
+  const failures = [
+    refundUpdateEvent(pi, re2, 500),
+    refundUpdateEvent(pi, re2, 500),
+    refundUpdateEvent(pi, re2, 500, 'failed', { type: 'refund.failed' }),
+  ];
+  expect((await Promise.all(failures.map(deliver))).map((r) => r.body.outcome).sort()).toEqual([
+    'duplicate',
+    'duplicate',
+    'returned',
+  ]);
   expect(await balance(id)).toBe(21_000_000);
   expect((await verifyLedger(db())).problems.filter((p) => p.account_id === id)).toEqual([]);
 });
@@ -299,7 +406,8 @@ test('a failed refund that had made debt cancels it and reactivates the account;
   expect((await deliver(refundUpdateEvent(lpi, `re_${lpi.slice(3)}`, 1000))).body.outcome).toBe('pending');
   expect((await deliver(checkoutEvent(session))).body.outcome).toBe('credited');
   expect(await balance(late.account.id)).toBe(11_000_000);
-  for (const a of [id, other.c.account.id, late.account.id]) expect((await verifyLedger(db())).problems.filter((p) => p.account_id === a)).toEqual([]);
+  for (const a of [id, other.c.account.id, late.account.id])
+    expect((await verifyLedger(db())).problems.filter((p) => p.account_id === a)).toEqual([]);
 });
 
 async function registeredLogin(c: ConsoleClient & { email?: string }) {

@@ -32,7 +32,8 @@ function spawn(nodeArgs: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
 }
 
 /** Runs `switchyard ARGS` from the sources. */
-const run = (...args: string[]) => spawn(['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', ...args]);
+const run = (...args: string[]) =>
+  spawn(['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', ...args]);
 
 /** Runs a command that must succeed and returns its parsed JSON output. */
 async function ok(...args: string[]): Promise<any> {
@@ -140,8 +141,19 @@ describe('keys', () => {
   beforeAll(async () => {
     accountId = (await ok('accounts', 'create', '--email', email('keys'))).id;
     created = await ok(
-      'keys', 'create', '--account', String(accountId), '--name', 'ci runner', '--quota', '2.5',
-      '--models', 'gpt-4o-mini, mock-chat', '--scopes', 'chat,models', '--disabled',
+      'keys',
+      'create',
+      '--account',
+      String(accountId),
+      '--name',
+      'ci runner',
+      '--quota',
+      '2.5',
+      '--models',
+      'gpt-4o-mini, mock-chat',
+      '--scopes',
+      'chat,models',
+      '--disabled',
     );
   });
 
@@ -197,8 +209,22 @@ describe('keys', () => {
     try {
       await sub.subscribe(CHANNEL);
       // The channel is shared with whatever else uses this Redis: wait for this key's announcement.
-      const heard = new Promise<unknown>((resolve) => sub.on('message', (_c, m) => JSON.parse(m).keyId === created.id && resolve(JSON.parse(m))));
-      const r = await spawn(['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', 'keys', 'enable', String(created.id)], { REDIS_URL: 'redis://127.0.0.1:6379' });
+      const heard = new Promise<unknown>((resolve) =>
+        sub.on('message', (_c, m) => JSON.parse(m).keyId === created.id && resolve(JSON.parse(m))),
+      );
+      const r = await spawn(
+        [
+          '-r',
+          'tsx/cjs',
+          '-e',
+          "require('./src/cli.ts').main(process.argv.slice(1))",
+          '--',
+          'keys',
+          'enable',
+          String(created.id),
+        ],
+        { REDIS_URL: 'redis://127.0.0.1:6379' },
+      );
       expect(r.code).toBe(0); // it used to hang: quit() on a connection still opening was refused, and kept it open
       expect(JSON.parse(r.stdout)).toMatchObject({ id: created.id, enabled: true });
       await expect(heard).resolves.toEqual({ keyId: created.id });
@@ -210,7 +236,13 @@ describe('keys', () => {
 
   test('a key with no options may do everything, and each key is different', async () => {
     const a = await ok('keys', 'create', '--account', String(accountId));
-    expect(a).toMatchObject({ name: null, enabled: true, quota_usd: null, models: null, scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] });
+    expect(a).toMatchObject({
+      name: null,
+      enabled: true,
+      quota_usd: null,
+      models: null,
+      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'],
+    });
     expect(a.key).not.toBe(created.key);
   });
 
@@ -238,7 +270,13 @@ describe('credits', () => {
 
   test('grant adds credits and writes a grant row with the note', async () => {
     const out = await ok('credits', 'grant', '--account', String(accountId), '--usd', '7.25', '--note', 'goodwill');
-    expect(out).toEqual({ account_id: accountId, granted_usd: '7.250000', balance_usd: '8.250000', balance_micros: 8_250_000, ledger_id: expect.any(Number) });
+    expect(out).toEqual({
+      account_id: accountId,
+      granted_usd: '7.250000',
+      balance_usd: '8.250000',
+      balance_micros: 8_250_000,
+      ledger_id: expect.any(Number),
+    });
     const row = await db('ledger').where('id', out.ledger_id).first();
     expect(row).toMatchObject({ account_id: accountId, kind: 'grant', note: 'goodwill' });
     expect(Number(row.amount_micros)).toBe(7_250_000);
@@ -278,7 +316,10 @@ describe('usage errors exit 2 and print the help on stderr', () => {
   });
 
   test('a missing --email and an unknown option', async () => {
-    const [missing, misspelt] = await Promise.all([fails(2, 'accounts', 'create'), fails(2, 'accounts', 'create', '--emial', 'a@b.co')]);
+    const [missing, misspelt] = await Promise.all([
+      fails(2, 'accounts', 'create'),
+      fails(2, 'accounts', 'create', '--emial', 'a@b.co'),
+    ]);
     expect(missing).toBe('--email is required');
     expect(misspelt).toContain("Unknown option '--emial'");
   });

@@ -32,12 +32,15 @@ const signer = new Stripe('sk_test_signer_only');
 
 beforeAll(async () => {
   stripeApi = await new FakeStripe().start();
-  gw = await startGateway(`console: { login_attempts_per_email: 3, registrations_per_address: 0 }\nlimits: { rpm: 0, tpm: 0 }\n${MODELS}`, {
-    ...process.env,
-    STRIPE_SECRET_KEY: SECRET_KEY,
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    STRIPE_API_BASE: stripeApi.url,
-  });
+  gw = await startGateway(
+    `console: { login_attempts_per_email: 3, registrations_per_address: 0 }\nlimits: { rpm: 0, tpm: 0 }\n${MODELS}`,
+    {
+      ...process.env,
+      STRIPE_SECRET_KEY: SECRET_KEY,
+      STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      STRIPE_API_BASE: stripeApi.url,
+    },
+  );
 });
 
 afterAll(async () => {
@@ -46,11 +49,13 @@ afterAll(async () => {
 });
 
 const db = () => gw.app.db;
-const balance = async (accountId: number) => Number((await db()('accounts').where('id', accountId).first()).balance_micros);
+const balance = async (accountId: number) =>
+  Number((await db()('accounts').where('id', accountId).first()).balance_micros);
 const ledgerOf = (accountId: number) => db()('ledger').where('account_id', accountId).orderBy('id');
 const client = () => new ConsoleClient(gw.url);
 const v1 = (secret: string) => new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-const chat = (secret: string) => v1(secret).chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'hi' }] });
+const chat = (secret: string) =>
+  v1(secret).chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'hi' }] });
 const errorOf = async (p: Promise<unknown>) => {
   try {
     await p;
@@ -106,7 +111,12 @@ describe('registration', () => {
   });
 
   test('X-Forwarded-Proto from a client that is not a trusted proxy is not believed', async () => {
-    const r = await client().call('POST', '/console/api/register', { email: uniqueEmail(), password: PASSWORD }, { headers: { 'x-forwarded-proto': 'https' } });
+    const r = await client().call(
+      'POST',
+      '/console/api/register',
+      { email: uniqueEmail(), password: PASSWORD },
+      { headers: { 'x-forwarded-proto': 'https' } },
+    );
     expect(r.status).toBe(201);
     expect(r.cookies[0]).toMatch(/; HttpOnly; SameSite=Lax$/);
     expect(r.body.account.referral_link).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/console\/register\?ref=/);
@@ -118,7 +128,11 @@ describe('registration', () => {
     const fresh = client();
     const r = await fresh.register(uniqueEmail(), PASSWORD, referrer.account.referral_code.toLowerCase());
     expect(r.status).toBe(201);
-    expect(r.body.account).toMatchObject({ balance_usd: '21.000000', email_verified: true, totals: { referral_usd: '20.000000' } });
+    expect(r.body.account).toMatchObject({
+      balance_usd: '21.000000',
+      email_verified: true,
+      totals: { referral_usd: '20.000000' },
+    });
     const newId = r.body.account.id;
     const rows = await ledgerOf(newId);
     expect(rows.map((x) => [x.kind, Number(x.amount_micros)])).toEqual([
@@ -129,11 +143,19 @@ describe('registration', () => {
     expect(await balance(referrer.account.id)).toBe(before + 20_000_000);
     const mine = await referrer.get('/console/api/account');
     expect(mine.body).toMatchObject({ balance_usd: '21.000000', totals: { referral_usd: '20.000000' } });
-    expect((await ledgerOf(referrer.account.id)).at(-1)).toMatchObject({ kind: 'referral', ref: `referred_${mailbox}` });
+    expect((await ledgerOf(referrer.account.id)).at(-1)).toMatchObject({
+      kind: 'referral',
+      ref: `referred_${mailbox}`,
+    });
     // Once per mailbox: the ledger refuses a second referral row for it.
-    await expect(post(db(), { accountId: referrer.account.id, kind: 'referral', amountMicros: 20_000_000, ref: `referred_${mailbox}` })).rejects.toBeInstanceOf(
-      DuplicateLedgerEntry,
-    );
+    await expect(
+      post(db(), {
+        accountId: referrer.account.id,
+        kind: 'referral',
+        amountMicros: 20_000_000,
+        ref: `referred_${mailbox}`,
+      }),
+    ).rejects.toBeInstanceOf(DuplicateLedgerEntry);
     // A second referred account pays the referrer again (another new account).
     expect((await client().register(uniqueEmail(), PASSWORD, referrer.account.referral_code)).status).toBe(201);
     expect(await balance(referrer.account.id)).toBe(before + 40_000_000);
@@ -144,7 +166,12 @@ describe('registration', () => {
     const email = uniqueEmail();
     const r = await client().register(email, PASSWORD, 'NOPE2345');
     expect(r.status).toBe(400);
-    expect(r.body.error).toEqual({ message: 'Unknown referral code: NOPE2345', type: 'invalid_request_error', param: 'referral_code', code: 'invalid_referral_code' });
+    expect(r.body.error).toEqual({
+      message: 'Unknown referral code: NOPE2345',
+      type: 'invalid_request_error',
+      param: 'referral_code',
+      code: 'invalid_referral_code',
+    });
     expect(r.cookies).toEqual([]);
     expect(await db()('accounts').where('email', email)).toEqual([]);
     expect((await client().register(email)).status).toBe(201);
@@ -167,7 +194,11 @@ describe('registration', () => {
     const email = uniqueEmail();
     const r = await client().register(email, password);
     expect(r.status).toBe(400);
-    expect(r.body.error).toMatchObject({ param: 'password', code: 'weak_password', message: expect.stringMatching(message) });
+    expect(r.body.error).toMatchObject({
+      param: 'password',
+      code: 'weak_password',
+      message: expect.stringMatching(message),
+    });
     expect(await db()('accounts').where('email', email)).toEqual([]);
   });
 
@@ -182,7 +213,9 @@ describe('registration', () => {
     const r = await client().post('/console/api/register', { email: 'not-an-email', password: PASSWORD });
     expect(r.status).toBe(400);
     expect(r.body.error.param).toBe('email');
-    expect((await client().post('/console/api/register', { email: uniqueEmail(), password: PASSWORD, admin: true })).status).toBe(400);
+    expect(
+      (await client().post('/console/api/register', { email: uniqueEmail(), password: PASSWORD, admin: true })).status,
+    ).toBe(400);
   });
 });
 
@@ -207,7 +240,12 @@ describe('log-in and sessions', () => {
     stale.cookie = cookie;
     const after = await stale.get('/console/api/session');
     expect(after.status).toBe(401);
-    expect(after.body.error).toEqual({ message: 'Not logged in', type: 'authentication_error', param: null, code: 'not_logged_in' });
+    expect(after.body.error).toEqual({
+      message: 'Not logged in',
+      type: 'authentication_error',
+      param: null,
+      code: 'not_logged_in',
+    });
   });
 
   test('a hash made with older scrypt parameters is upgraded at the next log-in', async () => {
@@ -229,7 +267,12 @@ describe('log-in and sessions', () => {
     const unknown = await client().login(uniqueEmail(), PASSWORD);
     for (const r of [wrong, unknown]) {
       expect(r.status).toBe(401);
-      expect(r.body.error).toEqual({ message: 'Invalid email or password', type: 'authentication_error', param: null, code: 'invalid_credentials' });
+      expect(r.body.error).toEqual({
+        message: 'Invalid email or password',
+        type: 'authentication_error',
+        param: null,
+        code: 'invalid_credentials',
+      });
       expect(r.cookies).toEqual([]);
     }
   });
@@ -259,11 +302,14 @@ describe('log-in and sessions', () => {
   });
 
   test('failed log-ins are limited per client address too', async () => {
-    const strict = await startGateway(`console: { login_attempts_per_address: 4, login_attempts_per_email: 100 }\n${MODELS}`);
+    const strict = await startGateway(
+      `console: { login_attempts_per_address: 4, login_attempts_per_email: 100 }\n${MODELS}`,
+    );
     try {
       const emails = [uniqueEmail(), uniqueEmail()];
       for (const e of emails) await new ConsoleClient(strict.url).register(e);
-      for (let i = 0; i < 4; i++) expect((await new ConsoleClient(strict.url).login(emails[i % 2], `wrong password ${i}`)).status).toBe(401);
+      for (let i = 0; i < 4; i++)
+        expect((await new ConsoleClient(strict.url).login(emails[i % 2], `wrong password ${i}`)).status).toBe(401);
       const r = await new ConsoleClient(strict.url).login(emails[0]);
       expect(r.status).toBe(429);
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -304,7 +350,12 @@ describe('log-in and sessions', () => {
       ['POST', '/console/api/logout'],
     ]) {
       const r = await anon.call(method, path, method === 'GET' || method === 'DELETE' ? undefined : {});
-      expect({ method, path, status: r.status, code: r.body.error.code }).toEqual({ method, path, status: 401, code: 'not_logged_in' });
+      expect({ method, path, status: r.status, code: r.body.error.code }).toEqual({
+        method,
+        path,
+        status: 401,
+        code: 'not_logged_in',
+      });
       expect(r.headers.get('x-request-id')).toMatch(/^req_/);
     }
     // A forged or malformed cookie is the same.
@@ -316,7 +367,9 @@ describe('log-in and sessions', () => {
 
   test('an API key is not a console session', async () => {
     const { secret } = await gw.newKey();
-    const r = await client().call('GET', '/console/api/account', undefined, { headers: { authorization: `Bearer ${secret}` } });
+    const r = await client().call('GET', '/console/api/account', undefined, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
     expect(r.status).toBe(401);
   });
 });
@@ -342,11 +395,18 @@ describe('CSRF', () => {
           method,
           path,
           status: 403,
-          error: { message: 'Missing or invalid CSRF token', type: 'permission_error', param: null, code: 'csrf_failed' },
+          error: {
+            message: 'Missing or invalid CSRF token',
+            type: 'permission_error',
+            param: null,
+            code: 'csrf_failed',
+          },
         });
       }
     }
-    expect((await c.get('/console/api/keys')).body.data).toEqual([expect.objectContaining({ id, name: 'k', enabled: true })]);
+    expect((await c.get('/console/api/keys')).body.data).toEqual([
+      expect.objectContaining({ id, name: 'k', enabled: true }),
+    ]);
     expect((await c.get('/console/api/session')).status).toBe(200);
   });
 
@@ -360,7 +420,12 @@ describe('CSRF', () => {
 describe('keys', () => {
   test('create (the secret once), list, use with /v1, rename, quota, models, scopes', async () => {
     const c = await registered(gw.url);
-    const r = await c.post('/console/api/keys', { name: 'production', quota_usd: '5.5', models: ['mock-chat'], scopes: ['chat', 'models'] });
+    const r = await c.post('/console/api/keys', {
+      name: 'production',
+      quota_usd: '5.5',
+      models: ['mock-chat'],
+      scopes: ['chat', 'models'],
+    });
     expect(r.status).toBe(201);
     expect(r.body).toEqual({
       key: {
@@ -388,9 +453,21 @@ describe('keys', () => {
     expect((await v1(secret).models.list()).data.map((m) => m.id)).toEqual(['mock-chat']);
     expect((await errorOf(v1(secret).embeddings.create({ model: 'mock-embedding', input: 'x' }))).status).toBe(403);
     // Change it.
-    const changed = await c.patch(`/console/api/keys/${key.id}`, { name: 'renamed', quota_usd: null, models: null, scopes: ['embeddings'] });
+    const changed = await c.patch(`/console/api/keys/${key.id}`, {
+      name: 'renamed',
+      quota_usd: null,
+      models: null,
+      scopes: ['embeddings'],
+    });
     expect(changed.status).toBe(200);
-    expect(changed.body).toMatchObject({ id: key.id, name: 'renamed', quota_usd: null, models: null, scopes: ['embeddings'], enabled: true });
+    expect(changed.body).toMatchObject({
+      id: key.id,
+      name: 'renamed',
+      quota_usd: null,
+      models: null,
+      scopes: ['embeddings'],
+      enabled: true,
+    });
     expect((await v1(secret).embeddings.create({ model: 'mock-embedding', input: 'x' })).data).toHaveLength(1);
     expect((await errorOf(chat(secret))).status).toBe(403);
     // Only the fields given change; the usage shows in used_usd.
@@ -403,7 +480,12 @@ describe('keys', () => {
   test('defaults: no name, no quota, every model, every scope', async () => {
     const c = await registered(gw.url);
     const r = await c.post('/console/api/keys', {});
-    expect(r.body.key).toMatchObject({ name: null, quota_usd: null, models: null, scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] });
+    expect(r.body.key).toMatchObject({
+      name: null,
+      quota_usd: null,
+      models: null,
+      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'],
+    });
   });
 
   test('bad settings are 400s naming the field', async () => {
@@ -456,7 +538,11 @@ describe('keys', () => {
   test('a key deleted while its request is running: the request is settled and charged, nothing is left held', async () => {
     const c = await registered(gw.url);
     const { body } = await c.post('/console/api/keys', { name: 'in flight', quota_usd: '1' });
-    const running = v1(body.secret).chat.completions.create({ model: 'slow-chat', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const running = v1(body.secret).chat.completions.create({
+      model: 'slow-chat',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
     await new Promise((r) => setTimeout(r, 150)); // admitted (on a credit lease of the key), waiting for the slow upstream
     expect((await db()('leases').where('key_id', body.key.id)).length).toBe(1);
     expect((await c.del(`/console/api/keys/${body.key.id}`)).status).toBe(204);
@@ -468,7 +554,9 @@ describe('keys', () => {
     expect(await db()('leases').where('key_id', body.key.id)).toEqual([]);
     expect(Number((await db()('accounts').where('id', c.account.id).first()).held_micros)).toBe(0);
     const usage = await c.get('/console/api/usage');
-    expect(usage.body.data).toEqual([expect.objectContaining({ key_id: body.key.id, model: 'slow-chat', status: 200 })]);
+    expect(usage.body.data).toEqual([
+      expect.objectContaining({ key_id: body.key.id, model: 'slow-chat', status: 200 }),
+    ]);
     expect(await balance(c.account.id)).toBe(1_000_000 - Math.round(Number(usage.body.data[0].cost_usd) * 1e6));
     expect((await verifyLedger(db())).problems).toEqual([]);
   });
@@ -484,14 +572,21 @@ describe('keys', () => {
       await intruder.del(`/console/api/keys/${id}`),
     ]) {
       expect(r.status).toBe(404);
-      expect(r.body.error).toEqual({ message: `No such API key: ${id}`, type: 'invalid_request_error', param: 'id', code: 'key_not_found' });
+      expect(r.body.error).toEqual({
+        message: `No such API key: ${id}`,
+        type: 'invalid_request_error',
+        param: 'id',
+        code: 'key_not_found',
+      });
     }
     expect((await intruder.get('/console/api/keys')).body.data).toEqual([]);
     const usage = await intruder.get(`/console/api/usage?key_id=${id}`);
     expect(usage.body).toMatchObject({ data: [], next_cursor: null, totals: [] });
     expect((await intruder.get('/console/api/ledger')).body.data.map((r: any) => r.kind)).toEqual(['signup']);
     // Untouched, and still working.
-    expect((await owner.get('/console/api/keys')).body.data).toEqual([expect.objectContaining({ id, name: 'mine', enabled: true })]);
+    expect((await owner.get('/console/api/keys')).body.data).toEqual([
+      expect.objectContaining({ id, name: 'mine', enabled: true }),
+    ]);
     expect((await chat(body.secret)).choices).toHaveLength(1);
     // A key that does not exist at all looks the same.
     expect((await intruder.patch('/console/api/keys/987654321', { name: 'x' })).status).toBe(404);
@@ -501,9 +596,27 @@ describe('keys', () => {
     const c = await registered(gw.url);
     expect((await c.get('/console/api/models')).body).toEqual({
       data: [
-        { id: 'mock-chat', kind: 'chat', owned_by: 'switchyard', input_usd_per_million: '1.500000', output_usd_per_million: '2.000000' },
-        { id: 'mock-embedding', kind: 'embedding', owned_by: 'switchyard', input_usd_per_million: '0.020000', output_usd_per_million: '0.000000' },
-        { id: 'slow-chat', kind: 'chat', owned_by: 'switchyard', input_usd_per_million: '1.000000', output_usd_per_million: '1.000000' },
+        {
+          id: 'mock-chat',
+          kind: 'chat',
+          owned_by: 'switchyard',
+          input_usd_per_million: '1.500000',
+          output_usd_per_million: '2.000000',
+        },
+        {
+          id: 'mock-embedding',
+          kind: 'embedding',
+          owned_by: 'switchyard',
+          input_usd_per_million: '0.020000',
+          output_usd_per_million: '0.000000',
+        },
+        {
+          id: 'slow-chat',
+          kind: 'chat',
+          owned_by: 'switchyard',
+          input_usd_per_million: '1.000000',
+          output_usd_per_million: '1.000000',
+        },
       ],
     });
   });
@@ -520,7 +633,12 @@ describe('redemption codes', () => {
     expect((await ledgerOf(c.account.id)).at(-1)).toMatchObject({ kind: 'redemption', ref: String(code.id) });
     const again = await c.post('/console/api/topup/redeem', { code: code.code });
     expect(again.status).toBe(409);
-    expect(again.body.error).toEqual({ message: 'This code has already been redeemed', type: 'invalid_request_error', param: 'code', code: 'code_redeemed' });
+    expect(again.body.error).toEqual({
+      message: 'This code has already been redeemed',
+      type: 'invalid_request_error',
+      param: 'code',
+      code: 'code_redeemed',
+    });
     const other = await registered(gw.url);
     expect((await other.post('/console/api/topup/redeem', { code: code.code })).status).toBe(409);
     for (const bad of ['SY-AAAAA-AAAAA-AAAAA-AAAAA', 'hello']) {
@@ -528,7 +646,10 @@ describe('redemption codes', () => {
       expect(r2.status).toBe(400);
       expect(r2.body.error).toMatchObject({ param: 'code', code: 'invalid_code' });
     }
-    expect((await c.get('/console/api/account')).body).toMatchObject({ balance_usd: '13.500000', totals: { topped_up_usd: '12.500000' } });
+    expect((await c.get('/console/api/account')).body).toMatchObject({
+      balance_usd: '13.500000',
+      totals: { topped_up_usd: '12.500000' },
+    });
     // Only the hash of a code is stored.
     const row = await db()('redemption_codes').where('id', code.id).first();
     expect(JSON.stringify(row)).not.toContain(code.code.slice(3, 14));
@@ -549,7 +670,8 @@ describe('redemption codes', () => {
 });
 
 describe('card top-ups (Stripe)', () => {
-  const sign = (payload: string, secret = WEBHOOK_SECRET) => signer.webhooks.generateTestHeaderString({ payload, secret });
+  const sign = (payload: string, secret = WEBHOOK_SECRET) =>
+    signer.webhooks.generateTestHeaderString({ payload, secret });
   const deliver = (event: unknown, signature?: string) => {
     const payload = JSON.stringify(event);
     return fetch(`${gw.url}/console/api/stripe/webhook`, {
@@ -567,7 +689,12 @@ describe('card top-ups (Stripe)', () => {
 
   test('options: card payments on, with their bounds', async () => {
     const c = await registered(gw.url);
-    expect((await c.get('/console/api/topup/options')).body).toEqual({ card: true, min_usd: '5.000000', max_usd: '1000.000000', currency: 'usd' });
+    expect((await c.get('/console/api/topup/options')).body).toEqual({
+      card: true,
+      min_usd: '5.000000',
+      max_usd: '1000.000000',
+      currency: 'usd',
+    });
   });
 
   test('checkout creates a Stripe Checkout Session with the library, for exactly that amount', async () => {
@@ -575,7 +702,10 @@ describe('card top-ups (Stripe)', () => {
     const calls = stripeApi.calls.length;
     const r = await c.post('/console/api/topup/checkout', { amount_usd: '25.00' });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ id: expect.stringMatching(/^cs_test_/), url: expect.stringMatching(/^https:\/\/checkout\.stripe\.com\/c\/pay\/cs_test_/) });
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^cs_test_/),
+      url: expect.stringMatching(/^https:\/\/checkout\.stripe\.com\/c\/pay\/cs_test_/),
+    });
     expect(stripeApi.calls).toHaveLength(calls + 1);
     const call = stripeApi.calls.at(-1)!;
     expect(call).toMatchObject({ method: 'POST', path: '/v1/checkout/sessions' });
@@ -600,7 +730,11 @@ describe('card top-ups (Stripe)', () => {
     const c = await registered(gw.url);
     for (const amount of ['4.99', '1000.01', '10.005', 'ten', -5]) {
       const r = await c.post('/console/api/topup/checkout', { amount_usd: amount });
-      expect({ amount, status: r.status, param: r.body.error.param }).toEqual({ amount, status: 400, param: 'amount_usd' });
+      expect({ amount, status: r.status, param: r.body.error.param }).toEqual({
+        amount,
+        status: 400,
+        param: 'amount_usd',
+      });
     }
     expect((await c.post('/console/api/topup/checkout', { amount_usd: 5 })).status).toBe(200);
     stripeApi.failNext = 2; // the library retries once
@@ -639,8 +773,12 @@ describe('card top-ups (Stripe)', () => {
   test('whatever the order: the async success first, then the completion, credits once', async () => {
     const c = await registered(gw.url);
     const { session } = await checkout(c, 7.5);
-    expect((await deliver(checkoutEvent(session, { type: 'checkout.session.completed', paid: false }))).body.outcome).toBe('ignored');
-    expect((await deliver(checkoutEvent(session, { type: 'checkout.session.async_payment_succeeded' }))).body.outcome).toBe('credited');
+    expect(
+      (await deliver(checkoutEvent(session, { type: 'checkout.session.completed', paid: false }))).body.outcome,
+    ).toBe('ignored');
+    expect(
+      (await deliver(checkoutEvent(session, { type: 'checkout.session.async_payment_succeeded' }))).body.outcome,
+    ).toBe('credited');
     expect((await deliver(checkoutEvent(session))).body.outcome).toBe('duplicate');
     expect(await balance(c.account.id)).toBe(8_500_000);
   });
@@ -650,18 +788,36 @@ describe('card top-ups (Stripe)', () => {
     const { session } = await checkout(c, '30');
     const event = checkoutEvent(session);
     const payload = JSON.stringify(event);
-    const tampered = JSON.stringify({ ...event, data: { object: { ...(event.data as any).object, amount_total: 999_999 } } });
+    const tampered = JSON.stringify({
+      ...event,
+      data: { object: { ...(event.data as any).object, amount_total: 999_999 } },
+    });
     const attempts = [
       await deliver(event, sign(payload, 'whsec_wrong_secret')),
       await deliver(JSON.parse(tampered), sign(payload)), // signed for other bytes
       await deliver(event, 't=1,v1=00'),
-      await deliver(event, signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET, timestamp: Math.floor(Date.now() / 1000) - 3600 })), // too old
+      await deliver(
+        event,
+        signer.webhooks.generateTestHeaderString({
+          payload,
+          secret: WEBHOOK_SECRET,
+          timestamp: Math.floor(Date.now() / 1000) - 3600,
+        }),
+      ), // too old
     ];
     for (const a of attempts) {
       expect(a.status).toBe(400);
-      expect(a.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_signature', param: 'stripe-signature' });
+      expect(a.body.error).toMatchObject({
+        type: 'invalid_request_error',
+        code: 'invalid_signature',
+        param: 'stripe-signature',
+      });
     }
-    const unsigned = await fetch(`${gw.url}/console/api/stripe/webhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload });
+    const unsigned = await fetch(`${gw.url}/console/api/stripe/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: payload,
+    });
     expect(unsigned.status).toBe(400);
     expect(await balance(c.account.id)).toBe(1_000_000);
     expect(await db()('ledger').where({ account_id: c.account.id, kind: 'topup' })).toEqual([]);
@@ -673,7 +829,14 @@ describe('card top-ups (Stripe)', () => {
   test('other events are acknowledged and ignored; the signature is checked over the raw bytes', async () => {
     const c = await registered(gw.url);
     const { session } = await checkout(c, '10');
-    expect(await deliver({ id: 'evt_other', object: 'event', type: 'payment_intent.created', data: { object: { id: 'pi_1' } } })).toEqual({
+    expect(
+      await deliver({
+        id: 'evt_other',
+        object: 'event',
+        type: 'payment_intent.created',
+        data: { object: { id: 'pi_1' } },
+      }),
+    ).toEqual({
       status: 200,
       body: { received: true, outcome: 'ignored' },
     });
@@ -696,9 +859,18 @@ describe('card top-ups (Stripe)', () => {
       expect((await c.get('/console/api/topup/options')).body.card).toBe(false);
       const r = await c.post('/console/api/topup/checkout', { amount_usd: '10' });
       expect(r.status).toBe(404);
-      expect(r.body.error).toEqual({ message: 'card payments are not configured', type: 'invalid_request_error', param: null, code: 'card_payments_not_configured' });
+      expect(r.body.error).toEqual({
+        message: 'card payments are not configured',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'card_payments_not_configured',
+      });
       const payload = JSON.stringify({ id: 'evt_1', type: 'checkout.session.completed', data: { object: {} } });
-      const hook = await fetch(`${plain.url}/console/api/stripe/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': sign(payload) }, body: payload });
+      const hook = await fetch(`${plain.url}/console/api/stripe/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': sign(payload) },
+        body: payload,
+      });
       expect(hook.status).toBe(404);
     } finally {
       await plain.close();
@@ -739,7 +911,14 @@ describe('usage, daily usage and ledger', () => {
       cache_write_tokens: 0,
       cache_write_1h_tokens: 0,
       reasoning_tokens: 0,
-      usage: { prompt: r.body.data[0].prompt_tokens, cached: 0, cache_write: 0, cache_write_1h: 0, completion: 0, reasoning: 0 },
+      usage: {
+        prompt: r.body.data[0].prompt_tokens,
+        cached: 0,
+        cache_write: 0,
+        cache_write_1h: 0,
+        completion: 0,
+        reasoning: 0,
+      },
       counted: expect.stringMatching(/^(upstream|tokenizer)$/),
       cost_usd: expect.stringMatching(/^\d+\.\d{6}$/),
       latency_ms: expect.any(Number),
@@ -747,13 +926,42 @@ describe('usage, daily usage and ledger', () => {
     });
     expect(r.body.next_cursor).toBeNull();
     expect(r.body.totals).toEqual([
-      { model: 'mock-chat', requests: 3, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, usage: expect.any(Object), cost_usd: expect.any(String) },
-      { model: 'mock-embedding', requests: 1, prompt_tokens: expect.any(Number), completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, usage: expect.any(Object), cost_usd: expect.any(String) },
+      {
+        model: 'mock-chat',
+        requests: 3,
+        prompt_tokens: expect.any(Number),
+        completion_tokens: expect.any(Number),
+        cached_tokens: 0,
+        cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
+        usage: expect.any(Object),
+        cost_usd: expect.any(String),
+      },
+      {
+        model: 'mock-embedding',
+        requests: 1,
+        prompt_tokens: expect.any(Number),
+        completion_tokens: 0,
+        cached_tokens: 0,
+        cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
+        usage: expect.any(Object),
+        cost_usd: expect.any(String),
+      },
     ]);
     // Every class by name in the `usage` maps, as the page's `classes` describe them: the fields older clients read agree.
     expect(schemaProblems('UsagePage', r.body)).toBeNull();
     const chat = r.body.totals[0];
-    expect(chat.usage).toEqual({ prompt: chat.prompt_tokens, cached: 0, cache_write: 0, cache_write_1h: 0, completion: chat.completion_tokens, reasoning: 0 });
+    expect(chat.usage).toEqual({
+      prompt: chat.prompt_tokens,
+      cached: 0,
+      cache_write: 0,
+      cache_write_1h: 0,
+      completion: chat.completion_tokens,
+      reasoning: 0,
+    });
     expect(r.body.classes).toEqual([
       { name: 'prompt', label: 'input', unit: 'token', part_of: null },
       { name: 'cached', label: 'cached', unit: 'token', part_of: 'prompt' },
@@ -786,7 +994,11 @@ describe('usage, daily usage and ledger', () => {
     expect(byKey.data.map((x: any) => x.key_id)).toEqual([keys[0].id, keys[0].id]);
     expect(byKey.totals).toEqual([expect.objectContaining({ model: 'mock-chat', requests: 2 })]);
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
-    expect((await c.get(`/console/api/usage?from=${tomorrow}`)).body).toMatchObject({ data: [], next_cursor: null, totals: [] });
+    expect((await c.get(`/console/api/usage?from=${tomorrow}`)).body).toMatchObject({
+      data: [],
+      next_cursor: null,
+      totals: [],
+    });
     expect((await c.get(`/console/api/usage?to=${tomorrow}`)).body.data).toHaveLength(4);
     expect((await c.get(`/console/api/usage?from=2000-01-01T00:00:00Z&to=2000-01-02`)).body.data).toEqual([]);
     for (const q of ['from=yesterday', 'to=2026-13-45', 'limit=0', 'limit=501', 'cursor=abc', 'key_id=x']) {
@@ -810,7 +1022,9 @@ describe('usage, daily usage and ledger', () => {
     expect((await c.get('/console/api/usage/daily?days=0')).status).toBe(400);
     // Another account sees nothing of this.
     const other = await registered(gw.url);
-    expect((await other.get('/console/api/usage/daily?days=1')).body.data).toEqual([{ date: day(0), requests: 0, cost_usd: '0.000000' }]);
+    expect((await other.get('/console/api/usage/daily?days=1')).body.data).toEqual([
+      { date: day(0), requests: 0, cost_usd: '0.000000' },
+    ]);
   });
 
   test('ledger: newest first, paged, the balance after each row', async () => {

@@ -3,7 +3,14 @@
  * Runs on the database in DATABASE_URL (SQLite by default, MariaDB in `make test`'s second pass).
  */
 import OpenAI from 'openai';
-import { FakeGemini, geminiError, geminiResponse, textStreamEvents, usageOf, fakeVector } from '../fakes/geminiUpstream';
+import {
+  FakeGemini,
+  geminiError,
+  geminiResponse,
+  textStreamEvents,
+  usageOf,
+  fakeVector,
+} from '../fakes/geminiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 
 const GEMINI_KEY = 'AIza-fake-gemini-secret-credential';
@@ -41,7 +48,8 @@ async function collect(stream: AsyncIterable<OpenAI.Chat.ChatCompletionChunk>) {
   return chunks;
 }
 
-const text = (chunks: OpenAI.Chat.ChatCompletionChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+const text = (chunks: OpenAI.Chat.ChatCompletionChunk[]) =>
+  chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
 
 describe('text answers', () => {
   test('non-streaming: the request is translated to generateContent and the answer back', async () => {
@@ -68,7 +76,14 @@ describe('text answers', () => {
       id: 'chatcmpl-fakeResp1',
       object: 'chat.completion',
       model: 'gemini-chat',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Echo: how are you', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'Echo: how are you', refusal: null },
+          logprobs: null,
+          finish_reason: 'stop',
+        },
+      ],
       usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 },
     });
     expect(res.choices[0].message.tool_calls).toBeUndefined();
@@ -102,15 +117,29 @@ describe('text answers', () => {
   });
 
   test('max_tokens is used when max_completion_tokens is absent; without either, the model allowance the hold covers', async () => {
-    await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], max_tokens: 33, stop: 'STOP!' });
+    await client.chat.completions.create({
+      model: 'gemini-chat',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 33,
+      stop: 'STOP!',
+    });
     expect(upstream.last().body.generationConfig).toEqual({ maxOutputTokens: 33, stopSequences: ['STOP!'] });
     await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }] });
     // the gateway caps the output at what it held for the request: the model's max_output_tokens (default 4096)
-    expect(upstream.last().body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'x' }] }], generationConfig: { maxOutputTokens: 4096 } });
+    expect(upstream.last().body).toEqual({
+      contents: [{ role: 'user', parts: [{ text: 'x' }] }],
+      generationConfig: { maxOutputTokens: 4096 },
+    });
   });
 
   test('response_format json_schema becomes responseMimeType and responseJsonSchema', async () => {
-    const schema = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { a: { type: 'integer' } }, required: ['a'], additionalProperties: false };
+    const schema = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { a: { type: 'integer' } },
+      required: ['a'],
+      additionalProperties: false,
+    };
     upstream.plan({ kind: 'json', body: geminiResponse([{ text: '{"a":1}' }], 'STOP', usageOf(5, 3)) });
     const res = await client.chat.completions.create({
       model: 'gemini-chat',
@@ -119,20 +148,36 @@ describe('text answers', () => {
     });
     expect(res.choices[0].message.content).toBe('{"a":1}');
     const { $schema: _s, ...rest } = schema;
-    expect(upstream.last().body.generationConfig).toEqual({ responseMimeType: 'application/json', responseJsonSchema: rest, maxOutputTokens: 4096 });
+    expect(upstream.last().body.generationConfig).toEqual({
+      responseMimeType: 'application/json',
+      responseJsonSchema: rest,
+      maxOutputTokens: 4096,
+    });
   });
 
   test('streaming: a role chunk, the text as it comes, a finish chunk, one id; no usage chunk unless asked', async () => {
-    const chunks = await collect(await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'one two three' }], stream: true }));
+    const chunks = await collect(
+      await client.chat.completions.create({
+        model: 'gemini-chat',
+        messages: [{ role: 'user', content: 'one two three' }],
+        stream: true,
+      }),
+    );
     expect(upstream.last().path).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
     expect(upstream.last().headers['x-goog-api-key']).toBe(GEMINI_KEY);
-    expect(chunks[0].choices[0]).toMatchObject({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null });
+    expect(chunks[0].choices[0]).toMatchObject({
+      index: 0,
+      delta: { role: 'assistant', content: '' },
+      finish_reason: null,
+    });
     expect(text(chunks)).toBe('Echo: one two three');
     expect(chunks.map((c) => c.choices[0].delta.content).slice(1, -1)).toEqual(['Echo:', ' one', ' two', ' three']);
     expect(chunks[chunks.length - 1].choices[0]).toMatchObject({ delta: {}, finish_reason: 'stop' });
     expect(new Set(chunks.map((c) => c.id))).toEqual(new Set(['chatcmpl-fakeResp1']));
     expect(new Set(chunks.map((c) => c.created)).size).toBe(1);
-    expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'gemini-chat' && c.choices.length === 1)).toBe(true);
+    expect(
+      chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'gemini-chat' && c.choices.length === 1),
+    ).toBe(true);
     expect(chunks.every((c) => !('usage' in c))).toBe(true);
   });
 
@@ -141,7 +186,12 @@ describe('text answers', () => {
     (events[1] as any).usageMetadata = usageOf(12, 2, { thoughtsTokenCount: 20, cachedContentTokenCount: 8 });
     upstream.plan({ kind: 'sse', events });
     const chunks = await collect(
-      await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } }),
+      await client.chat.completions.create({
+        model: 'gemini-chat',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     );
     const last = chunks[chunks.length - 1];
     expect(last.choices).toEqual([]);
@@ -158,21 +208,43 @@ describe('text answers', () => {
   });
 
   test('non-streaming usage counts thinking tokens as completion tokens', async () => {
-    upstream.plan({ kind: 'json', body: geminiResponse([{ text: 'ok' }], 'STOP', usageOf(7, 1, { thoughtsTokenCount: 40 })) });
-    const res = await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }] });
-    expect(res.usage).toEqual({ prompt_tokens: 7, completion_tokens: 41, total_tokens: 48, completion_tokens_details: { reasoning_tokens: 40 } });
+    upstream.plan({
+      kind: 'json',
+      body: geminiResponse([{ text: 'ok' }], 'STOP', usageOf(7, 1, { thoughtsTokenCount: 40 })),
+    });
+    const res = await client.chat.completions.create({
+      model: 'gemini-chat',
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(res.usage).toEqual({
+      prompt_tokens: 7,
+      completion_tokens: 41,
+      total_tokens: 48,
+      completion_tokens_details: { reasoning_tokens: 40 },
+    });
   });
 
   test('a legacy completion on a gemini chat model goes through generateContent', async () => {
     const res = await client.completions.create({ model: 'gemini-chat', prompt: 'Say hi', max_tokens: 20 });
-    expect(res).toMatchObject({ object: 'text_completion', model: 'gemini-chat', choices: [{ text: 'Echo: Say hi', finish_reason: 'stop' }] });
-    expect(upstream.last().body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'Say hi' }] }], generationConfig: { maxOutputTokens: 20 } });
+    expect(res).toMatchObject({
+      object: 'text_completion',
+      model: 'gemini-chat',
+      choices: [{ text: 'Echo: Say hi', finish_reason: 'stop' }],
+    });
+    expect(upstream.last().body).toEqual({
+      contents: [{ role: 'user', parts: [{ text: 'Say hi' }] }],
+      generationConfig: { maxOutputTokens: 20 },
+    });
   });
 
   test('a client that disconnects mid-stream closes the upstream request', async () => {
     upstream.plan({ kind: 'stall', events: [geminiResponse([{ text: 'first' }])] });
     const before = upstream.clientAborts;
-    const stream = await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gemini-chat',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     for await (const c of stream) {
       if (c.choices[0]?.delta.content === 'first') break;
     }
@@ -188,7 +260,13 @@ describe('tools', () => {
       function: {
         name: 'get_weather',
         description: 'Weather now',
-        parameters: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+        parameters: {
+          $schema: 'http://json-schema.org/draft-07/schema#',
+          type: 'object',
+          properties: { city: { type: 'string' } },
+          required: ['city'],
+          additionalProperties: false,
+        },
         strict: true,
       },
     },
@@ -210,7 +288,12 @@ describe('tools', () => {
         ),
       ],
     });
-    const runner = client.chat.completions.stream({ model: 'gemini-chat', messages: [{ role: 'user', content: 'weather and time in Paris?' }], tools, tool_choice: 'auto' });
+    const runner = client.chat.completions.stream({
+      model: 'gemini-chat',
+      messages: [{ role: 'user', content: 'weather and time in Paris?' }],
+      tools,
+      tool_choice: 'auto',
+    });
     const chunks: OpenAI.Chat.ChatCompletionChunk[] = [];
     runner.on('chunk', (c) => chunks.push(c));
     const final = await runner.finalChatCompletion();
@@ -222,7 +305,12 @@ describe('tools', () => {
           {
             name: 'get_weather',
             description: 'Weather now',
-            parametersJsonSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+            parametersJsonSchema: {
+              type: 'object',
+              properties: { city: { type: 'string' } },
+              required: ['city'],
+              additionalProperties: false,
+            },
           },
           { name: 'get_time' },
         ],
@@ -239,8 +327,14 @@ describe('tools', () => {
     expect(message.content).toBe('Let me check.');
     const calls = message.tool_calls as OpenAI.Chat.ChatCompletionMessageFunctionToolCall[];
     expect(calls).toHaveLength(2);
-    expect(calls[0]).toMatchObject({ type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
-    expect(calls[1]).toMatchObject({ type: 'function', function: { name: 'get_time', arguments: '{"tz":"Europe/Paris"}' } });
+    expect(calls[0]).toMatchObject({
+      type: 'function',
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    });
+    expect(calls[1]).toMatchObject({
+      type: 'function',
+      function: { name: 'get_time', arguments: '{"tz":"Europe/Paris"}' },
+    });
     expect(calls[0].id).toMatch(/^call_[A-Za-z0-9_-]+$/);
     expect(calls[0].id).not.toBe(calls[1].id);
 
@@ -249,7 +343,15 @@ describe('tools', () => {
       model: 'gemini-chat',
       messages: [
         { role: 'user', content: 'weather and time in Paris?' },
-        { role: 'assistant', content: message.content, tool_calls: calls.map(({ id, type, function: f }) => ({ id, type, function: { name: f.name, arguments: f.arguments } })) },
+        {
+          role: 'assistant',
+          content: message.content,
+          tool_calls: calls.map(({ id, type, function: f }) => ({
+            id,
+            type,
+            function: { name: f.name, arguments: f.arguments },
+          })),
+        },
         { role: 'tool', tool_call_id: calls[1].id, content: 'noon' },
         { role: 'tool', tool_call_id: calls[0].id, content: '{"temp_c":21}' },
       ],
@@ -281,11 +383,19 @@ describe('tools', () => {
   test('tool_choice: required → ANY, a named function → ANY with allowedFunctionNames, none → NONE', async () => {
     const cases: [OpenAI.Chat.ChatCompletionToolChoiceOption, object][] = [
       ['required', { mode: 'ANY' }],
-      [{ type: 'function', function: { name: 'get_time' } }, { mode: 'ANY', allowedFunctionNames: ['get_time'] }],
+      [
+        { type: 'function', function: { name: 'get_time' } },
+        { mode: 'ANY', allowedFunctionNames: ['get_time'] },
+      ],
       ['none', { mode: 'NONE' }],
     ];
     for (const [choice, config] of cases) {
-      await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], tools, tool_choice: choice });
+      await client.chat.completions.create({
+        model: 'gemini-chat',
+        messages: [{ role: 'user', content: 'x' }],
+        tools,
+        tool_choice: choice,
+      });
       expect(upstream.last().body.toolConfig).toEqual({ functionCallingConfig: config });
     }
   });
@@ -293,7 +403,13 @@ describe('tools', () => {
   test('a tool message that answers no earlier tool call is a 400', async () => {
     const before = upstream.requests.length;
     const e = await client.chat.completions
-      .create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'call_nope', content: '1' }] })
+      .create({
+        model: 'gemini-chat',
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'tool', tool_call_id: 'call_nope', content: '1' },
+        ],
+      })
       .catch((x) => x);
     expect(e).toBeInstanceOf(OpenAI.BadRequestError);
     expect(e.message).toContain("tool_call_id 'call_nope'");
@@ -306,15 +422,38 @@ describe('finish reasons', () => {
   const cases: [string, unknown, string][] = [
     ['STOP', geminiResponse([{ text: 'done' }], 'STOP', usageOf(3, 1)), 'stop'],
     ['MAX_TOKENS', geminiResponse([{ text: 'cut sh' }], 'MAX_TOKENS', usageOf(3, 2)), 'length'],
-    ['SAFETY', { candidates: [{ finishReason: 'SAFETY', index: 0, safetyRatings: [{ category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH', blocked: true }] }], usageMetadata: usageOf(3, 0) }, 'content_filter'],
+    [
+      'SAFETY',
+      {
+        candidates: [
+          {
+            finishReason: 'SAFETY',
+            index: 0,
+            safetyRatings: [{ category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH', blocked: true }],
+          },
+        ],
+        usageMetadata: usageOf(3, 0),
+      },
+      'content_filter',
+    ],
     ['RECITATION', geminiResponse([{ text: 'To be' }], 'RECITATION', usageOf(3, 2)), 'content_filter'],
     ['a function call', geminiResponse([call], 'STOP', usageOf(3, 5)), 'tool_calls'],
-    ['a blocked prompt', { promptFeedback: { blockReason: 'PROHIBITED_CONTENT' }, usageMetadata: { promptTokenCount: 3, totalTokenCount: 3 } }, 'content_filter'],
+    [
+      'a blocked prompt',
+      {
+        promptFeedback: { blockReason: 'PROHIBITED_CONTENT' },
+        usageMetadata: { promptTokenCount: 3, totalTokenCount: 3 },
+      },
+      'content_filter',
+    ],
   ];
 
   test.each(cases)('%s, not streaming', async (_name, answer, expected) => {
     upstream.plan({ kind: 'json', body: answer });
-    const res = await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }] });
+    const res = await client.chat.completions.create({
+      model: 'gemini-chat',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(res.choices).toHaveLength(1);
     expect(res.choices[0].finish_reason).toBe(expected);
     if (expected === 'content_filter' && _name !== 'RECITATION') expect(res.choices[0].message.content).toBe('');
@@ -324,7 +463,12 @@ describe('finish reasons', () => {
   test.each(cases)('%s, streaming', async (_name, answer, expected) => {
     upstream.plan({ kind: 'sse', events: [answer] });
     const chunks = await collect(
-      await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } }),
+      await client.chat.completions.create({
+        model: 'gemini-chat',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     );
     const finishes = chunks.flatMap((c) => c.choices.map((ch) => ch.finish_reason)).filter(Boolean);
     expect(finishes).toEqual([expected]);
@@ -333,7 +477,10 @@ describe('finish reasons', () => {
 });
 
 describe('errors', () => {
-  const ask = () => client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+  const ask = () =>
+    client.chat.completions
+      .create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
 
   test('upstream 500 and 503 are 502s; a broken connection too', async () => {
     upstream.plan({ kind: 'json', status: 500, body: geminiError(500, 'INTERNAL', 'An internal error has occurred.') });
@@ -341,7 +488,11 @@ describe('errors', () => {
     expect(e).toBeInstanceOf(OpenAI.InternalServerError);
     expect(e.status).toBe(502);
     expect(e.error).toMatchObject({ type: 'upstream_error', code: 'upstream_unavailable' });
-    upstream.plan({ kind: 'json', status: 503, body: geminiError(503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.') });
+    upstream.plan({
+      kind: 'json',
+      status: 503,
+      body: geminiError(503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.'),
+    });
     e = await ask();
     expect(e.status).toBe(502);
     upstream.plan({ kind: 'reset' });
@@ -356,20 +507,28 @@ describe('errors', () => {
     expect(e).toBeInstanceOf(OpenAI.BadRequestError);
     expect(e.message).toContain(message);
     upstream.plan({ kind: 'json', status: 400, body: [geminiError(400, 'INVALID_ARGUMENT', message)] });
-    e = await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], stream: true }).catch((x) => x);
+    e = await client.chat.completions
+      .create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], stream: true })
+      .catch((x) => x);
     expect(e).toBeInstanceOf(OpenAI.BadRequestError);
     expect(e.message).toContain(message);
   });
 
   test('a 429 RESOURCE_EXHAUSTED is a 429', async () => {
-    upstream.plan({ kind: 'json', status: 429, body: geminiError(429, 'RESOURCE_EXHAUSTED', 'You exceeded your current quota.') });
+    upstream.plan({
+      kind: 'json',
+      status: 429,
+      body: geminiError(429, 'RESOURCE_EXHAUSTED', 'You exceeded your current quota.'),
+    });
     const e = await ask();
     expect(e).toBeInstanceOf(OpenAI.RateLimitError);
     expect(e.error).toMatchObject({ code: 'upstream_rate_limited' });
   });
 
-  test('a key Gemini rejects is our fault, not the caller\'s: 502, and the message names no key', async () => {
-    const e = await client.chat.completions.create({ model: 'gemini-badkey', messages: [{ role: 'user', content: 'x' }] }).catch((x) => x);
+  test("a key Gemini rejects is our fault, not the caller's: 502, and the message names no key", async () => {
+    const e = await client.chat.completions
+      .create({ model: 'gemini-badkey', messages: [{ role: 'user', content: 'x' }] })
+      .catch((x) => x);
     expect(e.status).toBe(502);
     expect(JSON.stringify(e.error)).not.toMatch(/not-the-key|API key|127\.0\.0\.1/);
   });
@@ -377,9 +536,16 @@ describe('errors', () => {
   test('an error event mid-stream: the SDK raises after the text before it', async () => {
     upstream.plan({
       kind: 'sse',
-      events: [geminiResponse([{ text: 'partial' }]), { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } }],
+      events: [
+        geminiResponse([{ text: 'partial' }]),
+        { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } },
+      ],
     });
-    const stream = await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gemini-chat',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     const got: string[] = [];
     await expect(
       (async () => {
@@ -391,7 +557,11 @@ describe('errors', () => {
 
   test('a stream that ends without a finish reason is an error, not a silent end', async () => {
     upstream.plan({ kind: 'sse', events: [geminiResponse([{ text: 'cut' }])] });
-    const stream = await client.chat.completions.create({ model: 'gemini-chat', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gemini-chat',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     const got: string[] = [];
     await expect(
       (async () => {
@@ -404,10 +574,17 @@ describe('errors', () => {
 
 describe('embeddings', () => {
   test('one string → embedContent, floats', async () => {
-    const res = await client.embeddings.create({ model: 'gemini-embed', input: 'hello world', encoding_format: 'float' });
+    const res = await client.embeddings.create({
+      model: 'gemini-embed',
+      input: 'hello world',
+      encoding_format: 'float',
+    });
     expect(upstream.last().path).toBe('/v1beta/models/gemini-embedding-001:embedContent');
     expect(upstream.last().headers['x-goog-api-key']).toBe(GEMINI_KEY);
-    expect(upstream.last().body).toEqual({ model: 'models/gemini-embedding-001', content: { parts: [{ text: 'hello world' }] } });
+    expect(upstream.last().body).toEqual({
+      model: 'models/gemini-embedding-001',
+      content: { parts: [{ text: 'hello world' }] },
+    });
     expect(res).toEqual({
       object: 'list',
       model: 'gemini-embed',
@@ -421,7 +598,11 @@ describe('embeddings', () => {
     const sent = upstream.last();
     expect(sent.path).toBe('/v1beta/models/gemini-embedding-001:batchEmbedContents');
     expect(sent.body).toEqual({
-      requests: ['a', 'bb', 'ccc'].map((t) => ({ model: 'models/gemini-embedding-001', content: { parts: [{ text: t }] }, outputDimensionality: 3 })),
+      requests: ['a', 'bb', 'ccc'].map((t) => ({
+        model: 'models/gemini-embedding-001',
+        content: { parts: [{ text: t }] },
+        outputDimensionality: 3,
+      })),
     });
     expect(res.data.map((d) => d.index)).toEqual([0, 1, 2]);
     res.data.forEach((d, i) => {
@@ -433,8 +614,13 @@ describe('embeddings', () => {
 
   test('token arrays are a 400 and never reach Gemini', async () => {
     const before = upstream.requests.length;
-    for (const input of [[1, 2, 3], [[1, 2], [3]]]) {
-      const e = await client.embeddings.create({ model: 'gemini-embed', input, encoding_format: 'float' }).catch((x) => x);
+    for (const input of [
+      [1, 2, 3],
+      [[1, 2], [3]],
+    ]) {
+      const e = await client.embeddings
+        .create({ model: 'gemini-embed', input, encoding_format: 'float' })
+        .catch((x) => x);
       expect(e).toBeInstanceOf(OpenAI.BadRequestError);
       expect(e.message).toContain('token arrays are not supported by this model');
     }

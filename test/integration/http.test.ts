@@ -42,7 +42,8 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-const chat = (model = 'mock-chat', extra: object = {}) => JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
+const chat = (model = 'mock-chat', extra: object = {}) =>
+  JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
 const post = (path: string, body: string, headers = '') =>
   `POST ${path} HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
@@ -84,12 +85,20 @@ class Conn {
       const end = this.buf.indexOf('\r\n\r\n');
       if (end >= 0) {
         const [statusLine, ...rest] = this.buf.subarray(0, end).toString('latin1').split('\r\n');
-        const headers = Object.fromEntries(rest.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        const headers = Object.fromEntries(
+          rest.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+        );
         const status = Number(statusLine.split(' ')[1]);
-        const size = status < 200 || head ? 0 : headers['transfer-encoding'] === 'chunked' ? this.chunked(end + 4) : Number(headers['content-length'] ?? 0);
+        const size =
+          status < 200 || head
+            ? 0
+            : headers['transfer-encoding'] === 'chunked'
+              ? this.chunked(end + 4)
+              : Number(headers['content-length'] ?? 0);
         if (size >= 0 && this.buf.length >= end + 4 + size) {
           let text = this.buf.subarray(end + 4, end + 4 + size).toString('utf8');
-          if (headers['transfer-encoding'] === 'chunked') text = text.replace(/(?:^|\r\n)[0-9a-f]+\r\n/g, '').replace(/\r\n$/, '');
+          if (headers['transfer-encoding'] === 'chunked')
+            text = text.replace(/(?:^|\r\n)[0-9a-f]+\r\n/g, '').replace(/\r\n$/, '');
           this.buf = this.buf.subarray(end + 4 + size);
           let body: any = null;
           try {
@@ -140,21 +149,40 @@ async function waitFor(cond: () => boolean | Promise<boolean>, what: string): Pr
   throw new Error(`never happened: ${what}`);
 }
 
-const connections = () => new Promise<number>((resolve, reject) => gw.server.listener.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+const connections = () =>
+  new Promise<number>((resolve, reject) => gw.server.listener.getConnections((e, n) => (e ? reject(e) : resolve(n))));
 
 /** switchyard_http_requests_total for an operation and status, as /metrics reports it. */
 async function answered(operation: string, status: number): Promise<number> {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`switchyard_http_requests_total{operation="${operation}",status="${status}"}`));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`switchyard_http_requests_total{operation="${operation}",status="${status}"}`));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
 /** A POST whose client says `Expect: 100-continue`: the body goes out only when the gateway asks for it. */
-function expecting(path: string, body: string, headers: Record<string, string | number>): Promise<{ continued: boolean; status: number; body: any }> {
+function expecting(
+  path: string,
+  body: string,
+  headers: Record<string, string | number>,
+): Promise<{ continued: boolean; status: number; body: any }> {
   return new Promise((resolve, reject) => {
     let continued = false;
     let done = false;
-    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, agent: false, headers: { expect: '100-continue', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } });
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path,
+      agent: false,
+      headers: {
+        expect: '100-continue',
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        ...headers,
+      },
+    });
     req.on('continue', () => {
       continued = true;
       req.end(body);
@@ -176,7 +204,10 @@ describe('Expect: 100-continue', () => {
     const body = chat();
     const refused = await expecting('/v1/chat/completions', body, { authorization: 'Bearer sk-not-a-key' });
     expect(refused).toMatchObject({ continued: false, status: 401, body: { error: { code: 'invalid_api_key' } } });
-    const tooBig = await expecting('/v1/chat/completions', body, { authorization: `Bearer ${key}`, 'content-length': LIMIT + 1 });
+    const tooBig = await expecting('/v1/chat/completions', body, {
+      authorization: `Bearer ${key}`,
+      'content-length': LIMIT + 1,
+    });
     expect(tooBig).toMatchObject({ continued: false, status: 413, body: { error: { code: 'request_too_large' } } });
     const ok = await expecting('/v1/chat/completions', body, { authorization: `Bearer ${key}` });
     expect(ok).toMatchObject({ continued: true, status: 200, body: { object: 'chat.completion', model: 'mock-chat' } });
@@ -185,22 +216,34 @@ describe('Expect: 100-continue', () => {
 
 describe('request lines and paths', () => {
   test('a request line with an absolute URL is served like its path', async () => {
-    const a = await once(post(`http://127.0.0.1:${port}/v1/chat/completions?beta=true`, chat(), 'Content-Type: application/json\r\n'));
+    const a = await once(
+      post(`http://127.0.0.1:${port}/v1/chat/completions?beta=true`, chat(), 'Content-Type: application/json\r\n'),
+    );
     expect(a).toMatchObject({ status: 200, body: { object: 'chat.completion' } });
-    const b = await once(`GET http://127.0.0.1:${port}/v1/models/mock-chat HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    const b = await once(
+      `GET http://127.0.0.1:${port}/v1/models/mock-chat HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\n\r\n`,
+    );
     expect(b).toMatchObject({ status: 200, body: { id: 'mock-chat' } });
   });
 
   test('percent-encoded parameters are decoded, malformed ones are a 400, a trailing slash is the same path, HEAD is GET without a body', async () => {
     const auth = `Authorization: Bearer ${key}\r\n`;
     const slash = await once(`GET /v1/models/a%2Fb HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`);
-    expect(slash).toMatchObject({ status: 404, body: { error: { message: 'Model not found: a/b', code: 'model_not_found' } } });
+    expect(slash).toMatchObject({
+      status: 404,
+      body: { error: { message: 'Model not found: a/b', code: 'model_not_found' } },
+    });
     const bad = await once(`GET /v1/models/%zz HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`);
     expect(bad.status).toBe(400);
     expect(bad.body.error).toEqual(expect.objectContaining({ type: 'invalid_request_error' }));
     expect(bad.headers['x-request-id']).toMatch(/^req_/);
-    expect(await once(`GET /v1/models/mock-chat/ HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`)).toMatchObject({ status: 200, body: { id: 'mock-chat' } });
-    const c = new Conn().send(`HEAD /v1/models HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`).send(`GET /v1/models HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`);
+    expect(await once(`GET /v1/models/mock-chat/ HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`)).toMatchObject({
+      status: 200,
+      body: { id: 'mock-chat' },
+    });
+    const c = new Conn()
+      .send(`HEAD /v1/models HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`)
+      .send(`GET /v1/models HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`);
     const head = await c.next(true);
     const get = await c.next(); // had HEAD's answer carried a body, this would read it as the next answer
     c.close();
@@ -211,7 +254,9 @@ describe('request lines and paths', () => {
 
   test('unknown query parameters are ignored (Claude Code sends ?beta=true); a repeated one that must be single is a 400 naming it', async () => {
     const msg = JSON.stringify({ model: 'mock-chat', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
-    const a = await once(post('/v1/messages?beta=true', msg, 'Content-Type: application/json\r\nanthropic-version: 2023-06-01\r\n'));
+    const a = await once(
+      post('/v1/messages?beta=true', msg, 'Content-Type: application/json\r\nanthropic-version: 2023-06-01\r\n'),
+    );
     expect(a).toMatchObject({ status: 200, body: { type: 'message' } });
     const admin = 'Authorization: Bearer http-test-admin-token-0123456789\r\n';
     const b = await once(`GET /admin/api/accounts?limit=1&limit=2 HTTP/1.1\r\nHost: gw\r\n${admin}\r\n`);
@@ -222,11 +267,21 @@ describe('request lines and paths', () => {
 
 describe('bodies', () => {
   test('Content-Type: none or application/json (any parameters, any case) is JSON; any other type is a 415', async () => {
-    for (const type of [null, 'application/json', 'application/json; charset=utf-8', 'Application/JSON;charset=UTF-8']) {
+    for (const type of [
+      null,
+      'application/json',
+      'application/json; charset=utf-8',
+      'Application/JSON;charset=UTF-8',
+    ]) {
       const a = await once(post('/v1/chat/completions', chat(), type ? `Content-Type: ${type}\r\n` : ''));
       expect([type, a.status]).toEqual([type, 200]);
     }
-    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/vnd.api+json', 'multipart/form-data; boundary=x']) {
+    for (const type of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/vnd.api+json',
+      'multipart/form-data; boundary=x',
+    ]) {
       const a = await once(post('/v1/chat/completions', chat(), `Content-Type: ${type}\r\n`));
       expect([type, a.status, a.body.error.code]).toEqual([type, 415, 'unsupported_media_type']);
     }
@@ -245,10 +300,16 @@ describe('bodies', () => {
     c.send(post('/v1/chat/completions', big, 'Content-Type: application/json\r\n'));
     expect(await c.next()).toMatchObject({ status: 413, body: { error: { code: 'request_too_large' } } });
     const half = big.length >> 1;
-    c.send(`POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n`);
-    c.send(`${half.toString(16)}\r\n${big.slice(0, half)}\r\n${(big.length - half).toString(16)}\r\n${big.slice(half)}\r\n0\r\n\r\n`);
+    c.send(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    );
+    c.send(
+      `${half.toString(16)}\r\n${big.slice(0, half)}\r\n${(big.length - half).toString(16)}\r\n${big.slice(half)}\r\n0\r\n\r\n`,
+    );
     expect(await c.next()).toMatchObject({ status: 413, body: { error: { code: 'request_too_large' } } });
-    c.send(`POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(chat()).toString(16)}\r\n${chat()}\r\n0\r\n\r\n`);
+    c.send(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(chat()).toString(16)}\r\n${chat()}\r\n0\r\n\r\n`,
+    );
     expect(await c.next()).toMatchObject({ status: 200, body: { object: 'chat.completion' } });
     c.close();
   });
@@ -271,7 +332,9 @@ describe('clients that stall, leave or pipeline', () => {
   test('a client that leaves in the middle of its body: logged and counted as 499, and nothing stays in flight', async () => {
     const before = await answered('createChatCompletion', 499);
     const from = lines.length;
-    const c = new Conn().send(`POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n`);
+    const c = new Conn().send(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n`,
+    );
     expect((await c.next()).status).toBe(100); // the gateway is reading the body now
     c.send('{"model": "mock-');
     c.close();
@@ -287,7 +350,10 @@ describe('clients that stall, leave or pipeline', () => {
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     const answer = {
-      id: 'chatcmpl-late', object: 'chat.completion', created: 1, model: 'x',
+      id: 'chatcmpl-late',
+      object: 'chat.completion',
+      created: 1,
+      model: 'x',
       choices: [{ index: 0, message: { role: 'assistant', content: 'late' }, logprobs: null, finish_reason: 'stop' }],
       usage: { prompt_tokens: 8, completion_tokens: 20, total_tokens: 28 },
     };
@@ -304,21 +370,39 @@ describe('clients that stall, leave or pipeline', () => {
     await gw.server.app.api.idle(60_000);
     const mine = lines.slice(from).filter((l) => l.path === '/v1/chat/completions');
     expect(mine).toHaveLength(1);
-    expect(mine[0]).toMatchObject({ status: 499, model: 'gpt-4o-mini', provider: 'up', usage: { prompt: 8, completion: 20 }, counted: 'upstream' });
+    expect(mine[0]).toMatchObject({
+      status: 499,
+      model: 'gpt-4o-mini',
+      provider: 'up',
+      usage: { prompt: 8, completion: 20 },
+      counted: 'upstream',
+    });
   });
 
   test('pipelined streams whose client leaves: both upstream calls are cancelled, both are logged, nothing stays in flight', async () => {
-    const chunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'x', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] };
+    const chunk = {
+      id: 'c',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'x',
+      choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }],
+    };
     upstream.plan({ kind: 'stall', events: [chunk] }, { kind: 'stall', events: [chunk] });
     const sent = upstream.requests.length;
     const aborts = upstream.clientAborts;
     const from = lines.length;
     const body = chat('gpt-4o-mini', { stream: true });
-    const c = new Conn().send(post('/v1/chat/completions', body, 'Content-Type: application/json\r\n') + post('/v1/chat/completions', body, 'Content-Type: application/json\r\n'));
+    const c = new Conn().send(
+      post('/v1/chat/completions', body, 'Content-Type: application/json\r\n') +
+        post('/v1/chat/completions', body, 'Content-Type: application/json\r\n'),
+    );
     await waitFor(() => upstream.requests.length === sent + 2, 'the upstream has both requests');
     c.close();
     await waitFor(() => upstream.clientAborts === aborts + 2, 'both upstream calls cancelled');
-    await waitFor(() => lines.slice(from).filter((l) => l.path === '/v1/chat/completions').length === 2, 'both log lines');
+    await waitFor(
+      () => lines.slice(from).filter((l) => l.path === '/v1/chat/completions').length === 2,
+      'both log lines',
+    );
     await gw.server.app.api.idle(60_000);
   });
 });
@@ -337,7 +421,14 @@ describe('what every answer leaves', () => {
       [b.headers['x-request-id'], 401],
       [d.headers['x-request-id'], 405],
     ]);
-    expect(mine[0]).toMatchObject({ method: 'POST', path: '/v1/chat/completions', key: key.slice(0, 9), model: 'gpt-4o-mini', provider: 'up', ms: expect.any(Number) });
+    expect(mine[0]).toMatchObject({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      key: key.slice(0, 9),
+      model: 'gpt-4o-mini',
+      provider: 'up',
+      ms: expect.any(Number),
+    });
     expect(mine[1]).toMatchObject({ error: 'invalid_api_key' });
     const text = JSON.stringify(mine);
     expect(text).not.toContain(key);
@@ -347,11 +438,27 @@ describe('what every answer leaves', () => {
 
   test('an upstream failure: the log line names the model, the route that failed and how, never its URL or credential', async () => {
     const from = lines.length;
-    upstream.plan({ kind: 'json', status: 401, body: { error: { message: 'Incorrect API key provided: sk-upstream-secret-credential', type: 'invalid_request_error', code: 'invalid_api_key' } } });
+    upstream.plan({
+      kind: 'json',
+      status: 401,
+      body: {
+        error: {
+          message: 'Incorrect API key provided: sk-upstream-secret-credential',
+          type: 'invalid_request_error',
+          code: 'invalid_api_key',
+        },
+      },
+    });
     const a = await once(post('/v1/chat/completions', chat('gpt-4o-mini'), 'Content-Type: application/json\r\n'));
     expect(a.status).toBe(502);
     await waitFor(() => lines.length > from, 'the log line');
-    expect(lines[from]).toMatchObject({ status: 502, model: 'gpt-4o-mini', error: 'upstream_unavailable', route: 'up/gpt-4o-mini', upstream: 'the upstream answered HTTP 401' });
+    expect(lines[from]).toMatchObject({
+      status: 502,
+      model: 'gpt-4o-mini',
+      error: 'upstream_unavailable',
+      route: 'up/gpt-4o-mini',
+      upstream: 'the upstream answered HTTP 401',
+    });
     const text = JSON.stringify(lines.slice(from)) + a.body;
     expect(text).not.toContain('sk-upstream-secret-credential');
     expect(text).not.toContain(upstream.url);

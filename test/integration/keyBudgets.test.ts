@@ -40,13 +40,31 @@ test('periods are UTC calendar days, weeks from Monday, months', () => {
 test('a daily budget is never overshot by concurrent requests; the refusal names it and when it resets; a new day starts afresh', async () => {
   const c = await registered(gw.url);
   await gw.app.db('accounts').where('id', c.account.id).update({ balance_micros: 1_000_000_000 }); // plenty of money: the budget is what stops
-  await gw.app.db('ledger').insert({ account_id: c.account.id, kind: 'grant', amount_micros: 999_000_000, balance_after: 1_000_000_000, created_at: Date.now() });
+  await gw.app.db('ledger').insert({
+    account_id: c.account.id,
+    kind: 'grant',
+    amount_micros: 999_000_000,
+    balance_after: 1_000_000_000,
+    created_at: Date.now(),
+  });
   const created = await c.post('/console/api/keys', { name: 'budgeted', budget: { usd: '0.10', period: 'day' } });
   expect(created.status).toBe(201);
-  expect(created.body.key.budget).toEqual({ usd: '0.100000', period: 'day', spent_usd: '0.000000', resets_at: new Date(periodEnd('day', Date.now())).toISOString() });
+  expect(created.body.key.budget).toEqual({
+    usd: '0.100000',
+    period: 'day',
+    spent_usd: '0.000000',
+    resets_at: new Date(periodEnd('day', Date.now())).toISOString(),
+  });
   const sdk = new OpenAI({ apiKey: created.body.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
   // each request holds up to ~(prompt + 50 output) × 1,000 µUSD and costs far less: the 0.10 USD budget covers a few
-  const results = await Promise.all(Array.from({ length: 40 }, () => sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).then(() => 200, (e) => e)));
+  const results = await Promise.all(
+    Array.from({ length: 40 }, () =>
+      sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).then(
+        () => 200,
+        (e) => e,
+      ),
+    ),
+  );
   await gw.settled();
   const refused = results.filter((r) => r !== 200);
   expect(refused.length).toBeGreaterThan(0);
@@ -54,7 +72,11 @@ test('a daily budget is never overshot by concurrent requests; the refusal names
   const reset = new Date(periodEnd('day', Date.now())).toISOString();
   for (const e of refused) {
     expect(e.status).toBe(429);
-    expect(e.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_quota', message: `Insufficient quota: this key's budget of 0.100000 USD per day is used up; it resets at ${reset}` });
+    expect(e.error).toMatchObject({
+      type: 'insufficient_quota',
+      code: 'insufficient_quota',
+      message: `Insufficient quota: this key's budget of 0.100000 USD per day is used up; it resets at ${reset}`,
+    });
   }
   const key = await gw.app.db('api_keys').where('id', created.body.key.id).first();
   expect(Number(key.budget_used_micros)).toBeLessThanOrEqual(100_000);
@@ -62,9 +84,14 @@ test('a daily budget is never overshot by concurrent requests; the refusal names
   const view = (await c.get('/console/api/keys')).body.data.find((k: any) => k.id === created.body.key.id);
   expect(view.budget.spent_usd).toBe((Number(key.budget_used_micros) / 1e6).toFixed(6));
   // yesterday's spend does not count today
-  await gw.app.db('api_keys').where('id', key.id).update({ budget_start: periodStart('day', Date.now()) - 86_400_000 });
+  await gw.app
+    .db('api_keys')
+    .where('id', key.id)
+    .update({ budget_start: periodStart('day', Date.now()) - 86_400_000 });
   await new Promise((r) => setTimeout(r, 400)); // the idle lease goes back
-  expect((await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).choices).toHaveLength(1);
+  expect(
+    (await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).choices,
+  ).toHaveLength(1);
   await gw.settled();
   const after = await gw.app.db('api_keys').where('id', key.id).first();
   expect(Number(after.budget_start)).toBe(periodStart('day', Date.now()));
@@ -87,20 +114,41 @@ test("a budget set or changed counts what the key already spent this period (a m
   // a monthly budget of exactly what was spent: nothing more this month
   const set = await c.patch(`/console/api/keys/${created.key.id}`, { budget: { usd: spent, period: 'month' } });
   expect(set.body.budget).toMatchObject({ usd: spent, period: 'month', spent_usd: spent });
-  const refused = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }).catch((e) => e);
+  const refused = await sdk.chat.completions
+    .create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 })
+    .catch((e) => e);
   expect(refused.status).toBe(429);
   expect(refused.error.message).toMatch(/this key's budget of [\d.]+ USD per month is used up/);
   // to a weekly one (today's spend is this week's too): still counted
-  expect((await c.patch(`/console/api/keys/${created.key.id}`, { budget: { usd: '5', period: 'week' } })).body.budget.spent_usd).toBe(spent);
+  expect(
+    (await c.patch(`/console/api/keys/${created.key.id}`, { budget: { usd: '5', period: 'week' } })).body.budget
+      .spent_usd,
+  ).toBe(spent);
 });
 
 test('credit leases never let a key overshoot its budget or its quota, with two processes admitting at once', async () => {
   // Two Billing instances on one database are two gateway processes. A cheap model: 200 µUSD a request at worst,
   // so a 0.10 USD budget is worth leasing (a slice pays for ≥ 16 requests) and each process takes leases of it.
   const db = gw.app.db;
-  const model = { ...gw.app.config.models[0], id: 'cheap', price: { input: 1_000_000, output: 1_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000 } } as ModelConfig;
-  const processes = [0, 1].map(() => new Billing(db, { ...gw.app.config.billing, lease_idle_ms: 60_000 }, pino({ level: 'silent' })));
-  const account = await createAccount(db, `lease-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`, 1_000_000_000);
+  const model = {
+    ...gw.app.config.models[0],
+    id: 'cheap',
+    price: {
+      input: 1_000_000,
+      output: 1_000_000,
+      cached_input: 1_000_000,
+      cache_write: 1_000_000,
+      cache_write_1h: 1_000_000,
+    },
+  } as ModelConfig;
+  const processes = [0, 1].map(
+    () => new Billing(db, { ...gw.app.config.billing, lease_idle_ms: 60_000 }, pino({ level: 'silent' })),
+  );
+  const account = await createAccount(
+    db,
+    `lease-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`,
+    1_000_000_000,
+  );
   const budgeted = (await createKey(db, { accountId: account.id, budget: { micros: 100_000, period: 'day' } })).key;
   const quoted = (await createKey(db, { accountId: account.id, quotaMicros: 70_000 })).key;
   let leased = 0;
@@ -110,11 +158,26 @@ test('credit leases never let a key overshoot its budget or its quota, with two 
     const outcomes = await Promise.all(
       Array.from({ length: n }, async (_, i) => {
         try {
-          const a = await processes[i % 2].admit({ requestId: `req_${key.id}_${i}_${Math.random()}`, principal, model, endpoint: 'chat', promptTokens: 100, outputTokens: 100, promptBytes: 400 });
+          const a = await processes[i % 2].admit({
+            requestId: `req_${key.id}_${i}_${Math.random()}`,
+            principal,
+            model,
+            endpoint: 'chat',
+            promptTokens: 100,
+            outputTokens: 100,
+            promptBytes: 400,
+          });
           leased = Math.max(leased, Number((await db('leases').where('key_id', key.id).count({ n: '*' }))[0].n));
           // The whole hold: 100 output tokens, or the allowance it was lowered to when the money left was short of 200 µUSD
           // (what remains of the quota at the end need not be a multiple of 200: the leases are eighths of it).
-          await a.settle({ status: 200, used: { provider: 'local', counted: 'upstream', usage: { prompt: 100, completion: a.outputTokens, cached: 0, cacheWrite: 0, reasoning: 0 } } });
+          await a.settle({
+            status: 200,
+            used: {
+              provider: 'local',
+              counted: 'upstream',
+              usage: { prompt: 100, completion: a.outputTokens, cached: 0, cacheWrite: 0, reasoning: 0 },
+            },
+          });
           served += 100 + a.outputTokens; // 1 µUSD a token
           return 'served';
         } catch (e) {
@@ -137,7 +200,11 @@ test('credit leases never let a key overshoot its budget or its quota, with two 
   expect(b.budget_used_micros).toBeLessThanOrEqual(100_000);
   expect(b.used_micros).toBe(b.budget_used_micros);
   expect(budgetServed).toBe(b.used_micros); // every served request paid in full
-  expect(budgetRun.filter((o) => o !== 'served').every((m) => m.startsWith("Insufficient quota: this key's budget of 0.100000 USD per day is used up"))).toBe(true);
+  expect(
+    budgetRun
+      .filter((o) => o !== 'served')
+      .every((m) => m.startsWith("Insufficient quota: this key's budget of 0.100000 USD per day is used up")),
+  ).toBe(true);
   expect(budgetRun.filter((o) => o !== 'served').length).toBeGreaterThan(0);
   expect(q.used_micros).toBeLessThanOrEqual(70_000);
   expect(quotaServed).toBe(q.used_micros);

@@ -19,7 +19,11 @@ models: [ { id: m, kind: chat, price: { input: 1, output: 1 }, routes: [ { provi
 
 afterAll(() => gw?.close());
 
-const ask = (secret: string) => new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+const ask = (secret: string) =>
+  new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions.create({
+    model: 'm',
+    messages: [{ role: 'user', content: 'hi' }],
+  });
 
 test('a key stops working at its expiry, even while cached; the console shows and changes the date', async () => {
   const c = await registered(gw.url);
@@ -44,7 +48,10 @@ test('an expiry in the past or not a date is a 400 naming the field', async () =
   const c = await registered(gw.url);
   const past = await c.post('/console/api/keys', { expires_at: '2020-01-01T00:00:00Z' });
   expect(past.status).toBe(400);
-  expect(past.body.error).toMatchObject({ param: 'expires_at', message: "Invalid value for 'expires_at': must be in the future" });
+  expect(past.body.error).toMatchObject({
+    param: 'expires_at',
+    message: "Invalid value for 'expires_at': must be in the future",
+  });
   const junk = await c.post('/console/api/keys', { expires_at: 'tomorrow' });
   expect(junk.status).toBe(400);
   expect(junk.body.error.param).toBe('expires_at');

@@ -123,7 +123,11 @@ test('kill -9 with streams in flight: another process settles the holds at their
     }),
   );
   // wait for a lease renewal to record each stream's progress
-  for (let i = 0; i < 100 && (await db('holds').where('account_id', a.accountId).andWhere('progress_micros', '>', 0)).length < 5; i++) {
+  for (
+    let i = 0;
+    i < 100 && (await db('holds').where('account_id', a.accountId).andWhere('progress_micros', '>', 0)).length < 5;
+    i++
+  ) {
     await new Promise((r) => setTimeout(r, 100));
   }
   expect((await db('holds').where('account_id', a.accountId).andWhere('progress_micros', '>', 0)).length).toBe(5);
@@ -131,9 +135,11 @@ test('kill -9 with streams in flight: another process settles the holds at their
 
   const [sweeper] = await start(config, 1); // a new process; its sweeper finds the expired holds
   // Room for a loaded CI machine: the lease expires 1.2 s after its last renewal, and sweeps run every 0.3 s.
-  for (let i = 0; i < 300 && (await db('holds').where('account_id', a.accountId)).length; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 300 && (await db('holds').where('account_id', a.accountId)).length; i++)
+    await new Promise((r) => setTimeout(r, 100));
   const b = await books(a.accountId);
-  if (b.holds) throw new Error(`${b.holds} holds left unsettled after 30 s; the sweeping process logged:\n${sweeper.output()}`);
+  if (b.holds)
+    throw new Error(`${b.holds} holds left unsettled after 30 s; the sweeping process logged:\n${sweeper.output()}`);
   expect(b.usageRows).toBe(5);
   expect(b.refs).toBe(5);
   expect(b.charged).toBeGreaterThan(0);

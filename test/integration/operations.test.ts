@@ -92,7 +92,9 @@ models:
     for (let i = 0; i < 2; i++) expect((await chat(gw.url, a.secret, { model: 'gone' })).status).toBe(502);
     expect((await chat(gw.url, 'sk-not-a-key-000000000000000000000000')).status).toBe(401);
     await gw.settled();
-    const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-for-the-test-0123' } });
+    const res = await fetch(`${gw.url}/metrics`, {
+      headers: { authorization: 'Bearer metrics-token-for-the-test-0123' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await res.text();
@@ -103,7 +105,9 @@ models:
     expect(value('switchyard_http_requests_total{operation="createChatCompletion",status="200"}')).toBe(1);
     expect(value('switchyard_http_requests_total{operation="createChatCompletion",status="401"}')).toBe(1);
     expect(value('switchyard_http_requests_total{operation="createChatCompletion",status="502"}')).toBe(2);
-    expect(value('switchyard_upstream_requests_total{operation="chat",model="priced",route="up",status="200"}')).toBe(1);
+    expect(value('switchyard_upstream_requests_total{operation="chat",model="priced",route="up",status="200"}')).toBe(
+      1,
+    );
     // the fake upstream reports 9 prompt and 12 completion tokens (test/fakes/openaiUpstream.ts)
     const usage = (await db('usage_records').where('account_id', a.accountId).andWhere('status', 200).first())!;
     expect(value('switchyard_tokens_total{model="priced",class="prompt"}')).toBe(Number(usage.prompt_tokens));
@@ -125,8 +129,15 @@ models:
 
   test('/metrics: a stream is counted (in flight, active stream) while it runs; once its client has gone, its settlement is queued until written', async () => {
     const scrape = async (name: string) => {
-      const text = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-for-the-test-0123' } })).text();
-      return Number(text.split('\n').find((l) => l.startsWith(`${name} `))?.split(' ')[1]);
+      const text = await (
+        await fetch(`${gw.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-for-the-test-0123' } })
+      ).text();
+      return Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${name} `))
+          ?.split(' ')[1],
+      );
     };
     expect(await scrape('switchyard_requests_in_flight')).toBe(0);
     const a = await account();
@@ -170,7 +181,8 @@ models:
     gw.proc.kill('SIGTERM');
     // wait for the drain to show, then: new work is refused, the stream goes on
     let ready: Response | undefined;
-    for (let i = 0; i < 100 && (ready = await fetch(`${gw.url}/readyz`)).status === 200; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && (ready = await fetch(`${gw.url}/readyz`)).status === 200; i++)
+      await new Promise((r) => setTimeout(r, 20));
     expect(ready!.status).toBe(503);
     expect(await ready!.json()).toMatchObject({ ready: false, draining: true });
     const refused = await chat(gw.url, a.secret);
@@ -189,7 +201,9 @@ models:
     expect(gw.proc.exitCode).toBe(0);
     expect(gw.output()).toContain('stopped: settlements written, leases returned');
     // one JSON line per request; a refused one says why; the key never appears (its prefix does)
-    expect(gw.output()).toMatch(/"path":"\/v1\/chat\/completions","status":503,[^\n]*"error":"service_unavailable","cause":"The service is temporarily unavailable"/);
+    expect(gw.output()).toMatch(
+      /"path":"\/v1\/chat\/completions","status":503,[^\n]*"error":"service_unavailable","cause":"The service is temporarily unavailable"/,
+    );
     expect(gw.output()).not.toContain(a.secret);
     const records = await db('usage_records').where('account_id', a.accountId);
     expect(records.map((r) => Number(r.status)).sort()).toEqual([200]);
@@ -202,9 +216,23 @@ models:
     const gw = await startProcess(writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')), INFO);
     running.push(gw);
     const a = await account();
-    const body = JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'x'.repeat(4000) }], max_tokens: 20 });
+    const body = JSON.stringify({
+      model: 'priced',
+      messages: [{ role: 'user', content: 'x'.repeat(4000) }],
+      max_tokens: 20,
+    });
     const { port } = new URL(gw.url);
-    const req = http.request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      path: '/v1/chat/completions',
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${a.secret}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      },
+    });
     const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
       req.on('response', (res) => {
         let text = '';
@@ -277,17 +305,39 @@ models:
     const gw = await startProcess(writeConfig(yaml), INFO, ['--workers', '2']);
     running.push(gw);
     await until(async () => (gw.output().match(/switchyard listening/g) ?? []).length === 2);
-    const lines = (re: RegExp) => gw.output().split('\n').filter((l) => re.test(l));
-    expect(lines(/price\.cache_write of claude not set: 3\.75 USD per million tokens, what anthropic bills/)).toHaveLength(1);
+    const lines = (re: RegExp) =>
+      gw
+        .output()
+        .split('\n')
+        .filter((l) => re.test(l));
+    expect(
+      lines(/price\.cache_write of claude not set: 3\.75 USD per million tokens, what anthropic bills/),
+    ).toHaveLength(1);
     expect(lines(/price\.cache_write_1h of claude not set: 6 USD per million tokens/)).toHaveLength(1);
     expect(lines(/price\.cached_input of claude not set: 0\.3 USD per million tokens/)).toHaveLength(1);
-    const loss = lines(/price\.cache_write of claude-cheap is below what anthropic bills \(3\.75 USD per million tokens\)/);
+    const loss = lines(
+      /price\.cache_write of claude-cheap is below what anthropic bills \(3\.75 USD per million tokens\)/,
+    );
     expect(loss).toHaveLength(1);
-    expect(JSON.parse(loss[0])).toMatchObject({ level: 40, model: 'claude-cheap', class: 'cache_write', usd_per_million: '3', provider_bills: '3.75' });
+    expect(JSON.parse(loss[0])).toMatchObject({
+      level: 40,
+      model: 'claude-cheap',
+      class: 'cache_write',
+      usd_per_million: '3',
+      provider_bills: '3.75',
+    });
     // A tier's cache prices come from its own input price.
-    const tier = lines(/price\.cache_write of claude-1m above 200000 prompt tokens not set: 7\.5 USD per million tokens, what anthropic bills/);
+    const tier = lines(
+      /price\.cache_write of claude-1m above 200000 prompt tokens not set: 7\.5 USD per million tokens, what anthropic bills/,
+    );
     expect(tier).toHaveLength(1);
-    expect(JSON.parse(tier[0])).toMatchObject({ level: 30, model: 'claude-1m', class: 'cache_write', above_prompt_tokens: 200000, usd_per_million: '7.5' });
+    expect(JSON.parse(tier[0])).toMatchObject({
+      level: 30,
+      model: 'claude-1m',
+      class: 'cache_write',
+      above_prompt_tokens: 200000,
+      usd_per_million: '7.5',
+    });
   });
 
   test('SIGHUP: a stream in flight finishes at the old price, requests during the reload are all served, the next pays the new price; an invalid file is refused, naming the place, and the old configuration kept', async () => {
@@ -300,7 +350,8 @@ models:
       return (await db('usage_records').where('request_id', requestId).first())!;
     };
     /** µUSD per token: 0.15 / 0.60 USD per million tokens, then 15 / 60 after the reload; rounded up once. */
-    const costAt = (r: any, input: number, output: number) => Math.ceil((Number(r.prompt_tokens) * input + Number(r.completion_tokens) * output) / 1_000_000);
+    const costAt = (r: any, input: number, output: number) =>
+      Math.ceil((Number(r.prompt_tokens) * input + Number(r.completion_tokens) * output) / 1_000_000);
     const served = async (body: object = {}) => {
       const res = await chat(gw.url, a.secret, body);
       expect(res.status).toBe(200);
@@ -308,7 +359,11 @@ models:
       return record(res.headers.get('x-request-id')!);
     };
     // no SMTP server here: start-up said once where mail goes
-    expect(gw.output().match(/mail: no mail\.smtp_url configured; verification and password-reset links are written to this log/g)).toHaveLength(1);
+    expect(
+      gw
+        .output()
+        .match(/mail: no mail\.smtp_url configured; verification and password-reset links are written to this log/g),
+    ).toHaveLength(1);
     const first = await served();
     expect(Number(first.cost_micros)).toBe(costAt(first, 150_000, 600_000));
 
@@ -330,7 +385,8 @@ models:
     const streamed = await record(stream.headers.get('x-request-id')!);
     expect(Number(streamed.status)).toBe(200);
     expect(Number(streamed.cost_micros)).toBe(costAt(streamed, 150_000, 600_000)); // it started before the reload
-    for (const r of await Promise.all(during)) expect([costAt(r, 150_000, 600_000), costAt(r, 15_000_000, 60_000_000)]).toContain(Number(r.cost_micros));
+    for (const r of await Promise.all(during))
+      expect([costAt(r, 150_000, 600_000), costAt(r, 15_000_000, 60_000_000)]).toContain(Number(r.cost_micros));
     const second = await served();
     expect(Number(second.cost_micros)).toBe(costAt(second, 15_000_000, 60_000_000)); // the new price
 
@@ -338,18 +394,25 @@ models:
     gw.proc.kill('SIGHUP');
     await until(async () => gw.output().includes('configuration not reloaded'));
     // The line says which file, line and column, and what is wrong there.
-    expect(gw.output()).toMatch(/"level":50,[^\n]*"err":"[^"\n]*switchyard\.yaml:6:\d+: models\[0\]\.routes\[0\]\.provider: unknown provider 'lokal'"[^\n]*configuration not reloaded/);
+    expect(gw.output()).toMatch(
+      /"level":50,[^\n]*"err":"[^"\n]*switchyard\.yaml:6:\d+: models\[0\]\.routes\[0\]\.provider: unknown provider 'lokal'"[^\n]*configuration not reloaded/,
+    );
     const third = await served(); // still served, at the last good configuration
     expect(Number(third.cost_micros)).toBe(costAt(third, 15_000_000, 60_000_000));
   });
 
-  test('serve --workers 2: a worker that dies is replaced; both serve one port; the rate limit, the books and /metrics are the whole gateway\'s; SIGTERM stops them all', async () => {
-    const gw = await startProcess(writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')), { ...INFO, REDIS_URL: 'redis://127.0.0.1:6379', METRICS_TOKEN: '' }, ['--workers', '2']);
+  test("serve --workers 2: a worker that dies is replaced; both serve one port; the rate limit, the books and /metrics are the whole gateway's; SIGTERM stops them all", async () => {
+    const gw = await startProcess(
+      writeConfig(SLOW.replace('latency_ms: 150', 'latency_ms: 0')),
+      { ...INFO, REDIS_URL: 'redis://127.0.0.1:6379', METRICS_TOKEN: '' },
+      ['--workers', '2'],
+    );
     running.push(gw);
     const listening = () => (gw.output().match(/switchyard listening/g) ?? []).length;
     await until(async () => listening() === 2); // the second may start a little later
     // A worker that dies is replaced.
-    const workers = () => fs.readFileSync(`/proc/${gw.proc.pid}/task/${gw.proc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    const workers = () =>
+      fs.readFileSync(`/proc/${gw.proc.pid}/task/${gw.proc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
     const [victim] = workers();
     process.kill(victim, 'SIGKILL');
     await until(async () => gw.output().includes('a worker stopped; starting another'));
@@ -365,7 +428,11 @@ models:
     const START = 1_000_000;
     const a = await account(START);
     // All served (a failure lists what the others got). They are the key's first: each worker opens its lease meanwhile.
-    const answers = await Promise.all(Array.from({ length: 40 }, () => chat(gw.url, a.secret).then(async (r) => ({ status: r.status, body: await r.text() }))));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        chat(gw.url, a.secret).then(async (r) => ({ status: r.status, body: await r.text() })),
+      ),
+    );
     expect(answers.filter((r) => r.status !== 200)).toEqual([]);
     // Each worker reserved money for this key in its own lease (the owner is host:pid): both served requests.
     const owners = new Set((await db('leases').where('account_id', a.accountId)).map((l) => l.owner));
@@ -373,14 +440,18 @@ models:
 
     // A limit of 5 requests a minute holds across the workers (counted in Redis), not 5 per worker.
     const limited = await account(START, { rpmLimit: 5 });
-    const burst = await Promise.all(Array.from({ length: 20 }, () => chat(gw.url, limited.secret).then((r) => r.status)));
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, () => chat(gw.url, limited.secret).then((r) => r.status)),
+    );
     expect(burst.filter((s) => s === 200)).toHaveLength(5);
     expect(burst.filter((s) => s === 429)).toHaveLength(15);
 
     // Whichever worker a scrape reaches, it reports both workers' requests.
     const served = async () => {
       const text = await (await fetch(`${gw.url}/metrics`)).text();
-      const line = text.split('\n').find((l) => l.startsWith('switchyard_http_requests_total{operation="createChatCompletion",status="200"} '));
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('switchyard_http_requests_total{operation="createChatCompletion",status="200"} '));
       return Number(line?.split(' ')[1]);
     };
     await until(async () => (await served()) === 45);

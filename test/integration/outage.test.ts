@@ -71,7 +71,14 @@ test('database down: /readyz fails and /v1 answers 503 without hanging; both rec
   expect(await r.json()).toEqual({ ready: false, database: 'unreachable', draining: false });
   const refused = await chat(gw.url, unseen.secret);
   expect(refused.status).toBe(503);
-  expect(await refused.json()).toEqual({ error: { message: 'The service is temporarily unavailable', type: 'service_unavailable', param: null, code: 'service_unavailable' } });
+  expect(await refused.json()).toEqual({
+    error: {
+      message: 'The service is temporarily unavailable',
+      type: 'service_unavailable',
+      param: null,
+      code: 'service_unavailable',
+    },
+  });
   expect((await fetch(`${gw.url}/healthz`)).status).toBe(200); // alive, just not ready
 
   await mariadb.start();
@@ -136,11 +143,17 @@ test('Redis down: the rate limits fall back to each process and requests are ser
   expect(await alternate((await key(db)).secret)).toEqual([200, 200, 200, 429]); // 3 a minute, counted together
 
   await redis.stop();
-  await eventually(async () => a.output().includes('redis unavailable') && b.output().includes('redis unavailable'), 'the processes notice');
+  await eventually(
+    async () => a.output().includes('redis unavailable') && b.output().includes('redis unavailable'),
+    'the processes notice',
+  );
   expect(await alternate((await key(db)).secret)).toEqual([200, 200, 200, 200]); // each process counts its own 2
 
   await redis.start();
-  await eventually(async () => a.output().includes('redis is back') && b.output().includes('redis is back'), 'the processes reconnect');
+  await eventually(
+    async () => a.output().includes('redis is back') && b.output().includes('redis is back'),
+    'the processes reconnect',
+  );
   expect(await alternate((await key(db)).secret)).toEqual([200, 200, 200, 429]);
   for (const gw of [a, b]) expect(gw.output()).not.toMatch(/"level":50/); // no errors logged
 });

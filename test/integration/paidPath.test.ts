@@ -33,15 +33,26 @@ afterAll(async () => {
 
 const db = () => gw.app.db;
 
-function chat(secret: string, body: object = { model: 'priced', messages: [{ role: 'user', content: 'hi' }] }): Promise<Response> {
-  return fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+function chat(
+  secret: string,
+  body: object = { model: 'priced', messages: [{ role: 'user', content: 'hi' }] },
+): Promise<Response> {
+  return fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 }
 
 /** A POST whose body is written piece by piece; resolves with the status when the answer comes (or the socket closes). */
 function slowPost(secret: string, contentLength: number) {
   const req = http.request(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'content-length': String(contentLength) },
+    headers: {
+      authorization: `Bearer ${secret}`,
+      'content-type': 'application/json',
+      'content-length': String(contentLength),
+    },
   });
   const answered = new Promise<number>((resolve) => {
     req.on('response', (res) => {
@@ -78,10 +89,23 @@ describe('no request can stall the process', () => {
     const rich = await gw.newKey({}, 100_000_000);
     const other = await gw.newKey();
     const prompt = 'b'.repeat(2 * 1024 * 1024); // no spaces: gpt-tokenizer alone is quadratic on it
-    up.plan({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'x', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop', logprobs: null }] } });
+    up.plan({
+      kind: 'json',
+      body: {
+        id: 'c',
+        object: 'chat.completion',
+        created: 1,
+        model: 'x',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop', logprobs: null }],
+      },
+    });
     const before = up.requests.length;
     const order: string[] = [];
-    const slow = chat(rich.secret, { model: 'priced', messages: [{ role: 'user', content: prompt }], max_tokens: 16 }).then((r) => order.push(`counted ${r.status}`));
+    const slow = chat(rich.secret, {
+      model: 'priced',
+      messages: [{ role: 'user', content: prompt }],
+      max_tokens: 16,
+    }).then((r) => order.push(`counted ${r.status}`));
     for (let i = 0; i < 200 && up.requests.length === before; i++) await new Promise((r) => setTimeout(r, 10)); // it is being counted now
     const res = await chat(other.secret);
     order.push(`other ${res.status}`);
@@ -96,7 +120,11 @@ describe('no request can stall the process', () => {
 
 describe('a free endpoint cannot pile up work: count_tokens', () => {
   const count = (secret: string, text: string) =>
-    fetch(`${gw.url}/v1/messages/count_tokens`, { method: 'POST', headers: { 'x-api-key': secret, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: text }] }) });
+    fetch(`${gw.url}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'x-api-key': secret, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: text }] }),
+    });
 
   test("counts against the key's tokens per minute, like the prompt of a paid request", async () => {
     const limited = await gw.newKey({ tpmLimit: 1_000 });
@@ -110,7 +138,11 @@ describe('a free endpoint cannot pile up work: count_tokens', () => {
     const a = await gw.newKey();
     const other = await gw.newKey();
     const text = 'c'.repeat(3 * 1024 * 1024); // 3 MB: about 0.4 s of the worker each
-    const statuses = await Promise.all(Array.from({ length: 6 }, () => count(a.secret, text).then(async (r) => [r.status, ((await r.json()) as any).error?.type])));
+    const statuses = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        count(a.secret, text).then(async (r) => [r.status, ((await r.json()) as any).error?.type]),
+      ),
+    );
     const refused = statuses.filter(([s]) => s === 529);
     // how many arrive while one is counted depends on the machine's speed; without the limit none would be refused
     expect(refused.length).toBeGreaterThanOrEqual(1);
@@ -125,9 +157,17 @@ describe('bodies the gateway cannot forward safely', () => {
     const a = await gw.newKey();
     const deep = `{"model":"priced","messages":[{"role":"user","content":"x"}],"extra":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
     for (let i = 0; i < 3; i++) {
-      const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json' }, body: deep });
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json' },
+        body: deep,
+      });
       expect(res.status).toBe(400);
-      expect(((await res.json()) as any).error).toMatchObject({ type: 'invalid_request_error', message: 'The request body is nested deeper than 64 levels', param: 'extra' });
+      expect(((await res.json()) as any).error).toMatchObject({
+        type: 'invalid_request_error',
+        message: 'The request body is nested deeper than 64 levels',
+        param: 'extra',
+      });
     }
     expect((await chat(a.secret)).status).toBe(200); // the route is not cooling down
   });
@@ -140,7 +180,11 @@ describe('bodies the gateway cannot forward safely', () => {
       body: '{"model":"priced","messages":[{"role":"user","content":"x"}],"max_tokens":1e309}',
     });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error).toMatchObject({ type: 'invalid_request_error', param: 'max_tokens', message: "Invalid value for 'max_tokens': numbers must be finite" });
+    expect(((await res.json()) as any).error).toMatchObject({
+      type: 'invalid_request_error',
+      param: 'max_tokens',
+      message: "Invalid value for 'max_tokens': numbers must be finite",
+    });
   });
 });
 
@@ -152,7 +196,16 @@ describe('a stream cut short', () => {
       kind: 'stall',
       events: [
         { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] },
-        { ...base, choices: [{ index: 0, delta: { reasoning_content: 'Let me think this through very carefully first.' }, finish_reason: null }] },
+        {
+          ...base,
+          choices: [
+            {
+              index: 0,
+              delta: { reasoning_content: 'Let me think this through very carefully first.' },
+              finish_reason: null,
+            },
+          ],
+        },
         { ...base, choices: [{ index: 0, delta: { content: 'Hello' }, finish_reason: null }] },
       ],
     });
@@ -166,12 +219,20 @@ describe('a stream cut short', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     const record = await db()('usage_records').where('account_id', a.accountId).first();
-    expect(record).toMatchObject({ status: 499, counted: 'tokenizer', completion_tokens: countText('Let me think this through very carefully first.Hello') });
+    expect(record).toMatchObject({
+      status: 499,
+      counted: 'tokenizer',
+      completion_tokens: countText('Let me think this through very carefully first.Hello'),
+    });
   });
 
   test('the chunk that ends generation waits for the usage after it: a client that leaves on it still pays what the upstream reported', async () => {
     const a = await gw.newKey();
-    const events = chatStreamEvents('x', ['Hello'], true, { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 });
+    const events = chatStreamEvents('x', ['Hello'], true, {
+      prompt_tokens: 1000,
+      completion_tokens: 500,
+      total_tokens: 1500,
+    });
     up.plan({ kind: 'sse', events: [...events.slice(0, -1), { delayMs: 300 }, events[events.length - 1]] });
     const res = await chat(a.secret, { model: 'priced', messages: [{ role: 'user', content: 'hi' }], stream: true });
     const reader = res.body!.getReader();
@@ -179,6 +240,10 @@ describe('a stream cut short', () => {
     while (!text.includes('"finish_reason":"stop"')) text += new TextDecoder().decode((await reader.read()).value);
     await reader.cancel(); // leaves as soon as it sees the end
     await gw.settled();
-    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({ counted: 'upstream', prompt_tokens: 1000, completion_tokens: 500 });
+    expect(await db()('usage_records').where('account_id', a.accountId).first()).toMatchObject({
+      counted: 'upstream',
+      prompt_tokens: 1000,
+      completion_tokens: 500,
+    });
   });
 });

@@ -14,8 +14,12 @@ import { FEATURES, type Feature } from '../../src/config';
 import { ENDPOINTS, type OperationId } from '../../src/contract';
 
 /** The operations that send a body upstream: those the contract calls paid or metered (the key's money is checked). */
-type Metered = { [Id in OperationId]: (typeof ENDPOINTS)[Id] extends { meter: 'paid' | 'metered' } ? Id : never }[OperationId];
-const METERED = Object.entries(ENDPOINTS).flatMap(([id, e]) => ('meter' in e && (e.meter === 'paid' || e.meter === 'metered') ? [id] : []));
+type Metered = {
+  [Id in OperationId]: (typeof ENDPOINTS)[Id] extends { meter: 'paid' | 'metered' } ? Id : never;
+}[OperationId];
+const METERED = Object.entries(ENDPOINTS).flatMap(([id, e]) =>
+  'meter' in e && (e.meter === 'paid' || e.meter === 'metered') ? [id] : [],
+);
 
 let openai: FakeOpenAI;
 let claude: FakeAnthropic;
@@ -70,7 +74,13 @@ interface Op {
 
 const chatBase = { model: 'gpt', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 };
 const messagesBase = { model: 'claude', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
-const document = (source: object) => ({ role: 'user', content: [{ type: 'document', source }, { type: 'text', text: 'summarise' }] });
+const document = (source: object) => ({
+  role: 'user',
+  content: [
+    { type: 'document', source },
+    { type: 'text', text: 'summarise' },
+  ],
+});
 const NO_AUDIO = 'Anthropic takes no audio';
 const NO_OPENAI_SWITCH = 'OpenAI has no request field that raises its price for this';
 
@@ -78,7 +88,10 @@ const NO_OPENAI_SWITCH = 'OpenAI has no request field that raises its price for 
 const messagesRules = (): Record<Rule, Probe[] | string> => ({
   stored: [
     { body: { messages: [document({ type: 'file', file_id: 'file_011' })] }, refused: null },
-    { body: { messages: [{ role: 'user', content: [{ type: 'container_upload', file_id: 'file_011' }] }] }, refused: null },
+    {
+      body: { messages: [{ role: 'user', content: [{ type: 'container_upload', file_id: 'file_011' }] }] },
+      refused: null,
+    },
   ],
   priority: [
     {
@@ -92,10 +105,19 @@ const messagesRules = (): Record<Rule, Probe[] | string> => ({
     },
   ],
   audio: NO_AUDIO,
-  web_search: [{ body: { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, sent: (r) => expect(r.body.tools ?? []).toEqual([]) }],
+  web_search: [
+    {
+      body: { tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
+      sent: (r) => expect(r.body.tools ?? []).toEqual([]),
+    },
+  ],
   server_tools: [
     {
-      body: { mcp_servers: [{ type: 'url', url: 'https://mcp.attacker.example/sse', name: 'x' }], container: 'container_011', tools: [{ type: 'code_execution_20250825', name: 'code_execution' }] },
+      body: {
+        mcp_servers: [{ type: 'url', url: 'https://mcp.attacker.example/sse', name: 'x' }],
+        container: 'container_011',
+        tools: [{ type: 'code_execution_20250825', name: 'code_execution' }],
+      },
       headers: { 'anthropic-beta': 'mcp-client-2025-04-04,files-api-2025-04-14,token-efficient-tools-2025-02-19' },
       sent: (r) => {
         expect(r.body).not.toHaveProperty('mcp_servers');
@@ -105,7 +127,13 @@ const messagesRules = (): Record<Rule, Probe[] | string> => ({
       },
     },
   ],
-  long_context: [{ body: {}, headers: { 'anthropic-beta': 'context-1m-2025-08-07' }, sent: (r) => expect(r.headers['anthropic-beta']).toBeUndefined() }],
+  long_context: [
+    {
+      body: {},
+      headers: { 'anthropic-beta': 'context-1m-2025-08-07' },
+      sent: (r) => expect(r.headers['anthropic-beta']).toBeUndefined(),
+    },
+  ],
   data_residency: [{ body: { inference_geo: 'us' }, sent: (r) => expect(r.body).not.toHaveProperty('inference_geo') }],
   cache_1h: [
     {
@@ -114,9 +142,21 @@ const messagesRules = (): Record<Rule, Probe[] | string> => ({
         cache_control: { type: 'ephemeral', ttl: '1h' },
         system: [{ type: 'text', text: 'rules', cache_control: { type: 'ephemeral', ttl: '1h' } }],
         messages: [
-          document({ type: 'content', content: [{ type: 'text', text: 'a long document', cache_control: { type: 'ephemeral', ttl: '1h' } }] }),
+          document({
+            type: 'content',
+            content: [{ type: 'text', text: 'a long document', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+          }),
           { role: 'assistant', content: [{ type: 'tool_use', id: 'tu_1', name: 't', input: {} }] },
-          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu_1', content: [{ type: 'text', text: 'out', cache_control: { type: 'ephemeral', ttl: '1h' } }] }] },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'tu_1',
+                content: [{ type: 'text', text: 'out', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+              },
+            ],
+          },
         ],
         tools: [{ name: 't', input_schema: { type: 'object' } }],
       },
@@ -139,14 +179,33 @@ const OPS: Record<Metered, Op> = {
     },
     base: chatBase,
     rules: {
-      stored: [{ body: { messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }] }, refused: null }],
-      priority: [{ body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') }],
+      stored: [
+        {
+          body: { messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }] },
+          refused: null,
+        },
+      ],
+      priority: [
+        { body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') },
+      ],
       audio: [
         { body: { modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } }, refused: 'audio' },
-        { body: { messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }, refused: null },
+        {
+          body: {
+            messages: [
+              { role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] },
+            ],
+          },
+          refused: null,
+        },
       ],
       web_search: [{ body: { web_search_options: {} }, refused: 'web_search_options' }],
-      server_tools: [{ body: { data_sources: [{ type: 'azure_search', parameters: { endpoint: 'https://attacker.example' } }] }, sent: (r) => expect(r.body).not.toHaveProperty('data_sources') }],
+      server_tools: [
+        {
+          body: { data_sources: [{ type: 'azure_search', parameters: { endpoint: 'https://attacker.example' } }] },
+          sent: (r) => expect(r.body).not.toHaveProperty('data_sources'),
+        },
+      ],
       long_context: NO_OPENAI_SWITCH,
       data_residency: NO_OPENAI_SWITCH,
       cache_1h: 'OpenAI bills no cache writes',
@@ -160,10 +219,17 @@ const OPS: Record<Metered, Op> = {
     base: { model: 'instruct', prompt: 'hi', max_tokens: 16 },
     rules: {
       stored: 'a prompt is text: it cannot point at a stored file',
-      priority: [{ body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') }],
+      priority: [
+        { body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') },
+      ],
       audio: [{ body: { modalities: ['audio'] }, refused: 'modalities' }],
       web_search: [{ body: { web_search_options: {} }, refused: 'web_search_options' }],
-      server_tools: [{ body: { data_sources: [{ type: 'azure_search' }] }, sent: (r) => expect(r.body).not.toHaveProperty('data_sources') }],
+      server_tools: [
+        {
+          body: { data_sources: [{ type: 'azure_search' }] },
+          sent: (r) => expect(r.body).not.toHaveProperty('data_sources'),
+        },
+      ],
       long_context: NO_OPENAI_SWITCH,
       data_residency: NO_OPENAI_SWITCH,
       cache_1h: 'OpenAI bills no cache writes',
@@ -175,7 +241,9 @@ const OPS: Record<Metered, Op> = {
       return openai;
     },
     base: { model: 'embed', input: 'hi' },
-    rules: Object.fromEntries(RULES.map((r) => [r, 'embeddings are priced per input token and take text only'])) as Record<Rule, string>,
+    rules: Object.fromEntries(
+      RULES.map((r) => [r, 'embeddings are priced per input token and take text only']),
+    ) as Record<Rule, string>,
   },
   createMessage: {
     path: '/v1/messages',
@@ -207,12 +275,20 @@ const OPS: Record<Metered, Op> = {
         { body: { prompt: { id: 'pmpt_abc' } }, refused: 'prompt' },
         { body: { conversation: 'conv_abc' }, refused: 'conversation' },
       ],
-      priority: [{ body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') }],
+      priority: [
+        { body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') },
+      ],
       audio: 'the Responses API takes no audio',
       web_search: [{ body: { tools: [{ type: 'web_search' }] }, sent: (r) => expect(r.body.tools ?? []).toEqual([]) }],
       server_tools: [
         {
-          body: { tools: [{ type: 'file_search', vector_store_ids: ['vs_abc'] }, { type: 'mcp', server_label: 'x', server_url: 'https://attacker.example' }], context_management: [{ type: 'compaction' }] },
+          body: {
+            tools: [
+              { type: 'file_search', vector_store_ids: ['vs_abc'] },
+              { type: 'mcp', server_label: 'x', server_url: 'https://attacker.example' },
+            ],
+            context_management: [{ type: 'compaction' }],
+          },
           sent: (r) => {
             expect(r.body.tools ?? []).toEqual([]);
             expect(r.body).not.toHaveProperty('context_management');
@@ -232,7 +308,11 @@ test('the table names every metered operation and, for each, every rule', () => 
 });
 
 const cases = Object.entries(OPS).flatMap(([name, op]) =>
-  RULES.flatMap((rule) => (typeof op.rules[rule] === 'string' ? [] : (op.rules[rule] as Probe[]).map((probe, i) => [`${name} · ${rule} #${i + 1}`, op, probe] as const))),
+  RULES.flatMap((rule) =>
+    typeof op.rules[rule] === 'string'
+      ? []
+      : (op.rules[rule] as Probe[]).map((probe, i) => [`${name} · ${rule} #${i + 1}`, op, probe] as const),
+  ),
 );
 
 test.each(cases)('%s', async (_name, op, probe) => {

@@ -15,7 +15,12 @@ models: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]
 `;
 
 async function register(gw: TestGateway, forwardedFor: string): Promise<number> {
-  const r = await new ConsoleClient(gw.url).call('POST', '/console/api/register', { email: uniqueEmail(), password: PASSWORD }, { headers: { 'x-forwarded-for': forwardedFor } });
+  const r = await new ConsoleClient(gw.url).call(
+    'POST',
+    '/console/api/register',
+    { email: uniqueEmail(), password: PASSWORD },
+    { headers: { 'x-forwarded-for': forwardedFor } },
+  );
   return r.status;
 }
 
@@ -31,7 +36,11 @@ async function withGateway(trust: string, run: (gw: TestGateway) => Promise<void
 // The test's requests come from 127.0.0.1: that is the proxy in front of the gateway.
 test('trusted proxies by address: each client the proxy saw has its own allowance; what the client wrote to the left does not count', async () => {
   await withGateway('[127.0.0.1/8]', async (gw) => {
-    expect([await register(gw, '203.0.113.1'), await register(gw, '203.0.113.1'), await register(gw, '203.0.113.1')]).toEqual([201, 201, 429]);
+    expect([
+      await register(gw, '203.0.113.1'),
+      await register(gw, '203.0.113.1'),
+      await register(gw, '203.0.113.1'),
+    ]).toEqual([201, 201, 429]);
     // a forged entry to the left of the one the proxy appended: still 203.0.113.1
     expect(await register(gw, '198.51.100.7, 203.0.113.1')).toBe(429);
     expect(await register(gw, '203.0.113.2')).toBe(201);
@@ -42,7 +51,12 @@ test('trusted proxies by address: each client the proxy saw has its own allowanc
 
 test('behind a trusted proxy that says the client came over https, the cookie is Secure and links use https', async () => {
   await withGateway('[127.0.0.1/8]', async (gw) => {
-    const r = await new ConsoleClient(gw.url).call('POST', '/console/api/register', { email: uniqueEmail(), password: PASSWORD }, { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.40' } });
+    const r = await new ConsoleClient(gw.url).call(
+      'POST',
+      '/console/api/register',
+      { email: uniqueEmail(), password: PASSWORD },
+      { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.40' } },
+    );
     expect(r.status).toBe(201);
     expect(r.cookies[0]).toMatch(/; HttpOnly; SameSite=Lax; Secure$/);
     expect(r.body.account.referral_link).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/console\/register\?ref=/);
@@ -51,13 +65,21 @@ test('behind a trusted proxy that says the client came over https, the cookie is
 
 test('trusted proxies by hop count: one proxy in front, so only the entry it appended counts', async () => {
   await withGateway('1', async (gw) => {
-    expect([await register(gw, '198.51.100.1, 203.0.113.9'), await register(gw, '198.51.100.2, 203.0.113.9'), await register(gw, '198.51.100.3, 203.0.113.9')]).toEqual([201, 201, 429]);
+    expect([
+      await register(gw, '198.51.100.1, 203.0.113.9'),
+      await register(gw, '198.51.100.2, 203.0.113.9'),
+      await register(gw, '198.51.100.3, 203.0.113.9'),
+    ]).toEqual([201, 201, 429]);
   });
 });
 
 test('untrusted (the default): a client cannot dodge the limit by sending X-Forwarded-For', async () => {
   await withGateway('false', async (gw) => {
-    expect([await register(gw, '198.51.100.1'), await register(gw, '198.51.100.2'), await register(gw, '198.51.100.3')]).toEqual([201, 201, 429]);
+    expect([
+      await register(gw, '198.51.100.1'),
+      await register(gw, '198.51.100.2'),
+      await register(gw, '198.51.100.3'),
+    ]).toEqual([201, 201, 429]);
   });
 });
 
@@ -72,7 +94,9 @@ models: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]
     const email = uniqueEmail();
     expect((await new ConsoleClient(gw.url).register(email)).status).toBe(201);
     const login = (from: string, password = PASSWORD) =>
-      new ConsoleClient(gw.url).call('POST', '/console/api/login', { email, password }, { headers: { 'x-forwarded-for': from } }).then((r) => r.status);
+      new ConsoleClient(gw.url)
+        .call('POST', '/console/api/login', { email, password }, { headers: { 'x-forwarded-for': from } })
+        .then((r) => r.status);
     for (let i = 0; i < 3; i++) expect(await login('203.0.113.66', `wrong password ${i}`)).toBe(401);
     expect(await login('203.0.113.66')).toBe(429); // the stranger's address is done for the window, even with the right password
     expect(await login('198.51.100.5')).toBe(200); // the owner, from home, is not
@@ -86,7 +110,14 @@ models: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]
     // and a password reset by mail (proof of the mailbox) lets the owner in from anywhere again
     expect((await new ConsoleClient(gw.url).post('/console/api/password-reset', { email })).status).toBe(202);
     const token = mailedToken(gw.mails, email, '/console/reset')!;
-    expect((await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', { token, password: 'a fresh horse 12' })).status).toBe(200);
+    expect(
+      (
+        await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', {
+          token,
+          password: 'a fresh horse 12',
+        })
+      ).status,
+    ).toBe(200);
     expect(await login('192.0.2.101', 'a fresh horse 12')).toBe(200);
   } finally {
     await gw.close();
@@ -94,6 +125,10 @@ models: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]
 });
 
 test('trust_proxy: true is refused, with what to write instead; a bad CIDR is refused', () => {
-  expect(() => parseConfig(config('true'), 'switchyard.yaml')).toThrow(/server\.trust_proxy: true would trust any X-Forwarded-For a client writes; give the proxies instead/);
-  expect(() => parseConfig(config('[10.0.0.0/99]'), 'switchyard.yaml')).toThrow(/server\.trust_proxy: invalid range on address/);
+  expect(() => parseConfig(config('true'), 'switchyard.yaml')).toThrow(
+    /server\.trust_proxy: true would trust any X-Forwarded-For a client writes; give the proxies instead/,
+  );
+  expect(() => parseConfig(config('[10.0.0.0/99]'), 'switchyard.yaml')).toThrow(
+    /server\.trust_proxy: invalid range on address/,
+  );
 });

@@ -41,8 +41,11 @@ afterAll(async () => {
   await b?.close();
 });
 
-const ask = (model: string, content = 'hello', extra: Partial<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming> = {}) =>
-  client.chat.completions.create({ model, messages: [{ role: 'user', content }], ...extra });
+const ask = (
+  model: string,
+  content = 'hello',
+  extra: Partial<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming> = {},
+) => client.chat.completions.create({ model, messages: [{ role: 'user', content }], ...extra });
 
 async function streamText(model: string, content = 'hello') {
   const stream = await client.chat.completions.create({ model, messages: [{ role: 'user', content }], stream: true });
@@ -63,14 +66,17 @@ describe('fallback before the first byte', () => {
     ['an upstream 500', { kind: 'json' as const, status: 500, body: { error: { message: 'oops' } } }],
     ['an upstream 429', { kind: 'json' as const, status: 429, body: { error: { message: 'slow down' } } }],
     ['a stall before the first byte', { kind: 'hang' as const }],
-  ])('%s: the second route answers, the client sees one clean response (non-streaming and streaming)', async (_name, plan) => {
-    a.plan(plan);
-    const res = await ask('ab', 'one');
-    expect(res.choices[0].message.content).toBe('Echo: one');
-    expect(b.last().body.model).toBe('b-model');
-    a.plan(plan);
-    expect(await streamText('ab', 'two')).toBe('Echo: two');
-  });
+  ])(
+    '%s: the second route answers, the client sees one clean response (non-streaming and streaming)',
+    async (_name, plan) => {
+      a.plan(plan);
+      const res = await ask('ab', 'one');
+      expect(res.choices[0].message.content).toBe('Echo: one');
+      expect(b.last().body.model).toBe('b-model');
+      a.plan(plan);
+      expect(await streamText('ab', 'two')).toBe('Echo: two');
+    },
+  );
 
   test('a stream that stalls before its first chunk (headers sent, no data) hands over too', async () => {
     a.plan({ kind: 'stall', events: [] });
@@ -103,8 +109,19 @@ describe('fallback before the first byte', () => {
 describe('failures after the first byte', () => {
   test('a route that fails mid-stream: an error event, no retry, no duplicated output', async () => {
     const before = b.requests.length;
-    a.plan({ kind: 'sse', events: [...chatStreamEvents('x', ['Hello', ' wor'], false, {}).slice(0, 3), { error: { message: 'overloaded' } }], done: false });
-    const stream = await client.chat.completions.create({ model: 'ab', messages: [{ role: 'user', content: 'x' }], stream: true });
+    a.plan({
+      kind: 'sse',
+      events: [
+        ...chatStreamEvents('x', ['Hello', ' wor'], false, {}).slice(0, 3),
+        { error: { message: 'overloaded' } },
+      ],
+      done: false,
+    });
+    const stream = await client.chat.completions.create({
+      model: 'ab',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     let text = '';
     const error = await (async () => {
       for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
@@ -117,7 +134,11 @@ describe('failures after the first byte', () => {
 
   test('an upstream that goes silent mid-stream is cut after the idle limit with an error event', async () => {
     a.plan({ kind: 'stall', events: chatStreamEvents('x', ['partial'], false, {}).slice(0, 2) });
-    const stream = await client.chat.completions.create({ model: 'only-a', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'only-a',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     let text = '';
     const error = await (async () => {
       for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
@@ -128,8 +149,16 @@ describe('failures after the first byte', () => {
 
   test('a stream cut off without [DONE] is an error, not a silent success', async () => {
     a.plan({ kind: 'sse', events: chatStreamEvents('x', ['cut'], false, {}).slice(0, 2), done: false });
-    const stream = await client.chat.completions.create({ model: 'only-a', messages: [{ role: 'user', content: 'x' }], stream: true });
-    await expect((async () => { for await (const _c of stream); })()).rejects.toThrow(/upstream/);
+    const stream = await client.chat.completions.create({
+      model: 'only-a',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
+    await expect(
+      (async () => {
+        for await (const _c of stream);
+      })(),
+    ).rejects.toThrow(/upstream/);
   });
 });
 
@@ -149,7 +178,8 @@ models:
     client2 = new OpenAI({ apiKey: (await gw2.newKey()).secret, baseURL: `${gw2.url}/v1`, maxRetries: 0 });
   });
   afterAll(() => gw2?.close());
-  const ask2 = (model: string, content = 'hello') => client2.chat.completions.create({ model, messages: [{ role: 'user', content }] });
+  const ask2 = (model: string, content = 'hello') =>
+    client2.chat.completions.create({ model, messages: [{ role: 'user', content }] });
   const count = (model: string) => a.requests.filter((r) => r.body?.model === model).length;
 
   test('opens after consecutive failures, skips the route while cooling down, then probes and closes', async () => {
@@ -185,7 +215,20 @@ describe('usage', () => {
   test('an upstream that reports no usage: counted with the tokenizer, non-streaming', async () => {
     a.plan({
       kind: 'json',
-      body: { id: 'c', object: 'chat.completion', created: 1, model: 'x', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there, friend' }, finish_reason: 'stop', logprobs: null }] },
+      body: {
+        id: 'c',
+        object: 'chat.completion',
+        created: 1,
+        model: 'x',
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: 'Hello there, friend' },
+            finish_reason: 'stop',
+            logprobs: null,
+          },
+        ],
+      },
     });
     const res = await ask('only-a', 'hi');
     // "Hello there, friend" is 4 tokens in o200k_base; the prompt is 3 + (3 + 1 + 1) framing tokens
@@ -202,13 +245,27 @@ describe('usage', () => {
     });
     const chunks = [];
     for await (const c of stream) chunks.push(c);
-    expect(chunks[chunks.length - 1]).toMatchObject({ choices: [], usage: { prompt_tokens: 8, completion_tokens: 4, total_tokens: 12 } });
+    expect(chunks[chunks.length - 1]).toMatchObject({
+      choices: [],
+      usage: { prompt_tokens: 8, completion_tokens: 4, total_tokens: 12 },
+    });
   });
 
   test('usage details from the upstream are kept', async () => {
-    const usage = { prompt_tokens: 20, completion_tokens: 5, total_tokens: 25, prompt_tokens_details: { cached_tokens: 16 }, completion_tokens_details: { reasoning_tokens: 2 } };
+    const usage = {
+      prompt_tokens: 20,
+      completion_tokens: 5,
+      total_tokens: 25,
+      prompt_tokens_details: { cached_tokens: 16 },
+      completion_tokens_details: { reasoning_tokens: 2 },
+    };
     a.plan({ kind: 'sse', events: chatStreamEvents('x', ['ok'], true, usage) });
-    const stream = await client.chat.completions.create({ model: 'only-a', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'only-a',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks = [];
     for await (const c of stream) chunks.push(c);
     expect(chunks[chunks.length - 1].usage).toEqual(usage);
@@ -217,7 +274,13 @@ describe('usage', () => {
 
 test('upstream connections are pooled, kept alive and bounded per upstream', async () => {
   const before = a.connections;
-  a.plan(...Array.from({ length: 12 }, () => ({ kind: 'sse' as const, events: chatStreamEvents('x', ['a', 'b'], true, { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }), delayMs: 20 })));
+  a.plan(
+    ...Array.from({ length: 12 }, () => ({
+      kind: 'sse' as const,
+      events: chatStreamEvents('x', ['a', 'b'], true, { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }),
+      delayMs: 20,
+    })),
+  );
   await Promise.all(Array.from({ length: 12 }, (_x, i) => streamText('pooled', String(i))));
   // 12 concurrent streams through an upstream limited to 2 connections
   expect(a.connections - before).toBeLessThanOrEqual(2);

@@ -71,7 +71,11 @@ test('one mailbox, one starter credit: +tags and Gmail dots do not make another'
   const first = await signUp(`${name}@gmail.com`);
   expect(await confirm(`${name}@gmail.com`)).toBe(200);
   expect(await balance(first)).toBe('1.000000');
-  for (const alias of [`${name}+1@gmail.com`, `${name.slice(0, 3)}.${name.slice(3)}@googlemail.com`, `${name}+x@GMAIL.com`]) {
+  for (const alias of [
+    `${name}+1@gmail.com`,
+    `${name.slice(0, 3)}.${name.slice(3)}@googlemail.com`,
+    `${name}+x@GMAIL.com`,
+  ]) {
     const c = await signUp(alias);
     expect(await confirm(alias)).toBe(200);
     expect(await balance(c)).toBe('0.000000');
@@ -111,10 +115,15 @@ test('referral credits: only once the referred address is confirmed, only from a
 });
 
 test('disposable-mail domains are refused at registration', async () => {
-  const r = await new ConsoleClient(gw.url).register(`x-${unique()}@mailinator.com`, PASSWORD, undefined, { verify: false });
+  const r = await new ConsoleClient(gw.url).register(`x-${unique()}@mailinator.com`, PASSWORD, undefined, {
+    verify: false,
+  });
   expect(r.status).toBe(400);
   expect(r.body.error).toMatchObject({ param: 'email', code: 'disposable_email' });
-  expect((await new ConsoleClient(gw.url).register(`x-${unique()}@eu.yopmail.com`, PASSWORD, undefined, { verify: false })).status).toBe(400);
+  expect(
+    (await new ConsoleClient(gw.url).register(`x-${unique()}@eu.yopmail.com`, PASSWORD, undefined, { verify: false }))
+      .status,
+  ).toBe(400);
 });
 
 test('the link can be sent again: the old one stops working; 3 an hour; a confirmed address is a 409', async () => {
@@ -142,29 +151,56 @@ test('password reset by mail: the same answer for unknown addresses, single use,
   const email = `reset-${unique()}@example.com`;
   const c = await signUp(email);
   const before = smtp.messages.length;
-  expect(await new ConsoleClient(gw.url).post('/console/api/password-reset', { email: `nobody-${unique()}@example.com` })).toMatchObject({ status: 202, body: { sent: true } });
+  expect(
+    await new ConsoleClient(gw.url).post('/console/api/password-reset', { email: `nobody-${unique()}@example.com` }),
+  ).toMatchObject({ status: 202, body: { sent: true } });
   expect(smtp.messages.length).toBe(before); // nothing mailed, nothing told
-  expect((await new ConsoleClient(gw.url).post('/console/api/password-reset', { email: email.toUpperCase() })).status).toBe(202);
+  expect(
+    (await new ConsoleClient(gw.url).post('/console/api/password-reset', { email: email.toUpperCase() })).status,
+  ).toBe(202);
   const token = smtp.token(email, '/console/reset')!;
   expect(smtp.messages.at(-1)!.raw).toMatch(/^Subject: Reset your Switchyard password$/m);
-  const weak = await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', { token, password: 'short' });
+  const weak = await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', {
+    token,
+    password: 'short',
+  });
   expect(weak.status).toBe(400);
   expect(weak.body.error.param).toBe('password');
   // a password refused as too weak leaves the link working: the owner tries another one with the same link
   const token2 = token;
-  const done = await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', { token: token2, password: 'a brand new horse 7' });
+  const done = await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', {
+    token: token2,
+    password: 'a brand new horse 7',
+  });
   expect(done).toMatchObject({ status: 200, body: { password_reset: true } });
   expect((await c.get('/console/api/session')).status).toBe(401); // the old session ended
   expect((await new ConsoleClient(gw.url).login(email, PASSWORD)).status).toBe(401);
   const back = new ConsoleClient(gw.url);
   expect((await back.login(email, 'a brand new horse 7')).status).toBe(200);
-  expect((await back.get('/console/api/account')).body).toMatchObject({ email_verified: true, balance_usd: '1.000000' }); // the link reached the address
-  expect((await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', { token: token2, password: 'yet another horse 8' })).status).toBe(400);
+  expect((await back.get('/console/api/account')).body).toMatchObject({
+    email_verified: true,
+    balance_usd: '1.000000',
+  }); // the link reached the address
+  expect(
+    (
+      await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', {
+        token: token2,
+        password: 'yet another horse 8',
+      })
+    ).status,
+  ).toBe(400);
   // an expired link
   expect((await new ConsoleClient(gw.url).post('/console/api/password-reset', { email })).status).toBe(202);
   const token3 = smtp.token(email, '/console/reset')!;
-  await gw.app.db('email_tokens').where({ purpose: 'reset' }).whereNull('used_at').update({ expires_at: Date.now() - 1 });
-  const expired = await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', { token: token3, password: 'yet another horse 8' });
+  await gw.app
+    .db('email_tokens')
+    .where({ purpose: 'reset' })
+    .whereNull('used_at')
+    .update({ expires_at: Date.now() - 1 });
+  const expired = await new ConsoleClient(gw.url).post('/console/api/password-reset/confirm', {
+    token: token3,
+    password: 'yet another horse 8',
+  });
   expect(expired.status).toBe(400);
   expect(expired.body.error.code).toBe('invalid_token');
 });
@@ -176,7 +212,9 @@ test('low-balance alert: set in the console, mailed once when the balance falls 
   const set = await c.patch('/console/api/account', { low_balance_usd: '0.50' });
   expect(set.status).toBe(200);
   expect(set.body.low_balance_usd).toBe('0.500000');
-  const alerts = () => smtp.messages.filter((m) => m.to.includes(email) && /^Subject: Your Switchyard balance is low$/m.test(m.raw)).length;
+  const alerts = () =>
+    smtp.messages.filter((m) => m.to.includes(email) && /^Subject: Your Switchyard balance is low$/m.test(m.raw))
+      .length;
   const check = () => checkLowBalances(gw.app.db, gw.app.mailer, null);
   await check();
   expect(alerts()).toBe(0); // 1.00 is above 0.50
@@ -206,7 +244,11 @@ test('low-balance alert: set in the console, mailed once when the balance falls 
 });
 
 test('the admin sees suspected farming and takes back free credits not yet spent, never paid money', async () => {
-  const admin = (method: string, path: string) => fetch(`${gw.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+  const admin = (method: string, path: string) =>
+    fetch(`${gw.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(async (r) => ({
+      status: r.status,
+      body: (await r.json()) as any,
+    }));
   const boss = `boss-${unique()}@example.com`;
   const referrer = await signUp(boss);
   expect(await confirm(boss)).toBe(200);
@@ -216,16 +258,36 @@ test('the admin sees suspected farming and takes back free credits not yet spent
   expect(await confirm(puppets[0].account.email)).toBe(200);
   const report = await admin('GET', '/admin/api/farming');
   expect(report.status).toBe(200);
-  expect(report.body.referrers).toContainEqual({ account_id: referrer.account.id, email: boss, referred: 3, confirmed: 1, earned_usd: '20.000000' });
+  expect(report.body.referrers).toContainEqual({
+    account_id: referrer.account.id,
+    email: boss,
+    referred: 3,
+    confirmed: 1,
+    earned_usd: '20.000000',
+  });
   // every account here registered from 127.0.0.1: one network
   expect(report.body.networks.find((n: any) => n.network === '127.0.0.1').accounts).toBeGreaterThanOrEqual(4);
-  expect(report.body.unconfirmed.map((u: any) => u.account_id)).toEqual(expect.arrayContaining([puppets[1].account.id, puppets[2].account.id]));
+  expect(report.body.unconfirmed.map((u: any) => u.account_id)).toEqual(
+    expect.arrayContaining([puppets[1].account.id, puppets[2].account.id]),
+  );
   // the referrer: 21 USD of free credits, 5 USD paid by it (a grant stands for a top-up), 2 USD spent
-  await post(gw.app.db, { accountId: referrer.account.id, kind: 'topup', amountMicros: 5_000_000, ref: `test_topup_${referrer.account.id}` });
-  await post(gw.app.db, { accountId: referrer.account.id, kind: 'usage', amountMicros: -2_000_000, ref: `test_usage_${referrer.account.id}` });
+  await post(gw.app.db, {
+    accountId: referrer.account.id,
+    kind: 'topup',
+    amountMicros: 5_000_000,
+    ref: `test_topup_${referrer.account.id}`,
+  });
+  await post(gw.app.db, {
+    accountId: referrer.account.id,
+    kind: 'usage',
+    amountMicros: -2_000_000,
+    ref: `test_usage_${referrer.account.id}`,
+  });
   const revoked = await admin('POST', `/admin/api/accounts/${referrer.account.id}/revoke-free-credits`);
   expect(revoked.body).toEqual({ account_id: referrer.account.id, revoked_usd: '19.000000', balance_usd: '5.000000' }); // 21 free − 2 spent; the 5 paid stay
-  expect((await admin('POST', `/admin/api/accounts/${referrer.account.id}/revoke-free-credits`)).body.revoked_usd).toBe('0.000000');
+  expect((await admin('POST', `/admin/api/accounts/${referrer.account.id}/revoke-free-credits`)).body.revoked_usd).toBe(
+    '0.000000',
+  );
   expect(await balance(referrer)).toBe('5.000000');
   expect((await admin('POST', '/admin/api/accounts/987654321/revoke-free-credits')).status).toBe(404);
   expect((await verifyLedger(gw.app.db)).problems).toEqual([]);
@@ -237,10 +299,23 @@ test("mailed links point at console.public_url, never at a host the requester wr
   // fetch will not send another Host: node:http will, as any script can
   const status = await new Promise<number>((resolve, reject) => {
     const body = JSON.stringify({ email });
-    const req = http.request(`${gw.url}/console/api/password-reset`, { method: 'POST', headers: { host: 'attacker.example', 'x-forwarded-host': 'attacker.example', 'x-forwarded-proto': 'https', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      `${gw.url}/console/api/password-reset`,
+      {
+        method: 'POST',
+        headers: {
+          host: 'attacker.example',
+          'x-forwarded-host': 'attacker.example',
+          'x-forwarded-proto': 'https',
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -248,7 +323,9 @@ test("mailed links point at console.public_url, never at a host the requester wr
   const mail = smtp.messages.filter((m) => m.to.includes(email)).at(-1)!;
   expect(mail.text).toMatch(/https:\/\/console\.switchyard\.test\/console\/reset\?token=/);
   expect(mail.text).not.toContain('attacker.example');
-  expect(smtp.messages.filter((m) => m.to.includes(email))[0].text).toMatch(/https:\/\/console\.switchyard\.test\/console\/verify\?token=/);
+  expect(smtp.messages.filter((m) => m.to.includes(email))[0].text).toMatch(
+    /https:\/\/console\.switchyard\.test\/console\/verify\?token=/,
+  );
 });
 
 test('confirmations at the same moment: the monthly cap is not overshot, one mailbox gets one starter credit, and nobody gets a 500', async () => {
@@ -257,14 +334,21 @@ test('confirmations at the same moment: the monthly cap is not overshot, one mai
   expect(await confirm(referrerEmail)).toBe(200);
   const code = (await referrer.get('/console/api/account')).body.referral_code;
   // the cap here is 2: four referred accounts confirm at once
-  const friends = await Promise.all(Array.from({ length: 4 }, (_, i) => signUp(`racefriend${i}-${unique()}@example.com`, code)));
+  const friends = await Promise.all(
+    Array.from({ length: 4 }, (_, i) => signUp(`racefriend${i}-${unique()}@example.com`, code)),
+  );
   const statuses = await Promise.all(friends.map((f) => confirm(f.account.email)));
   expect(statuses).toEqual([200, 200, 200, 200]);
   expect(await balance(referrer)).toBe('41.000000'); // 1 + 2 × 20
   expect((await Promise.all(friends.map(balance))).sort()).toEqual(['1.000000', '1.000000', '21.000000', '21.000000']);
   // one mailbox, four spellings, confirmed at once: one starter credit, every address confirmed
   const name = `twin${unique()}`;
-  const spellings = [`${name}@gmail.com`, `${name}+a@gmail.com`, `${name.slice(0, 2)}.${name.slice(2)}@gmail.com`, `${name}+b@googlemail.com`];
+  const spellings = [
+    `${name}@gmail.com`,
+    `${name}+a@gmail.com`,
+    `${name.slice(0, 2)}.${name.slice(2)}@gmail.com`,
+    `${name}+b@googlemail.com`,
+  ];
   const twins = await Promise.all(spellings.map((e) => signUp(e)));
   expect(await Promise.all(spellings.map((e) => confirm(e)))).toEqual([200, 200, 200, 200]);
   expect((await Promise.all(twins.map(balance))).sort()).toEqual(['0.000000', '0.000000', '0.000000', '1.000000']);

@@ -69,7 +69,9 @@ async function record(id: string) {
 
 /** Asks `model` on /v1/chat/completions; the request id. */
 async function ask(model: string, stream = false): Promise<string> {
-  const { data, response } = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], stream }).withResponse();
+  const { data, response } = await client.chat.completions
+    .create({ model, messages: [{ role: 'user', content: 'x' }], stream })
+    .withResponse();
   if (stream) for await (const _c of data as AsyncIterable<unknown>) void _c;
   return response.headers.get('x-request-id')!;
 }
@@ -87,20 +89,41 @@ describe('settlement charges the tier the prompt reached', () => {
   test('streamed: the usage of the last event decides the tier', async () => {
     gemini.plan({ kind: 'sse', events: textStreamEvents(['o', 'k'], 'STOP', 200_001) });
     // 200,001 × 2.5 + 2 × 15 = 500,002.5 + 30 → 500,033 µUSD
-    expect(await record(await ask('gemini-pro', true))).toMatchObject({ prompt_tokens: 200_001, completion_tokens: 2, cost_usd: '0.500033' });
+    expect(await record(await ask('gemini-pro', true))).toMatchObject({
+      prompt_tokens: 200_001,
+      completion_tokens: 2,
+      cost_usd: '0.500033',
+    });
   });
 
   test('cached tokens count in the prompt that reaches the tier, and are billed at its cached price', async () => {
-    gemini.plan({ kind: 'json', body: geminiResponse([{ text: 'ok' }], 'STOP', usageOf(250_000, 100, { cachedContentTokenCount: 240_000 })) });
+    gemini.plan({
+      kind: 'json',
+      body: geminiResponse([{ text: 'ok' }], 'STOP', usageOf(250_000, 100, { cachedContentTokenCount: 240_000 })),
+    });
     // 10,000 × 2.5 + 240,000 × 0.625 + 100 × 15 = 25,000 + 150,000 + 1,500 µUSD
-    expect(await record(await ask('gemini-pro'))).toMatchObject({ prompt_tokens: 250_000, cached_tokens: 240_000, cost_usd: '0.176500' });
+    expect(await record(await ask('gemini-pro'))).toMatchObject({
+      prompt_tokens: 250_000,
+      cached_tokens: 240_000,
+      cost_usd: '0.176500',
+    });
   });
 
   test("Claude's long context: above 200k the tier's prices, cache reads at Anthropic's 0.1× of the tier's input", async () => {
-    claude.plan({ kind: 'json', body: message([{ type: 'text', text: 'ok' }], { usage: { input_tokens: 10, cache_read_input_tokens: 250_000, output_tokens: 100 } }) });
+    claude.plan({
+      kind: 'json',
+      body: message([{ type: 'text', text: 'ok' }], {
+        usage: { input_tokens: 10, cache_read_input_tokens: 250_000, output_tokens: 100 },
+      }),
+    });
     // 10 × 6 + 250,000 × 0.6 + 100 × 22.5 = 60 + 150,000 + 2,250 µUSD (at the base: 10 × 3 + 250,000 × 0.3 + 100 × 15 = 76,530)
     expect(await record(await ask('claude-1m'))).toMatchObject({ prompt_tokens: 250_010, cost_usd: '0.152310' });
-    claude.plan({ kind: 'json', body: message([{ type: 'text', text: 'ok' }], { usage: { input_tokens: 10, cache_read_input_tokens: 199_990, output_tokens: 100 } }) });
+    claude.plan({
+      kind: 'json',
+      body: message([{ type: 'text', text: 'ok' }], {
+        usage: { input_tokens: 10, cache_read_input_tokens: 199_990, output_tokens: 100 },
+      }),
+    });
     // 10 × 3 + 199,990 × 0.3 + 100 × 15 = 30 + 59,997 + 1,500 µUSD
     expect(await record(await ask('claude-1m'))).toMatchObject({ prompt_tokens: 200_000, cost_usd: '0.061527' });
   });
@@ -113,7 +136,10 @@ describe('a hold prices the prompt bound at the highest tier it can reach', () =
     const poor = new OpenAI({ apiKey: k.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
     const body = { model: 'tiered', messages: [{ role: 'user' as const, content: prompt }], max_tokens: 100_000 };
     await poor.chat.completions.create(body);
-    return { sent: openai.last().body.max_completion_tokens, bound: promptBound(inspect(body), { image_tokens: 4_800, file_tokens: 300_000 }) };
+    return {
+      sent: openai.last().body.max_completion_tokens,
+      bound: promptBound(inspect(body), { image_tokens: 4_800, file_tokens: 300_000 }),
+    };
   }
 
   test('a bound within the base: what is left of the money after the prompt at 1, at 1 an output token', async () => {

@@ -33,13 +33,25 @@ afterAll(async () => {
 
 test('a span per upstream attempt: the failed route with its cause, then the one that answered', async () => {
   const client = new OpenAI({ apiKey: (await gw.newKey()).secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-  const stream = await client.chat.completions.create({ model: 'fallback', messages: [{ role: 'user', content: 'hi' }], stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'fallback',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+  });
   let text = '';
   for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
   expect(text.length).toBeGreaterThan(0);
   const spans = exporter.getFinishedSpans().map((s) => ({ name: s.name, attributes: s.attributes, status: s.status }));
   expect(spans).toEqual([
-    { name: 'upstream dead', attributes: { 'switchyard.model': 'fallback', 'switchyard.route': 'dead/m1' }, status: { code: 2, message: 'connect' } },
-    { name: 'upstream up', attributes: { 'switchyard.model': 'fallback', 'switchyard.route': 'up/m2' }, status: { code: 0 } },
+    {
+      name: 'upstream dead',
+      attributes: { 'switchyard.model': 'fallback', 'switchyard.route': 'dead/m1' },
+      status: { code: 2, message: 'connect' },
+    },
+    {
+      name: 'upstream up',
+      attributes: { 'switchyard.model': 'fallback', 'switchyard.route': 'up/m2' },
+      status: { code: 0 },
+    },
   ]);
 });

@@ -30,22 +30,38 @@ test('typed calls to every operation', async () => {
   expect(one.data).toEqual({ id: 'mock-chat', object: 'model', created: expect.any(Number), owned_by: 'switchyard' });
 
   const chat = await client.POST('/v1/chat/completions', {
-    body: { model: 'mock-chat', messages: [{ role: 'system', content: 'terse' }, { role: 'user', content: 'hi' }], temperature: 0 },
+    body: {
+      model: 'mock-chat',
+      messages: [
+        { role: 'system', content: 'terse' },
+        { role: 'user', content: 'hi' },
+      ],
+      temperature: 0,
+    },
   });
   expect(json(chat.data).choices[0].message.content).toBe('This is a mock answer. You said: hi');
 
   const completion = await client.POST('/v1/completions', { body: { model: 'mock-chat', prompt: 'hi' } });
   expect(json(completion.data).object).toBe('text_completion');
 
-  const emb = await client.POST('/v1/embeddings', { body: { model: 'mock-embedding', input: ['a', 'b'], dimensions: 4 } });
+  const emb = await client.POST('/v1/embeddings', {
+    body: { model: 'mock-embedding', input: ['a', 'b'], dimensions: 4 },
+  });
   expect(emb.data?.data).toHaveLength(2);
   expect(emb.data?.data[0].embedding).toHaveLength(4);
 });
 
 test('typed error bodies', async () => {
-  const res = await client.POST('/v1/chat/completions', { body: { model: 'nope', messages: [{ role: 'user', content: 'x' }] } });
+  const res = await client.POST('/v1/chat/completions', {
+    body: { model: 'nope', messages: [{ role: 'user', content: 'x' }] },
+  });
   expect(res.response.status).toBe(400);
-  expect(res.error?.error).toEqual({ message: 'Model not found: nope', type: 'invalid_request_error', param: 'model', code: 'model_not_found' });
+  expect(res.error?.error).toEqual({
+    message: 'Model not found: nope',
+    type: 'invalid_request_error',
+    param: 'model',
+    code: 'model_not_found',
+  });
 });
 
 /** A 200 of a streaming operation is JSON or an SSE string; without `stream` it is the JSON one. */

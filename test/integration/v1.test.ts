@@ -41,11 +41,18 @@ afterAll(async () => {
 
 describe('chat completions', () => {
   test('non-streaming: the answer comes back with the model id the client asked for', async () => {
-    const res = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello there' }] });
+    const res = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hello there' }],
+    });
     expect(res.object).toBe('chat.completion');
     expect(res.model).toBe('gpt-4o-mini');
     expect(res.choices[0].message.content).toBe('Echo: hello there');
-    expect(res.usage).toMatchObject({ prompt_tokens: 10, total_tokens: 13, prompt_tokens_details: { cached_tokens: 0 } });
+    expect(res.usage).toMatchObject({
+      prompt_tokens: 10,
+      total_tokens: 13,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
     const sent = upstream.last();
     expect(sent.body.model).toBe('upstream-chat');
     expect(sent.headers.authorization).toBe('Bearer sk-upstream-secret-credential');
@@ -54,7 +61,10 @@ describe('chat completions', () => {
   test('fields the contract does not list reach the upstream untouched', async () => {
     await client.chat.completions.create({
       model: 'gpt-4o-mini',
-      messages: [{ role: 'developer', content: 'be brief' }, { role: 'user', content: 'hi' }],
+      messages: [
+        { role: 'developer', content: 'be brief' },
+        { role: 'user', content: 'hi' },
+      ],
       temperature: 0.2,
       seed: 7,
       // @ts-expect-error a field newer than the SDK
@@ -64,7 +74,11 @@ describe('chat completions', () => {
   });
 
   test('streaming: chunks arrive in order, end with [DONE], and no usage chunk unless asked', async () => {
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'one two three' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'one two three' }],
+      stream: true,
+    });
     const chunks = [];
     for await (const c of stream) chunks.push(c);
     expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('Echo: one two three');
@@ -93,7 +107,11 @@ describe('chat completions', () => {
   test('streaming is forwarded as it arrives, not buffered', async () => {
     // The upstream sends two chunks and then goes silent: the client must get them while the upstream is still open.
     upstream.plan({ kind: 'stall', events: chatStreamEvents('x', ['early bird'], false, {}).slice(0, 2) });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     let got = '';
     for await (const c of stream) {
       got += c.choices[0]?.delta.content ?? '';
@@ -107,19 +125,64 @@ describe('chat completions', () => {
     upstream.plan({
       kind: 'sse',
       events: [
-        { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }] }, finish_reason: null }] },
-        { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }, finish_reason: null }] },
-        { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }, finish_reason: null }] },
+        {
+          ...base,
+          choices: [
+            {
+              index: 0,
+              delta: {
+                role: 'assistant',
+                content: null,
+                tool_calls: [
+                  { index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } },
+                ],
+              },
+              finish_reason: null,
+            },
+          ],
+        },
+        {
+          ...base,
+          choices: [
+            {
+              index: 0,
+              delta: { tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] },
+              finish_reason: null,
+            },
+          ],
+        },
+        {
+          ...base,
+          choices: [
+            {
+              index: 0,
+              delta: { tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] },
+              finish_reason: null,
+            },
+          ],
+        },
         { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
       ],
     });
     const tools: OpenAI.Chat.ChatCompletionTool[] = [
-      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+      {
+        type: 'function',
+        function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+      },
     ];
-    const runner = client.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather in Paris?' }], tools, tool_choice: 'auto' });
+    const runner = client.chat.completions.stream({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'weather in Paris?' }],
+      tools,
+      tool_choice: 'auto',
+    });
     const final = await runner.finalChatCompletion();
     const call = final.choices[0].message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
-    expect(call).toMatchObject({ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
+    expect(call).toMatchObject({
+      id: 'call_1',
+      type: 'function',
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    });
     expect(final.choices[0].finish_reason).toBe('tool_calls');
     expect(upstream.last().body.tools).toEqual(tools);
 
@@ -133,13 +196,25 @@ describe('chat completions', () => {
       tools,
     });
     expect(next.choices[0].message.content).toBe('Echo: weather in Paris?');
-    expect(upstream.last().body.messages[2]).toEqual({ role: 'tool', tool_call_id: 'call_1', content: '{"temp_c":21}' });
+    expect(upstream.last().body.messages[2]).toEqual({
+      role: 'tool',
+      tool_call_id: 'call_1',
+      content: '{"temp_c":21}',
+    });
   });
 
   test('an error after the stream started ends it with an error event that the SDK raises', async () => {
     const events = chatStreamEvents('x', ['partial'], false, {}).slice(0, 2);
-    upstream.plan({ kind: 'sse', events: [...events, { error: { message: 'upstream exploded', type: 'server_error' } }], done: false });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+    upstream.plan({
+      kind: 'sse',
+      events: [...events, { error: { message: 'upstream exploded', type: 'server_error' } }],
+      done: false,
+    });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     const got: string[] = [];
     await expect(
       (async () => {
@@ -152,8 +227,15 @@ describe('chat completions', () => {
   test.each([['null'], ['5'], ['{"id":"x","object":"chat.completion.chunk"}']])(
     'an upstream event that is not a chunk (%s) ends the stream with an error event, after what came before',
     async (bad) => {
-      upstream.plan({ kind: 'sse', events: [...chatStreamEvents('x', ['fine'], false, {}).slice(0, 2), `data: ${bad}\n\n`] });
-      const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+      upstream.plan({
+        kind: 'sse',
+        events: [...chatStreamEvents('x', ['fine'], false, {}).slice(0, 2), `data: ${bad}\n\n`],
+      });
+      const stream = await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+      });
       let text = '';
       const error = await (async () => {
         for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
@@ -183,7 +265,11 @@ describe('chat completions', () => {
 describe('completions, embeddings, models', () => {
   test('legacy completions, streaming and not', async () => {
     const res = await client.completions.create({ model: 'davinci-002', prompt: 'Once upon a time' });
-    expect(res).toMatchObject({ object: 'text_completion', model: 'davinci-002', choices: [{ text: ' and then: Once upon a time', finish_reason: 'stop' }] });
+    expect(res).toMatchObject({
+      object: 'text_completion',
+      model: 'davinci-002',
+      choices: [{ text: ' and then: Once upon a time', finish_reason: 'stop' }],
+    });
     const stream = await client.completions.create({ model: 'davinci-002', prompt: 'Hi', stream: true });
     let text = '';
     for await (const c of stream) text += c.choices[0]?.text ?? '';
@@ -192,13 +278,27 @@ describe('completions, embeddings, models', () => {
 
   test('legacy completions on a chat model: the prompt is sent as one user message', async () => {
     const res = await client.completions.create({ model: 'gpt-4o-mini', prompt: 'Say hi', max_tokens: 20 });
-    expect(res).toMatchObject({ object: 'text_completion', model: 'gpt-4o-mini', choices: [{ index: 0, text: 'Echo: Say hi', finish_reason: 'stop' }] });
-    expect(upstream.last()).toMatchObject({ path: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'Say hi' }], max_tokens: 20 } });
+    expect(res).toMatchObject({
+      object: 'text_completion',
+      model: 'gpt-4o-mini',
+      choices: [{ index: 0, text: 'Echo: Say hi', finish_reason: 'stop' }],
+    });
+    expect(upstream.last()).toMatchObject({
+      path: '/v1/chat/completions',
+      body: { messages: [{ role: 'user', content: 'Say hi' }], max_tokens: 20 },
+    });
   });
 
   test('embeddings as floats and as base64 (what the SDK asks for by default)', async () => {
-    const floats = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['a', 'b'], encoding_format: 'float' });
-    expect(floats.data.map((d) => d.embedding)).toEqual([[0.5, -0.25, 0.125], [0.5, -0.25, 1.125]]);
+    const floats = await client.embeddings.create({
+      model: 'text-embedding-3-small',
+      input: ['a', 'b'],
+      encoding_format: 'float',
+    });
+    expect(floats.data.map((d) => d.embedding)).toEqual([
+      [0.5, -0.25, 0.125],
+      [0.5, -0.25, 1.125],
+    ]);
     expect(floats.model).toBe('text-embedding-3-small');
     // the SDK sends base64 when no format is set, and decodes it back into numbers
     const viaBase64 = await client.embeddings.create({ model: 'text-embedding-3-small', input: 'a' });
@@ -217,9 +317,15 @@ describe('completions, embeddings, models', () => {
   });
 
   test("an upstream embeddings answer that holds no embeddings is the upstream's failure (502), not ours (500)", async () => {
-    for (const body of [{ object: 'list', data: null }, { object: 'list', data: [null] }, { object: 'list', data: [{ embedding: 7 }] }]) {
+    for (const body of [
+      { object: 'list', data: null },
+      { object: 'list', data: [null] },
+      { object: 'list', data: [{ embedding: 7 }] },
+    ]) {
       upstream.plan({ kind: 'json', body });
-      const e = await client.embeddings.create({ model: 'text-embedding-3-small', input: 'x', encoding_format: 'float' }).catch((x) => x);
+      const e = await client.embeddings
+        .create({ model: 'text-embedding-3-small', input: 'x', encoding_format: 'float' })
+        .catch((x) => x);
       expect(e).toMatchObject({ status: 502, code: 'upstream_unavailable' });
     }
   });
@@ -227,16 +333,28 @@ describe('completions, embeddings, models', () => {
   test('the model list and one model', async () => {
     const models = [];
     for await (const m of client.models.list()) models.push(m);
-    expect(models.map((m) => m.id)).toEqual(['gpt-4o-mini', 'davinci-002', 'text-embedding-3-small', 'mock-chat', 'slow-chat']);
+    expect(models.map((m) => m.id)).toEqual([
+      'gpt-4o-mini',
+      'davinci-002',
+      'text-embedding-3-small',
+      'mock-chat',
+      'slow-chat',
+    ]);
     expect(models[0]).toEqual({ id: 'gpt-4o-mini', object: 'model', created: expect.any(Number), owned_by: 'openai' });
     expect(await client.models.retrieve('mock-chat')).toMatchObject({ id: 'mock-chat', object: 'model' });
   });
 
   test('the mock provider answers without any upstream', async () => {
-    const res = await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'ping' }] });
+    const res = await client.chat.completions.create({
+      model: 'mock-chat',
+      messages: [{ role: 'user', content: 'ping' }],
+    });
     expect(res.choices[0].message.content).toBe('This is a mock answer. You said: ping');
     expect(res.usage!.completion_tokens).toBeGreaterThan(0);
-    const again = await client.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'ping' }] });
+    const again = await client.chat.completions.create({
+      model: 'mock-chat',
+      messages: [{ role: 'user', content: 'ping' }],
+    });
     expect(again).toEqual(res);
   });
 });
@@ -263,7 +381,11 @@ describe('errors, each in the OpenAI shape', () => {
 
   test('401 Invalid API key: missing, malformed, unknown and disabled keys', async () => {
     for (const k of [null, 'not-a-key', 'sk-short', `sk-${'x'.repeat(48)}`]) {
-      await expectError(await raw('/v1/models', { key: k }), 401, { message: 'Invalid API key', type: 'authentication_error', code: 'invalid_api_key' });
+      await expectError(await raw('/v1/models', { key: k }), 401, {
+        message: 'Invalid API key',
+        type: 'authentication_error',
+        code: 'invalid_api_key',
+      });
     }
     // disabled through the gateway's own services: refused at once
     const { secret, keyId } = await gw.newKey();
@@ -289,29 +411,51 @@ describe('errors, each in the OpenAI shape', () => {
   test('403 when the key lacks the scope of the endpoint', async () => {
     const { secret } = await gw.newKey({ scopes: ['embeddings'] });
     const e = await expectError(
-      await raw('/v1/chat/completions', { key: secret, method: 'POST', body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }) }),
+      await raw('/v1/chat/completions', {
+        key: secret,
+        method: 'POST',
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+      }),
       403,
       { type: 'permission_error', code: 'insufficient_scope' },
     );
     expect(e.message).toContain("'chat'");
-    expect((await raw('/v1/embeddings', { key: secret, method: 'POST', body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }) })).status).toBe(200);
+    expect(
+      (
+        await raw('/v1/embeddings', {
+          key: secret,
+          method: 'POST',
+          body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }),
+        })
+      ).status,
+    ).toBe(200);
   });
 
   test('400 Model not found for an unknown model and for one outside the key allow-list; the list shows only allowed models', async () => {
     await expectError(
-      await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'gpt-9', messages: [{ role: 'user', content: 'x' }] }) }),
+      await raw('/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'gpt-9', messages: [{ role: 'user', content: 'x' }] }),
+      }),
       400,
       { message: 'Model not found: gpt-9', type: 'invalid_request_error', code: 'model_not_found', param: 'model' },
     );
     const { secret } = await gw.newKey({ models: ['mock-chat'] });
     await expectError(
-      await raw('/v1/chat/completions', { key: secret, method: 'POST', body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }) }),
+      await raw('/v1/chat/completions', {
+        key: secret,
+        method: 'POST',
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+      }),
       400,
       { message: 'Model not found: gpt-4o-mini' },
     );
-    const list = (await (await raw("/v1/models", { key: secret })).json()) as any;
+    const list = (await (await raw('/v1/models', { key: secret })).json()) as any;
     expect(list.data.map((m: { id: string }) => m.id)).toEqual(['mock-chat']);
-    await expectError(await raw('/v1/models/gpt-4o-mini', { key: secret }), 404, { message: 'Model not found: gpt-4o-mini', code: 'model_not_found' });
+    await expectError(await raw('/v1/models/gpt-4o-mini', { key: secret }), 404, {
+      message: 'Model not found: gpt-4o-mini',
+      code: 'model_not_found',
+    });
   });
 
   test('400 naming the field for values outside the bounds of the spec', async () => {
@@ -327,21 +471,37 @@ describe('errors, each in the OpenAI shape', () => {
     ];
     for (const [patch, param] of cases) {
       const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], ...patch };
-      const e = await expectError(await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify(body) }), 400, { type: 'invalid_request_error', param });
+      const e = await expectError(
+        await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify(body) }),
+        400,
+        { type: 'invalid_request_error', param },
+      );
       expect(e.message).toContain(param);
     }
-    await expectError(await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }] }) }), 400, {
-      param: 'model',
-      code: 'missing_required_parameter',
-    });
-    const sdkError = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], temperature: 5 }).catch((e) => e);
+    await expectError(
+      await raw('/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }] }),
+      }),
+      400,
+      {
+        param: 'model',
+        code: 'missing_required_parameter',
+      },
+    );
+    const sdkError = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], temperature: 5 })
+      .catch((e) => e);
     expect(sdkError).toBeInstanceOf(OpenAI.BadRequestError);
     expect(sdkError.param).toBe('temperature');
   });
 
   test('a union (string or array) that the value matches by type reports what is wrong inside it', async () => {
     const e = await expectError(
-      await raw('/v1/embeddings', { method: 'POST', body: JSON.stringify({ model: 'text-embedding-3-small', input: [] }) }),
+      await raw('/v1/embeddings', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'text-embedding-3-small', input: [] }),
+      }),
       400,
       { param: 'input', code: 'invalid_value' },
     );
@@ -349,20 +509,41 @@ describe('errors, each in the OpenAI shape', () => {
   });
 
   test('malformed JSON 400, unknown path 404, wrong method 405, wrong media type 415, oversized body 413', async () => {
-    await expectError(await raw('/v1/chat/completions', { method: 'POST', body: '{"model": ' }), 400, { code: 'invalid_json' });
+    await expectError(await raw('/v1/chat/completions', { method: 'POST', body: '{"model": ' }), 400, {
+      code: 'invalid_json',
+    });
     await expectError(await raw('/v1/nope'), 404, { code: 'unknown_url' });
     await expectError(await raw('/v1/models', { method: 'DELETE' }), 405, { code: 'method_not_allowed' });
-    await expectError(await raw('/v1/chat/completions', { method: 'POST', body: 'hello', headers: { 'content-type': 'text/plain' } }), 415, {});
-    const huge = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(11 * 1024 * 1024) }] });
-    await expectError(await raw('/v1/chat/completions', { method: 'POST', body: huge }), 413, { code: 'request_too_large' });
+    await expectError(
+      await raw('/v1/chat/completions', { method: 'POST', body: 'hello', headers: { 'content-type': 'text/plain' } }),
+      415,
+      {},
+    );
+    const huge = JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'x'.repeat(11 * 1024 * 1024) }],
+    });
+    await expectError(await raw('/v1/chat/completions', { method: 'POST', body: huge }), 413, {
+      code: 'request_too_large',
+    });
   });
 
   test('502 when the upstream is down, answers 5xx or stalls; the message names no URL or credential', async () => {
-    const plans = [{ kind: 'json' as const, status: 500, body: { error: { message: 'boom at http://internal:9999 with sk-upstream-secret-credential' } } }, { kind: 'reset' as const }];
+    const plans = [
+      {
+        kind: 'json' as const,
+        status: 500,
+        body: { error: { message: 'boom at http://internal:9999 with sk-upstream-secret-credential' } },
+      },
+      { kind: 'reset' as const },
+    ];
     for (const p of plans) {
       upstream.plan(p);
       const e = await expectError(
-        await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }) }),
+        await raw('/v1/chat/completions', {
+          method: 'POST',
+          body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+        }),
         502,
         { type: 'upstream_error' },
       );
@@ -371,12 +552,17 @@ describe('errors, each in the OpenAI shape', () => {
     // a stall before the first byte, past the route's time-to-first-byte limit
     upstream.plan({ kind: 'hang' });
     await expectError(
-      await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'slow-chat', messages: [{ role: 'user', content: 'x' }] }) }),
+      await raw('/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'slow-chat', messages: [{ role: 'user', content: 'x' }] }),
+      }),
       502,
       { type: 'upstream_error', message: 'The upstream provider is unavailable (timed out)' },
     );
     upstream.plan({ kind: 'json', status: 503, body: {} });
-    const sdkError = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    const sdkError = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
     expect(sdkError).toBeInstanceOf(OpenAI.InternalServerError);
     expect(sdkError.status).toBe(502);
   });
@@ -384,13 +570,23 @@ describe('errors, each in the OpenAI shape', () => {
   test('an upstream 429 is a 429 upstream_rate_limited; an upstream 400 is passed through as a 400', async () => {
     upstream.plan({ kind: 'json', status: 429, body: { error: { message: 'slow down' } } });
     await expectError(
-      await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }) }),
+      await raw('/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+      }),
       429,
       { code: 'upstream_rate_limited' },
     );
-    upstream.plan({ kind: 'json', status: 400, body: { error: { message: "Invalid 'logit_bias': too many entries", type: 'invalid_request_error' } } });
+    upstream.plan({
+      kind: 'json',
+      status: 400,
+      body: { error: { message: "Invalid 'logit_bias': too many entries", type: 'invalid_request_error' } },
+    });
     await expectError(
-      await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }) }),
+      await raw('/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+      }),
       400,
       { message: "Invalid 'logit_bias': too many entries" },
     );
@@ -409,7 +605,10 @@ describe('errors, each in the OpenAI shape', () => {
     const ids = new Set<string>();
     for (const res of [
       await raw('/v1/models'),
-      await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'mock-chat', messages: [{ role: 'user', content: 'x' }], stream: true }) }),
+      await raw('/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'mock-chat', messages: [{ role: 'user', content: 'x' }], stream: true }),
+      }),
       await raw('/v1/nope'),
     ]) {
       ids.add(res.headers.get('x-request-id')!);

@@ -66,7 +66,9 @@ const layer = (f: string) => {
 
 test('every module of src/ belongs to a layer (and the imports are read)', () => {
   expect(all.filter((f) => !LAYERS.some(([, re]) => re.test(f)))).toEqual([]);
-  expect(graph.get('http/api.ts')).toEqual(expect.arrayContaining(['handlers/index.ts', 'gateway/bound.ts', 'errors.ts']));
+  expect(graph.get('http/api.ts')).toEqual(
+    expect.arrayContaining(['handlers/index.ts', 'gateway/bound.ts', 'errors.ts']),
+  );
 });
 
 test('no module imports a layer above its own, and the gateway and accounts do not know each other', () => {
@@ -104,7 +106,8 @@ test('no function is longer than 60 lines', () => {
     const sf = ts.createSourceFile(f, fs.readFileSync(path.join(SRC, f), 'utf8'), ts.ScriptTarget.Latest, true);
     const visit = (n: ts.Node) => {
       if (ts.isFunctionLike(n) && 'body' in n && n.body) {
-        const lines = sf.getLineAndCharacterOfPosition(n.end).line - sf.getLineAndCharacterOfPosition(n.getStart()).line + 1;
+        const lines =
+          sf.getLineAndCharacterOfPosition(n.end).line - sf.getLineAndCharacterOfPosition(n.getStart()).line + 1;
         if (lines > 60) long.push(`${f}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1} (${lines} lines)`);
       }
       ts.forEachChild(n, visit);
@@ -135,7 +138,9 @@ test('no interface or object type declares a member twice', () => {
 
 test('every TypeScript file at the root is type-checked (tsconfig.json includes it)', () => {
   const root = path.join(SRC, '..');
-  const { include } = ts.readConfigFile(path.join(root, 'tsconfig.json'), ts.sys.readFile).config as { include: string[] };
+  const { include } = ts.readConfigFile(path.join(root, 'tsconfig.json'), ts.sys.readFile).config as {
+    include: string[];
+  };
   expect(fs.readdirSync(root).filter((f) => f.endsWith('.ts') && !include.includes(f))).toEqual([]);
 });
 
@@ -169,7 +174,8 @@ describe('no list of what the contract lists is kept by hand', () => {
     return out;
   }
 
-  const text = (n: ts.Node | undefined) => (n && (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) ? n.text : '');
+  const text = (n: ts.Node | undefined) =>
+    n && (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) ? n.text : '';
   const key = (n: ts.Node) => {
     const name = (n as { name?: ts.Node }).name;
     return name && (ts.isIdentifier(name) || ts.isStringLiteral(name)) ? name.text : '';
@@ -182,7 +188,8 @@ describe('no list of what the contract lists is kept by hand', () => {
     if (ts.isEnumDeclaration(n) || ts.isInterfaceDeclaration(n) || ts.isTypeLiteralNode(n)) {
       return [[n.members.map(key), ALL]];
     }
-    if (ts.isSwitchStatement(n)) return [[n.caseBlock.clauses.map((c) => (ts.isCaseClause(c) ? text(c.expression) : '')), ALL]];
+    if (ts.isSwitchStatement(n))
+      return [[n.caseBlock.clauses.map((c) => (ts.isCaseClause(c) ? text(c.expression) : '')), ALL]];
     if (!ts.isObjectLiteralExpression(n)) return [];
     const values = n.properties.map((p) => (ts.isPropertyAssignment(p) ? text(p.initializer) : ''));
     // A provider's adapters are keyed by the wires it serves: that list is the provider's own.

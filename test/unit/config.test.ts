@@ -59,7 +59,12 @@ models:
       latency_ms: 0,
       settings: {},
     });
-    expect(c.providers.local.timeouts).toEqual({ connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, total_ms: 600_000 });
+    expect(c.providers.local.timeouts).toEqual({
+      connect_ms: 10_000,
+      first_byte_ms: 120_000,
+      idle_ms: 60_000,
+      total_ms: 600_000,
+    });
     expect(c.providers.local.base_url).toBeUndefined();
   });
 
@@ -89,7 +94,9 @@ models:
   });
 
   test('server settings are optional', () => {
-    const c = parseConfig('providers: { m: { type: mock } }\nmodels: [ { id: a, kind: completion, routes: [ { provider: m } ] } ]\n');
+    const c = parseConfig(
+      'providers: { m: { type: mock } }\nmodels: [ { id: a, kind: completion, routes: [ { provider: m } ] } ]\n',
+    );
     expect(c.file).toBeNull();
     expect(c.server.max_body_bytes).toBe(10 * 1024 * 1024);
   });
@@ -104,12 +111,43 @@ models:
 ${models}`;
 
   test("left out, a cache class is priced at the provider's multiplier of input, and start-up is told", () => {
-    const c = parseConfig(yaml('  - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }'), null, {});
-    expect(c.models[0].price).toEqual({ input: 3_000_000, output: 15_000_000, cached_input: 300_000, cache_write: 3_750_000, cache_write_1h: 6_000_000 });
+    const c = parseConfig(
+      yaml('  - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }'),
+      null,
+      {},
+    );
+    expect(c.models[0].price).toEqual({
+      input: 3_000_000,
+      output: 15_000_000,
+      cached_input: 300_000,
+      cache_write: 3_750_000,
+      cache_write_1h: 6_000_000,
+    });
     expect(c.priceNotices).toEqual([
-      { model: 'claude', class: 'cached_input', price: 300_000, kind: 'derived', provider: 'anthropic', billed: 300_000 },
-      { model: 'claude', class: 'cache_write', price: 3_750_000, kind: 'derived', provider: 'anthropic', billed: 3_750_000 },
-      { model: 'claude', class: 'cache_write_1h', price: 6_000_000, kind: 'derived', provider: 'anthropic', billed: 6_000_000 },
+      {
+        model: 'claude',
+        class: 'cached_input',
+        price: 300_000,
+        kind: 'derived',
+        provider: 'anthropic',
+        billed: 300_000,
+      },
+      {
+        model: 'claude',
+        class: 'cache_write',
+        price: 3_750_000,
+        kind: 'derived',
+        provider: 'anthropic',
+        billed: 3_750_000,
+      },
+      {
+        model: 'claude',
+        class: 'cache_write_1h',
+        price: 6_000_000,
+        kind: 'derived',
+        provider: 'anthropic',
+        billed: 6_000_000,
+      },
     ]);
   });
 
@@ -120,16 +158,48 @@ ${models}`;
       null,
       {},
     );
-    expect(c.models[0].price).toEqual({ input: 1_000_000, output: 4_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000 });
+    expect(c.models[0].price).toEqual({
+      input: 1_000_000,
+      output: 4_000_000,
+      cached_input: 1_000_000,
+      cache_write: 1_000_000,
+      cache_write_1h: 1_000_000,
+    });
     // reads: OpenAI's route may bill them at input; writes: Anthropic's bills more than input
-    expect(c.models[1].price).toMatchObject({ cached_input: 3_000_000, cache_write: 3_750_000, cache_write_1h: 6_000_000 });
-    expect(c.priceNotices.map((n) => `${n.model} ${n.class} ${n.kind}`)).toEqual(['both cache_write derived', 'both cache_write_1h derived']);
+    expect(c.models[1].price).toMatchObject({
+      cached_input: 3_000_000,
+      cache_write: 3_750_000,
+      cache_write_1h: 6_000_000,
+    });
+    expect(c.priceNotices.map((n) => `${n.model} ${n.class} ${n.kind}`)).toEqual([
+      'both cache_write derived',
+      'both cache_write_1h derived',
+    ]);
   });
 
   test('a configured price below what the provider bills is kept, and noted as sold at a loss', () => {
-    const c = parseConfig(yaml('  - { id: cheap, kind: chat, price: { input: 3, output: 15, cache_write: 3, cached_input: 0.3 }, routes: [ { provider: an } ] }'), null, {});
-    expect(c.models[0].price).toMatchObject({ cache_write: 3_000_000, cached_input: 300_000, cache_write_1h: 6_000_000 });
-    expect(c.priceNotices.filter((n) => n.kind === 'below')).toEqual([{ model: 'cheap', class: 'cache_write', price: 3_000_000, kind: 'below', provider: 'anthropic', billed: 3_750_000 }]);
+    const c = parseConfig(
+      yaml(
+        '  - { id: cheap, kind: chat, price: { input: 3, output: 15, cache_write: 3, cached_input: 0.3 }, routes: [ { provider: an } ] }',
+      ),
+      null,
+      {},
+    );
+    expect(c.models[0].price).toMatchObject({
+      cache_write: 3_000_000,
+      cached_input: 300_000,
+      cache_write_1h: 6_000_000,
+    });
+    expect(c.priceNotices.filter((n) => n.kind === 'below')).toEqual([
+      {
+        model: 'cheap',
+        class: 'cache_write',
+        price: 3_000_000,
+        kind: 'below',
+        provider: 'anthropic',
+        billed: 3_750_000,
+      },
+    ]);
   });
 });
 
@@ -143,41 +213,104 @@ models:
 
   test('a tier sets the prices above a prompt size; cache prices left out come from its own input', () => {
     // Gemini 2.5 Pro: 1.25 / 10 up to 200k prompt tokens, 2.5 / 15 above (cache reads 0.31 and 0.625)
-    const c = parseConfig(yaml('{ input: 1.25, output: 10, cached_input: 0.31, tiers: [ { above_prompt_tokens: 200000, input: 2.5, output: 15, cached_input: 0.625 } ] }', 'g'), null, {});
+    const c = parseConfig(
+      yaml(
+        '{ input: 1.25, output: 10, cached_input: 0.31, tiers: [ { above_prompt_tokens: 200000, input: 2.5, output: 15, cached_input: 0.625 } ] }',
+        'g',
+      ),
+      null,
+      {},
+    );
     expect(c.models[0].price).toEqual({
       input: 1_250_000,
       output: 10_000_000,
       cached_input: 310_000,
       cache_write: 1_250_000,
       cache_write_1h: 1_250_000,
-      tiers: [{ above_prompt_tokens: 200_000, input: 2_500_000, output: 15_000_000, cached_input: 625_000, cache_write: 2_500_000, cache_write_1h: 2_500_000 }],
+      tiers: [
+        {
+          above_prompt_tokens: 200_000,
+          input: 2_500_000,
+          output: 15_000_000,
+          cached_input: 625_000,
+          cache_write: 2_500_000,
+          cache_write_1h: 2_500_000,
+        },
+      ],
     });
   });
 
   test("Claude's long context: the tier's cache prices are Anthropic's multipliers of the tier's input, and start-up says so", () => {
-    const c = parseConfig(yaml('{ input: 3, output: 15, tiers: [ { above_prompt_tokens: 200000, input: 6, output: 22.5 } ] }'), null, {});
-    expect(c.models[0].price.tiers).toEqual([{ above_prompt_tokens: 200_000, input: 6_000_000, output: 22_500_000, cached_input: 600_000, cache_write: 7_500_000, cache_write_1h: 12_000_000 }]);
-    expect(c.priceNotices.filter((n) => n.tier !== undefined).map((n) => `${n.class} ${n.tier} ${n.price}`)).toEqual(['cached_input 200000 600000', 'cache_write 200000 7500000', 'cache_write_1h 200000 12000000']);
+    const c = parseConfig(
+      yaml('{ input: 3, output: 15, tiers: [ { above_prompt_tokens: 200000, input: 6, output: 22.5 } ] }'),
+      null,
+      {},
+    );
+    expect(c.models[0].price.tiers).toEqual([
+      {
+        above_prompt_tokens: 200_000,
+        input: 6_000_000,
+        output: 22_500_000,
+        cached_input: 600_000,
+        cache_write: 7_500_000,
+        cache_write_1h: 12_000_000,
+      },
+    ]);
+    expect(c.priceNotices.filter((n) => n.tier !== undefined).map((n) => `${n.class} ${n.tier} ${n.price}`)).toEqual([
+      'cached_input 200000 600000',
+      'cache_write 200000 7500000',
+      'cache_write_1h 200000 12000000',
+    ]);
   });
 
   test('input and output a tier leaves out are those of the tier below it', () => {
-    const c = parseConfig(yaml('{ input: 1, output: 2, tiers: [ { above_prompt_tokens: 1000, input: 3 }, { above_prompt_tokens: 2000, output: 5 } ] }', 'g'), null, {});
-    expect(c.models[0].price.tiers).toEqual([expect.objectContaining({ above_prompt_tokens: 1000, input: 3_000_000, output: 2_000_000 }), expect.objectContaining({ above_prompt_tokens: 2000, input: 3_000_000, output: 5_000_000 })]);
+    const c = parseConfig(
+      yaml(
+        '{ input: 1, output: 2, tiers: [ { above_prompt_tokens: 1000, input: 3 }, { above_prompt_tokens: 2000, output: 5 } ] }',
+        'g',
+      ),
+      null,
+      {},
+    );
+    expect(c.models[0].price.tiers).toEqual([
+      expect.objectContaining({ above_prompt_tokens: 1000, input: 3_000_000, output: 2_000_000 }),
+      expect.objectContaining({ above_prompt_tokens: 2000, input: 3_000_000, output: 5_000_000 }),
+    ]);
   });
 
   test('without tiers (or with none) a price has no tiers', () => {
-    expect(parseConfig(yaml('{ input: 1, output: 2, tiers: [] }', 'g'), null, {}).models[0].price).not.toHaveProperty('tiers');
+    expect(parseConfig(yaml('{ input: 1, output: 2, tiers: [] }', 'g'), null, {}).models[0].price).not.toHaveProperty(
+      'tiers',
+    );
   });
 
   test.each([
-    ['{ input: 1, tiers: [ { above_prompt_tokens: 2000, input: 2 }, { above_prompt_tokens: 1000, input: 3 } ] }', /gw\.yaml:6:\d+: models\[0\]\.price\.tiers\[1\]\.above_prompt_tokens: tiers must be in ascending order of above_prompt_tokens: 1000 is not above 2000/],
-    ['{ input: 1, tiers: [ { above_prompt_tokens: 1000, input: 2 }, { above_prompt_tokens: 1000, input: 3 } ] }', /tiers\[1\]\.above_prompt_tokens: tiers must be in ascending order/],
-    ['{ input: 1, tiers: [ { above_prompt_tokens: 1000 } ] }', /models\[0\]\.price\.tiers\[0\]: a tier must set at least one price \(input, cached_input, cache_write, cache_write_1h, output\)/],
-    ['{ input: 1, tiers: [ { input: 2 } ] }', /models\[0\]\.price\.tiers\[0\]: missing required setting 'above_prompt_tokens'/],
+    [
+      '{ input: 1, tiers: [ { above_prompt_tokens: 2000, input: 2 }, { above_prompt_tokens: 1000, input: 3 } ] }',
+      /gw\.yaml:6:\d+: models\[0\]\.price\.tiers\[1\]\.above_prompt_tokens: tiers must be in ascending order of above_prompt_tokens: 1000 is not above 2000/,
+    ],
+    [
+      '{ input: 1, tiers: [ { above_prompt_tokens: 1000, input: 2 }, { above_prompt_tokens: 1000, input: 3 } ] }',
+      /tiers\[1\]\.above_prompt_tokens: tiers must be in ascending order/,
+    ],
+    [
+      '{ input: 1, tiers: [ { above_prompt_tokens: 1000 } ] }',
+      /models\[0\]\.price\.tiers\[0\]: a tier must set at least one price \(input, cached_input, cache_write, cache_write_1h, output\)/,
+    ],
+    [
+      '{ input: 1, tiers: [ { input: 2 } ] }',
+      /models\[0\]\.price\.tiers\[0\]: missing required setting 'above_prompt_tokens'/,
+    ],
     ['{ input: 1, tiers: [ { above_prompt_tokens: 0, input: 2 } ] }', /tiers\[0\]\.above_prompt_tokens: must be >= 1/],
-    ['{ input: 1, tiers: [ { above_prompt_tokens: 1.5, input: 2 } ] }', /tiers\[0\]\.above_prompt_tokens: must be integer/],
+    [
+      '{ input: 1, tiers: [ { above_prompt_tokens: 1.5, input: 2 } ] }',
+      /tiers\[0\]\.above_prompt_tokens: must be integer/,
+    ],
     ['{ input: 1, tiers: [ { above_prompt_tokens: 100, inputs: 2 } ] }', /tiers\[0\]: unknown setting 'inputs'/],
-    ['{ input: 1, tiers: [ { above_prompt_tokens: 100, input: 0.0000001 } ] }', /tiers\[0\]\.input: must be a USD amount with at most 6 decimals/],
+    [
+      '{ input: 1, tiers: [ { above_prompt_tokens: 100, input: 0.0000001 } ] }',
+      /tiers\[0\]\.input: must be a USD amount with at most 6 decimals/,
+    ],
   ])('%s is refused', (price, message) => {
     expect(configError(yaml(price))).toMatch(message);
   });
@@ -218,7 +351,11 @@ models:
   });
 
   test('a variable name in a comment or a key is left alone', () => {
-    const c = parseConfig('# ${NOT_SET}\nproviders: { m: { type: mock, headers: { "${X}": "v-${X}" } } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: m } ] } ]\n', null, { X: 'x' });
+    const c = parseConfig(
+      '# ${NOT_SET}\nproviders: { m: { type: mock, headers: { "${X}": "v-${X}" } } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: m } ] } ]\n',
+      null,
+      { X: 'x' },
+    );
     expect(c.providers.m.headers).toEqual({ '${X}': 'v-x' });
   });
 });
@@ -253,7 +390,8 @@ models:
   });
 
   test('a bad provider type', () => {
-    const text = 'providers:\n  mock: { type: mock }\n  other: { type: cohere }\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
+    const text =
+      'providers:\n  mock: { type: mock }\n  other: { type: cohere }\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
     expect(configError(text)).toMatch(/^gw\.yaml:3:18: providers\.other\.type: must be one of openai, (\w+, )*mock$/);
   });
 
@@ -270,7 +408,9 @@ models:
   });
 
   test('a mock provider needs no base_url', () => {
-    expect(() => parseConfig('providers: { m: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: m } ] } ]\n')).not.toThrow();
+    expect(() =>
+      parseConfig('providers: { m: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: m } ] } ]\n'),
+    ).not.toThrow();
   });
 
   test('a model without routes', () => {
@@ -291,12 +431,14 @@ models:
   });
 
   test('an unknown top-level setting', () => {
-    const text = 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\nmodel_aliases: {}\n';
+    const text =
+      'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\nmodel_aliases: {}\n';
     expect(configError(text)).toBe("gw.yaml:5:1: unknown setting 'model_aliases'");
   });
 
   test('an unknown setting inside a flow mapping', () => {
-    const text = 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock, region: eu } ] }\n';
+    const text =
+      'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock, region: eu } ] }\n';
     expect(configError(text)).toBe("gw.yaml:4:54: models[0].routes[0]: unknown setting 'region'");
   });
 
@@ -312,21 +454,27 @@ models:
   });
 
   test('out-of-range numbers', () => {
-    const timeouts = 'providers:\n  mock:\n    type: mock\n    timeouts:\n      connect_ms: 0\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
+    const timeouts =
+      'providers:\n  mock:\n    type: mock\n    timeouts:\n      connect_ms: 0\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
     expect(configError(timeouts)).toBe('gw.yaml:5:19: providers.mock.timeouts.connect_ms: must be >= 1');
-    const body = 'server:\n  max_body_bytes: 10\nproviders: { mock: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
+    const body =
+      'server:\n  max_body_bytes: 10\nproviders: { mock: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
     expect(configError(body)).toBe('gw.yaml:2:19: server.max_body_bytes: must be >= 1024');
   });
 
   test('no providers or no models', () => {
     expect(configError('providers: { mock: { type: mock } }\n')).toBe("gw.yaml:1:1: missing required setting 'models'");
-    expect(configError('providers: { mock: { type: mock } }\nmodels: []\n')).toBe('gw.yaml:2:9: models: must NOT have fewer than 1 items');
+    expect(configError('providers: { mock: { type: mock } }\nmodels: []\n')).toBe(
+      'gw.yaml:2:9: models: must NOT have fewer than 1 items',
+    );
   });
 
   test('invalid YAML syntax: a duplicate key and a tab used as indentation', () => {
-    const duplicate = 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\nproviders: {}\n';
+    const duplicate =
+      'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\nproviders: {}\n';
     expect(configError(duplicate)).toBe('gw.yaml:5:1: invalid YAML: Map keys must be unique');
-    const tab = 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\n\textra: 1\n';
+    const tab =
+      'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: mock } ] }\n\textra: 1\n';
     expect(configError(tab)).toMatch(/^gw\.yaml:5:1: invalid YAML: Tabs are not allowed/);
   });
 
@@ -346,8 +494,13 @@ describe('loadConfig', () => {
 
   test('reads a file and names it in errors', () => {
     const file = path.join(dir, 'bad.yaml');
-    fs.writeFileSync(file, 'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: nope } ] }\n');
-    expect(() => loadConfig(file, {})).toThrow(new ConfigError(`${file}:4:48: models[0].routes[0].provider: unknown provider 'nope'`));
+    fs.writeFileSync(
+      file,
+      'providers:\n  mock: { type: mock }\nmodels:\n  - { id: a, kind: chat, routes: [ { provider: nope } ] }\n',
+    );
+    expect(() => loadConfig(file, {})).toThrow(
+      new ConfigError(`${file}:4:48: models[0].routes[0].provider: unknown provider 'nope'`),
+    );
   });
 
   test('a missing file is a ConfigError naming the file', () => {

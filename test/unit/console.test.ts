@@ -35,7 +35,9 @@ test('codes: Crockford base32, compared without case, spaces or dashes', () => {
 });
 
 test('cookies', () => {
-  expect(sessionCookie('abc', 86_400_000, true)).toBe('sy_session=abc; Max-Age=86400; Path=/; HttpOnly; SameSite=Lax; Secure');
+  expect(sessionCookie('abc', 86_400_000, true)).toBe(
+    'sy_session=abc; Max-Age=86400; Path=/; HttpOnly; SameSite=Lax; Secure',
+  );
   expect(readCookie('a=1; sy_session=xyz; b=2', 'sy_session')).toBe('xyz');
   expect(readCookie('xsy_session=1', 'sy_session')).toBeUndefined();
   expect(readCookie(undefined, 'sy_session')).toBeUndefined();
@@ -72,23 +74,41 @@ test('the console settings: defaults, and errors that name the setting', () => {
     disposable_domains: expect.arrayContaining(['mailinator.com', 'yopmail.com', 'guerrillamail.com']),
     captcha: null,
   });
-  expect(parseConfig(`console: { disposable_domains: [Example.ORG] }\n${MODELS}`).console.disposable_domains).toEqual(['example.org']);
-  expect(parseConfig(`console: { starter_credits_usd: 0.5, referral_credits_usd: 0 }\n${MODELS}`).console).toMatchObject({
+  expect(parseConfig(`console: { disposable_domains: [Example.ORG] }\n${MODELS}`).console.disposable_domains).toEqual([
+    'example.org',
+  ]);
+  expect(
+    parseConfig(`console: { starter_credits_usd: 0.5, referral_credits_usd: 0 }\n${MODELS}`).console,
+  ).toMatchObject({
     starter_credits_micros: 500_000,
     referral_credits_micros: 0,
   });
-  expect(() => parseConfig(`console:\n  topup_min_usd: 5.001\n${MODELS}`, 'c.yaml')).toThrow(/^c\.yaml:2:\d+: console\.topup_min_usd: must be whole cents/);
-  expect(() => parseConfig(`console: { topup_min_usd: 50, topup_max_usd: 10 }\n${MODELS}`)).toThrow(/console\.topup_max_usd: must not be below topup_min_usd/);
-  expect(() => parseConfig(`console: { public_url: "https://x.example/path" }\n${MODELS}`)).toThrow(/console\.public_url/);
-  expect(() => parseConfig(`console: { referal_credits_usd: 5 }\n${MODELS}`)).toThrow(/unknown setting 'referal_credits_usd'/);
+  expect(() => parseConfig(`console:\n  topup_min_usd: 5.001\n${MODELS}`, 'c.yaml')).toThrow(
+    /^c\.yaml:2:\d+: console\.topup_min_usd: must be whole cents/,
+  );
+  expect(() => parseConfig(`console: { topup_min_usd: 50, topup_max_usd: 10 }\n${MODELS}`)).toThrow(
+    /console\.topup_max_usd: must not be below topup_min_usd/,
+  );
+  expect(() => parseConfig(`console: { public_url: "https://x.example/path" }\n${MODELS}`)).toThrow(
+    /console\.public_url/,
+  );
+  expect(() => parseConfig(`console: { referal_credits_usd: 5 }\n${MODELS}`)).toThrow(
+    /unknown setting 'referal_credits_usd'/,
+  );
   // mailed links must not take their host from the request (a reset link for someone else's address, Host: attacker)
-  expect(() => parseConfig(`mail: { smtp_url: "smtp://127.0.0.1:25" }\n${MODELS}`, 'c.yaml')).toThrow(/^c\.yaml:1:\d+: mail\.smtp_url: mailed links need console\.public_url/);
-  expect(parseConfig(`mail: { smtp_url: "smtp://127.0.0.1:25" }\nconsole: { public_url: "https://sy.example" }\n${MODELS}`).mail.smtp_url).toBe('smtp://127.0.0.1:25');
+  expect(() => parseConfig(`mail: { smtp_url: "smtp://127.0.0.1:25" }\n${MODELS}`, 'c.yaml')).toThrow(
+    /^c\.yaml:1:\d+: mail\.smtp_url: mailed links need console\.public_url/,
+  );
+  expect(
+    parseConfig(`mail: { smtp_url: "smtp://127.0.0.1:25" }\nconsole: { public_url: "https://sy.example" }\n${MODELS}`)
+      .mail.smtp_url,
+  ).toBe('smtp://127.0.0.1:25');
   expect(parseConfig(MODELS).mail.smtp_url).toBeNull(); // no SMTP: links go to the log, no public_url needed
 });
 
 describe('addressKey: what per-address limits count', () => {
-  const { addressKey } = require('../../src/services/consoleLimits') as typeof import('../../src/services/consoleLimits');
+  const { addressKey } =
+    require('../../src/services/consoleLimits') as typeof import('../../src/services/consoleLimits');
   test.each([
     ['203.0.113.7', '203.0.113.7'],
     ['::ffff:203.0.113.7', '203.0.113.7'],
@@ -104,14 +124,20 @@ describe('addressKey: what per-address limits count', () => {
 });
 
 describe('which addresses are one mailbox (once-per-mailbox credits)', () => {
-  const { emailKey, normaliseEmail } = require('../../src/accounts/accounts') as typeof import('../../src/accounts/accounts');
+  const { emailKey, normaliseEmail } =
+    require('../../src/accounts/accounts') as typeof import('../../src/accounts/accounts');
   test.each([
     ['a.d.a+farm@gmail.com', 'ada@gmail.com'], // Gmail ignores dots and +tags
     ['A.DA@GoogleMail.com', 'ada@gmail.com'], // googlemail.com is gmail.com
     ['a.da+x@example.com', 'a.da@example.com'], // elsewhere dots count (Google Workspace domains too); +tags do not
     ['ada@mail.gmail.com', 'ada@mail.gmail.com'], // not gmail.com itself
   ])('%s is the mailbox %s', (address, key) => expect(emailKey(normaliseEmail(address))).toBe(key));
-  test.each(['me@gmail.com,1', 'x<me@gmail.com>y.z', 'ada@gmail.com.', '"ada"@gmail.com', 'ada@-gmail.com', 'ada@gmail'])('%s is refused', (address) =>
-    expect(() => normaliseEmail(address)).toThrow(/not an email address/),
-  );
+  test.each([
+    'me@gmail.com,1',
+    'x<me@gmail.com>y.z',
+    'ada@gmail.com.',
+    '"ada"@gmail.com',
+    'ada@-gmail.com',
+    'ada@gmail',
+  ])('%s is refused', (address) => expect(() => normaliseEmail(address)).toThrow(/not an email address/));
 });

@@ -7,7 +7,9 @@ import { checkTables } from '../../src/http/api';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-const json = (schema: string) => ({ content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } } });
+const json = (schema: string) => ({
+  content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
+});
 const chat = (x: Record<string, unknown> = {}) => ({
   operationId: 'createChat',
   security: [{ bearerAuth: ['chat'] }],
@@ -21,7 +23,9 @@ function spec(paths: Record<string, unknown> = {}) {
   return {
     paths: {
       '/v1/chat': { post: chat() },
-      '/v1/models': { get: { operationId: 'listModels', security: [{ bearerAuth: ['models'] }], 'x-switchyard': { meter: 'none' } } },
+      '/v1/models': {
+        get: { operationId: 'listModels', security: [{ bearerAuth: ['models'] }], 'x-switchyard': { meter: 'none' } },
+      },
       '/console/keys': {
         get: { operationId: 'listKeys', security: [{ cookieSession: [] }] },
         post: { operationId: 'createKey', security: [{ cookieSession: [], csrfToken: [] }] },
@@ -32,7 +36,11 @@ function spec(paths: Record<string, unknown> = {}) {
     },
     components: {
       schemas: {
-        KeyScope: { type: 'string', enum: ['chat', 'models'], 'x-enumDescriptions': { chat: 'Chat', models: "Models' list" } },
+        KeyScope: {
+          type: 'string',
+          enum: ['chat', 'models'],
+          'x-enumDescriptions': { chat: 'Chat', models: "Models' list" },
+        },
         ModelKind: { type: 'string', enum: ['chat'] },
         Req: { type: 'object' },
         Res: { type: 'object' },
@@ -68,12 +76,17 @@ test('who may call each operation follows its security; what is checked of a key
     wires: { chat: { operationId: 'createChat', kinds: ['chat'], stream: 'Chunk', paid: true } },
   });
   const anthropic = { ...chat(), security: [{ bearerAuth: ['chat'] }, { anthropicApiKey: ['chat'] }] };
-  expect(derive(spec({ '/v1/chat': { post: anthropic } })).endpoints.createChat).toMatchObject({ caller: 'key', anthropicKey: true });
+  expect(derive(spec({ '/v1/chat': { post: anthropic } })).endpoints.createChat).toMatchObject({
+    caller: 'key',
+    anthropicKey: true,
+  });
 });
 
 test('a session operation that changes state without the CSRF header is refused', () => {
   const unsafe = { operationId: 'createKey', security: [{ cookieSession: [] }] };
-  expect(problems(spec({ '/console/keys': { post: unsafe } }))).toEqual(['createKey (POST /console/keys) changes state and must require csrfToken with cookieSession']);
+  expect(problems(spec({ '/console/keys': { post: unsafe } }))).toEqual([
+    'createKey (POST /console/keys) changes state and must require csrfToken with cookieSession',
+  ]);
 });
 
 test('security the gateway cannot enforce is refused: no security at all, mixed schemes, a key without one scope', () => {
@@ -81,32 +94,61 @@ test('security the gateway cannot enforce is refused: no security at all, mixed 
     '/a': { get: { operationId: 'a' } },
     '/b': { get: { operationId: 'b', security: [{ cookieSession: [] }, { adminToken: [] }] } },
     '/c': { get: { operationId: 'c', security: [{ bearerAuth: [] }], 'x-switchyard': { meter: 'none' } } },
-    '/d': { get: { operationId: 'd', security: [{ bearerAuth: ['chat'] }, { anthropicApiKey: ['models'] }], 'x-switchyard': { meter: 'none' } } },
+    '/d': {
+      get: {
+        operationId: 'd',
+        security: [{ bearerAuth: ['chat'] }, { anthropicApiKey: ['models'] }],
+        'x-switchyard': { meter: 'none' },
+      },
+    },
   };
   expect(problems(spec(ops))).toEqual([
     'a (GET /a) must state its security (`security: []` when public)',
-    ...['b (GET /b)', 'c (GET /c)', 'd (GET /d)'].map((o) => `${o} must require bearerAuth (or anthropicApiKey besides) with one scope, cookieSession, adminToken or nothing`),
+    ...['b (GET /b)', 'c (GET /c)', 'd (GET /d)'].map(
+      (o) =>
+        `${o} must require bearerAuth (or anthropicApiKey besides) with one scope, cookieSession, adminToken or nothing`,
+    ),
   ]);
 });
 
 test('an operation called with a key must say its meter, and a paid one its wire; only they have x-switchyard', () => {
   const { 'x-switchyard': _, ...bare } = chat();
-  expect(problems(spec({ '/v1/chat': { post: bare } }))[0]).toBe('createChat (POST /v1/chat) must say in x-switchyard.meter what is checked before its body is read: paid, metered, counted, none');
-  expect(problems(spec({ '/v1/chat': { post: chat({ meter: 'free' }) } }))[0]).toMatch(/must say in x-switchyard.meter/);
+  expect(problems(spec({ '/v1/chat': { post: bare } }))[0]).toBe(
+    'createChat (POST /v1/chat) must say in x-switchyard.meter what is checked before its body is read: paid, metered, counted, none',
+  );
+  expect(problems(spec({ '/v1/chat': { post: chat({ meter: 'free' }) } }))[0]).toMatch(
+    /must say in x-switchyard.meter/,
+  );
   const noWire = { ...chat(), 'x-switchyard': { meter: 'paid' } };
-  expect(problems(spec({ '/v1/chat': { post: noWire } }))).toContain('createChat (POST /v1/chat) is paid and must name its wire (x-switchyard.wire)');
+  expect(problems(spec({ '/v1/chat': { post: noWire } }))).toContain(
+    'createChat (POST /v1/chat) is paid and must name its wire (x-switchyard.wire)',
+  );
   const session = { operationId: 'listKeys', security: [{ cookieSession: [] }], 'x-switchyard': { meter: 'none' } };
-  expect(problems(spec({ '/console/keys': { get: session } }))).toEqual(['listKeys (GET /console/keys) has x-switchyard, which only operations called with an API key have']);
-  expect(problems(spec({ '/v1/chat': { post: chat({ price: 1 }) } }))).toEqual(['createChat (POST /v1/chat) has x-switchyard.price, which is not one of meter, wire, kinds, stream']);
+  expect(problems(spec({ '/console/keys': { get: session } }))).toEqual([
+    'listKeys (GET /console/keys) has x-switchyard, which only operations called with an API key have',
+  ]);
+  expect(problems(spec({ '/v1/chat': { post: chat({ price: 1 }) } }))).toEqual([
+    'createChat (POST /v1/chat) has x-switchyard.price, which is not one of meter, wire, kinds, stream',
+  ]);
 });
 
 test("scopes, kinds and stream events must be the contract's own; a wire is one operation; every scope and kind is used", () => {
   const other = { ...chat(), operationId: 'createOther' };
-  expect(problems(spec({ '/v1/other': { post: other } }))).toEqual(["createOther (POST /v1/other) goes through the wire 'chat' of createChat: a wire is one operation's"]);
-  expect(problems(spec({ '/v1/chat': { post: chat({ kinds: ['image'] }) } }))).toEqual(['createChat (POST /v1/chat) must list in x-switchyard.kinds the kinds of ModelKind its wire serves', "the kind 'chat' of ModelKind is served by no wire"]);
-  expect(problems(spec({ '/v1/chat': { post: chat({ stream: 'Nope' }) } }))).toEqual(['createChat (POST /v1/chat) names in x-switchyard.stream no schema of components.schemas']);
+  expect(problems(spec({ '/v1/other': { post: other } }))).toEqual([
+    "createOther (POST /v1/other) goes through the wire 'chat' of createChat: a wire is one operation's",
+  ]);
+  expect(problems(spec({ '/v1/chat': { post: chat({ kinds: ['image'] }) } }))).toEqual([
+    'createChat (POST /v1/chat) must list in x-switchyard.kinds the kinds of ModelKind its wire serves',
+    "the kind 'chat' of ModelKind is served by no wire",
+  ]);
+  expect(problems(spec({ '/v1/chat': { post: chat({ stream: 'Nope' }) } }))).toEqual([
+    'createChat (POST /v1/chat) names in x-switchyard.stream no schema of components.schemas',
+  ]);
   const images = { ...chat(), security: [{ bearerAuth: ['images'] }] };
-  expect(problems(spec({ '/v1/chat': { post: images } }))).toEqual(["createChat (POST /v1/chat) requires the scope 'images', which KeyScope does not list", "the scope 'chat' of KeyScope is required by no operation"]);
+  expect(problems(spec({ '/v1/chat': { post: images } }))).toEqual([
+    "createChat (POST /v1/chat) requires the scope 'images', which KeyScope does not list",
+    "the scope 'chat' of KeyScope is required by no operation",
+  ]);
 });
 
 test('every scope is described for people, and only the scopes', () => {
@@ -132,5 +174,7 @@ test('the server refuses to start on a contract edited since the tables were gen
   const text = fs.readFileSync(path.join(ROOT, 'openapi', 'openapi.yaml'), 'utf8');
   expect(() => checkTables(text)).not.toThrow();
   expect(() => checkTables(text.replace(/\n/g, '\r\n'))).not.toThrow();
-  expect(() => checkTables(text.replace('security: []', 'security:\n        - cookieSession: []'))).toThrow(/openapi.yaml changed since src\/contract.ts was generated from it: run npm run generate/);
+  expect(() => checkTables(text.replace('security: []', 'security:\n        - cookieSession: []'))).toThrow(
+    /openapi.yaml changed since src\/contract.ts was generated from it: run npm run generate/,
+  );
 });

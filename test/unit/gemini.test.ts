@@ -15,7 +15,8 @@ import {
 } from '../../src/gateway/providers/gemini/translate';
 import { UpstreamError, type ChatRequest, type EmbeddingRequest } from '../../src/gateway/types';
 
-const chat = (messages: unknown[], extra: Record<string, unknown> = {}) => ({ model: 'm', messages, ...extra }) as ChatRequest;
+const chat = (messages: unknown[], extra: Record<string, unknown> = {}) =>
+  ({ model: 'm', messages, ...extra }) as ChatRequest;
 
 function rejection(f: () => unknown): UpstreamError {
   try {
@@ -33,7 +34,13 @@ describe('toGeminiRequest: messages', () => {
       chat([
         { role: 'system', content: 'a' },
         { role: 'user', content: 'q1' },
-        { role: 'developer', content: [{ type: 'text', text: 'b' }, { type: 'text', text: 'c' }] },
+        {
+          role: 'developer',
+          content: [
+            { type: 'text', text: 'b' },
+            { type: 'text', text: 'c' },
+          ],
+        },
         { role: 'user', content: 'q2' },
         { role: 'assistant', content: 'r1' },
         { role: 'assistant', content: [{ type: 'text', text: 'r2' }] },
@@ -74,13 +81,23 @@ describe('toGeminiRequest: messages', () => {
   });
 
   test('parts Gemini cannot take are a 400', () => {
-    const e = rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-1' } }] }])));
+    const e = rejection(() =>
+      toGeminiRequest(chat([{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-1' } }] }])),
+    );
     expect(e).toMatchObject({ reason: 'invalid', status: 400 });
     expect(e.upstreamMessage).toMatch(/^messages\[0\]\.content\[0\]: file_id inputs are not supported/);
-    expect(rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'video', video: {} }] }]))).upstreamMessage).toContain("type 'video'");
+    expect(
+      rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'video', video: {} }] }])))
+        .upstreamMessage,
+    ).toContain("type 'video'");
     // Gemini reads a URL as whatever it finds there: a video or a stored file would be billed as such
-    for (const url of ['https://www.youtube.com/watch?v=abc', 'https://generativelanguage.googleapis.com/v1beta/files/abc123']) {
-      const img = rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }])));
+    for (const url of [
+      'https://www.youtube.com/watch?v=abc',
+      'https://generativelanguage.googleapis.com/v1beta/files/abc123',
+    ]) {
+      const img = rejection(() =>
+        toGeminiRequest(chat([{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }])),
+      );
       expect(img.upstreamMessage).toContain('messages[0].content[0].image_url.url: send images as data URLs');
     }
   });
@@ -124,9 +141,16 @@ describe('toGeminiRequest: messages', () => {
   });
 
   test('broken tool call arguments and orphan tool messages are 400s', () => {
-    const bad = (args: string) => chat([{ role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: args } }] }]);
-    expect(rejection(() => toGeminiRequest(bad('{nope'))).upstreamMessage).toBe('messages[0].tool_calls[0].function.arguments is not valid JSON');
-    expect(rejection(() => toGeminiRequest(bad('[1]'))).upstreamMessage).toBe('messages[0].tool_calls[0].function.arguments must be a JSON object');
+    const bad = (args: string) =>
+      chat([
+        { role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: args } }] },
+      ]);
+    expect(rejection(() => toGeminiRequest(bad('{nope'))).upstreamMessage).toBe(
+      'messages[0].tool_calls[0].function.arguments is not valid JSON',
+    );
+    expect(rejection(() => toGeminiRequest(bad('[1]'))).upstreamMessage).toBe(
+      'messages[0].tool_calls[0].function.arguments must be a JSON object',
+    );
     const orphan = rejection(() => toGeminiRequest(chat([{ role: 'tool', tool_call_id: 'x', content: 'y' }])));
     expect(orphan).toMatchObject({ reason: 'invalid', status: 400 });
   });
@@ -176,7 +200,11 @@ describe('toGeminiRequest: messages', () => {
       { inlineData: { mimeType: 'application/pdf', data: 'JVBERi0=' } },
     ]);
     // A data URL whose percent-encoding is broken is not one: as an image it is a 400, like any other URL.
-    const broken = rejection(() => toGeminiRequest(chat([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png,%E0%A4%A' } }] }])));
+    const broken = rejection(() =>
+      toGeminiRequest(
+        chat([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png,%E0%A4%A' } }] }]),
+      ),
+    );
     expect(broken.upstreamMessage).toContain('send images as data URLs');
   });
 });
@@ -186,7 +214,10 @@ describe('toGeminiRequest: tools and options', () => {
     const parameters = {
       $schema: 'http://json-schema.org/draft-07/schema#',
       type: 'object',
-      properties: { q: { type: ['string', 'null'] }, opts: { type: 'object', additionalProperties: { type: 'number' } } },
+      properties: {
+        q: { type: ['string', 'null'] },
+        opts: { type: 'object', additionalProperties: { type: 'number' } },
+      },
       additionalProperties: false,
     };
     const req = toGeminiRequest(
@@ -196,22 +227,46 @@ describe('toGeminiRequest: tools and options', () => {
       }),
     );
     const { $schema: _s, ...rest } = parameters;
-    expect(req.tools).toEqual([{ functionDeclarations: [{ name: 'search', description: 'Search', parametersJsonSchema: rest }, { name: 'legacy' }] }]);
+    expect(req.tools).toEqual([
+      {
+        functionDeclarations: [
+          { name: 'search', description: 'Search', parametersJsonSchema: rest },
+          { name: 'legacy' },
+        ],
+      },
+    ]);
     expect(req.toolConfig).toBeUndefined();
   });
 
   test('tool_choice without tools sends no toolConfig; function_call maps like tool_choice', () => {
     expect(toGeminiRequest(chat([{ role: 'user', content: 'x' }], { tool_choice: 'none' })).toolConfig).toBeUndefined();
-    const req = toGeminiRequest(chat([{ role: 'user', content: 'x' }], { functions: [{ name: 'f' }], function_call: { name: 'f' } }));
+    const req = toGeminiRequest(
+      chat([{ role: 'user', content: 'x' }], { functions: [{ name: 'f' }], function_call: { name: 'f' } }),
+    );
     expect(req.toolConfig).toEqual({ functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['f'] } });
   });
 
   test('generationConfig: only what was set; json_object → JSON MIME type; nulls are skipped', () => {
     const req = toGeminiRequest(
-      chat([{ role: 'user', content: 'x' }], { response_format: { type: 'json_object' }, temperature: null, n: 2, top_k: 40, max_tokens: 10, max_completion_tokens: 20, stop: [] }),
+      chat([{ role: 'user', content: 'x' }], {
+        response_format: { type: 'json_object' },
+        temperature: null,
+        n: 2,
+        top_k: 40,
+        max_tokens: 10,
+        max_completion_tokens: 20,
+        stop: [],
+      }),
     );
-    expect(req.generationConfig).toEqual({ responseMimeType: 'application/json', candidateCount: 2, topK: 40, maxOutputTokens: 20 });
-    expect(toGeminiRequest(chat([{ role: 'user', content: 'x' }], { response_format: { type: 'text' } })).generationConfig).toBeUndefined();
+    expect(req.generationConfig).toEqual({
+      responseMimeType: 'application/json',
+      candidateCount: 2,
+      topK: 40,
+      maxOutputTokens: 20,
+    });
+    expect(
+      toGeminiRequest(chat([{ role: 'user', content: 'x' }], { response_format: { type: 'text' } })).generationConfig,
+    ).toBeUndefined();
   });
 });
 
@@ -220,13 +275,27 @@ describe('responses', () => {
     expect(finishReason('STOP', false)).toBe('stop');
     expect(finishReason('STOP', true)).toBe('tool_calls');
     expect(finishReason('MAX_TOKENS', true)).toBe('length');
-    for (const r of ['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY']) expect(finishReason(r, false)).toBe('content_filter');
-    for (const r of ['MALFORMED_FUNCTION_CALL', 'OTHER', 'LANGUAGE', 'FINISH_REASON_UNSPECIFIED']) expect(finishReason(r, false)).toBe('stop');
+    for (const r of ['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY'])
+      expect(finishReason(r, false)).toBe('content_filter');
+    for (const r of ['MALFORMED_FUNCTION_CALL', 'OTHER', 'LANGUAGE', 'FINISH_REASON_UNSPECIFIED'])
+      expect(finishReason(r, false)).toBe('stop');
   });
 
   test('usage: thinking tokens are completion tokens; details only when Gemini reports them', () => {
-    expect(toUsage({ promptTokenCount: 5, candidatesTokenCount: 2, totalTokenCount: 7 })).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
-    expect(toUsage({ promptTokenCount: 5, candidatesTokenCount: 2, thoughtsTokenCount: 10, cachedContentTokenCount: 4, toolUsePromptTokenCount: 3 })).toEqual({
+    expect(toUsage({ promptTokenCount: 5, candidatesTokenCount: 2, totalTokenCount: 7 })).toEqual({
+      prompt_tokens: 5,
+      completion_tokens: 2,
+      total_tokens: 7,
+    });
+    expect(
+      toUsage({
+        promptTokenCount: 5,
+        candidatesTokenCount: 2,
+        thoughtsTokenCount: 10,
+        cachedContentTokenCount: 4,
+        toolUsePromptTokenCount: 3,
+      }),
+    ).toEqual({
       prompt_tokens: 8,
       completion_tokens: 12,
       total_tokens: 20,
@@ -241,11 +310,24 @@ describe('responses', () => {
     const res = fromGeminiResponse(
       {
         candidates: [
-          { index: 0, finishReason: 'STOP', content: { role: 'model', parts: [{ text: 'thinking...', thought: true }, { text: 'Hel' }, { text: 'lo' }] } },
+          {
+            index: 0,
+            finishReason: 'STOP',
+            content: {
+              role: 'model',
+              parts: [{ text: 'thinking...', thought: true }, { text: 'Hel' }, { text: 'lo' }],
+            },
+          },
           {
             index: 1,
             finishReason: 'STOP',
-            content: { role: 'model', parts: [{ functionCall: { name: 'f', args: { a: [1] } }, thoughtSignature: 'U0lH' }, { functionCall: { name: 'g' } }] },
+            content: {
+              role: 'model',
+              parts: [
+                { functionCall: { name: 'f', args: { a: [1] } }, thoughtSignature: 'U0lH' },
+                { functionCall: { name: 'g' } },
+              ],
+            },
           },
         ],
         usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 2, totalTokenCount: 3 },
@@ -253,9 +335,18 @@ describe('responses', () => {
       'gemini-x',
       { set: (id, s) => (remembered[id] = s) },
     );
-    expect(res).toMatchObject({ object: 'chat.completion', model: 'gemini-x', usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } });
+    expect(res).toMatchObject({
+      object: 'chat.completion',
+      model: 'gemini-x',
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+    });
     expect(res.id).toMatch(/^chatcmpl-[A-Za-z0-9_-]+$/);
-    expect(res.choices[0]).toEqual({ index: 0, message: { role: 'assistant', content: 'Hello', refusal: null }, logprobs: null, finish_reason: 'stop' });
+    expect(res.choices[0]).toEqual({
+      index: 0,
+      message: { role: 'assistant', content: 'Hello', refusal: null },
+      logprobs: null,
+      finish_reason: 'stop',
+    });
     const calls = res.choices[1].message.tool_calls!;
     expect(res.choices[1]).toMatchObject({ index: 1, message: { content: null }, finish_reason: 'tool_calls' });
     expect(calls.map((c) => c.function)).toEqual([
@@ -267,7 +358,14 @@ describe('responses', () => {
 
   test('a blocked prompt is one empty content_filter choice; no candidates without a block is a protocol error', () => {
     const res = fromGeminiResponse({ promptFeedback: { blockReason: 'SAFETY' } }, 'm');
-    expect(res.choices).toEqual([{ index: 0, message: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: 'content_filter' }]);
+    expect(res.choices).toEqual([
+      {
+        index: 0,
+        message: { role: 'assistant', content: '', refusal: null },
+        logprobs: null,
+        finish_reason: 'content_filter',
+      },
+    ]);
     expect(res.usage).toBeUndefined();
     expect(rejection(() => fromGeminiResponse({ usageMetadata: {} }, 'm')).reason).toBe('protocol');
   });
@@ -277,11 +375,23 @@ describe('ChatStreamTranslator', () => {
   test('role chunk once per candidate, deltas, tool call indexes across events, finish, then usage', () => {
     const t = new ChatStreamTranslator('m');
     const out = [
-      ...t.push({ responseId: 'r1', candidates: [{ content: { parts: [{ text: 'Hi' }] } }], usageMetadata: { promptTokenCount: 4 } }),
-      ...t.push({ responseId: 'r1', candidates: [{ content: { parts: [{ functionCall: { name: 'a', args: {} } }] } }] }),
       ...t.push({
         responseId: 'r1',
-        candidates: [{ content: { parts: [{ text: '!' }, { functionCall: { name: 'b', args: { x: 'y' } } }] }, finishReason: 'STOP' }],
+        candidates: [{ content: { parts: [{ text: 'Hi' }] } }],
+        usageMetadata: { promptTokenCount: 4 },
+      }),
+      ...t.push({
+        responseId: 'r1',
+        candidates: [{ content: { parts: [{ functionCall: { name: 'a', args: {} } }] } }],
+      }),
+      ...t.push({
+        responseId: 'r1',
+        candidates: [
+          {
+            content: { parts: [{ text: '!' }, { functionCall: { name: 'b', args: { x: 'y' } } }] },
+            finishReason: 'STOP',
+          },
+        ],
         usageMetadata: { promptTokenCount: 4, candidatesTokenCount: 6, totalTokenCount: 10 },
       }),
       ...t.end(),
@@ -289,27 +399,78 @@ describe('ChatStreamTranslator', () => {
     expect(out.map((c) => [c.choices[0]?.delta, c.choices[0]?.finish_reason])).toEqual([
       [{ role: 'assistant', content: '' }, null],
       [{ content: 'Hi' }, null],
-      [{ tool_calls: [{ index: 0, id: expect.stringMatching(/^call_/), type: 'function', function: { name: 'a', arguments: '{}' } }] }, null],
-      [{ content: '!', tool_calls: [{ index: 1, id: expect.stringMatching(/^call_/), type: 'function', function: { name: 'b', arguments: '{"x":"y"}' } }] }, null],
+      [
+        {
+          tool_calls: [
+            {
+              index: 0,
+              id: expect.stringMatching(/^call_/),
+              type: 'function',
+              function: { name: 'a', arguments: '{}' },
+            },
+          ],
+        },
+        null,
+      ],
+      [
+        {
+          content: '!',
+          tool_calls: [
+            {
+              index: 1,
+              id: expect.stringMatching(/^call_/),
+              type: 'function',
+              function: { name: 'b', arguments: '{"x":"y"}' },
+            },
+          ],
+        },
+        null,
+      ],
       [{}, 'tool_calls'],
       [undefined, undefined],
     ]);
-    expect(out[out.length - 1]).toEqual({ id: 'chatcmpl-r1', object: 'chat.completion.chunk', created: out[0].created, model: 'm', choices: [], usage: { prompt_tokens: 4, completion_tokens: 6, total_tokens: 10 } });
+    expect(out[out.length - 1]).toEqual({
+      id: 'chatcmpl-r1',
+      object: 'chat.completion.chunk',
+      created: out[0].created,
+      model: 'm',
+      choices: [],
+      usage: { prompt_tokens: 4, completion_tokens: 6, total_tokens: 10 },
+    });
     expect(new Set(out.map((c) => c.id))).toEqual(new Set(['chatcmpl-r1']));
   });
 
   test('several candidates keep their own index and tool call numbering', () => {
     const t = new ChatStreamTranslator('m');
     const out = [
-      ...t.push({ candidates: [{ index: 0, content: { parts: [{ text: 'a' }] } }, { index: 1, content: { parts: [{ functionCall: { name: 'f' } }] } }] }),
-      ...t.push({ candidates: [{ index: 1, content: { parts: [{ functionCall: { name: 'g' } }] }, finishReason: 'STOP' }] }),
+      ...t.push({
+        candidates: [
+          { index: 0, content: { parts: [{ text: 'a' }] } },
+          { index: 1, content: { parts: [{ functionCall: { name: 'f' } }] } },
+        ],
+      }),
+      ...t.push({
+        candidates: [{ index: 1, content: { parts: [{ functionCall: { name: 'g' } }] }, finishReason: 'STOP' }],
+      }),
       ...t.push({ candidates: [{ index: 0, content: { parts: [] }, finishReason: 'MAX_TOKENS' }] }),
       ...t.end(),
     ];
     const byChoice = (i: number) => out.flatMap((c) => c.choices).filter((c) => c.index === i);
-    expect(byChoice(0).map((c) => c.finish_reason).filter(Boolean)).toEqual(['length']);
-    expect(byChoice(1).map((c) => c.finish_reason).filter(Boolean)).toEqual(['tool_calls']);
-    expect(byChoice(1).flatMap((c) => c.delta.tool_calls ?? []).map((d) => [d.index, d.function?.name])).toEqual([
+    expect(
+      byChoice(0)
+        .map((c) => c.finish_reason)
+        .filter(Boolean),
+    ).toEqual(['length']);
+    expect(
+      byChoice(1)
+        .map((c) => c.finish_reason)
+        .filter(Boolean),
+    ).toEqual(['tool_calls']);
+    expect(
+      byChoice(1)
+        .flatMap((c) => c.delta.tool_calls ?? [])
+        .map((d) => [d.index, d.function?.name]),
+    ).toEqual([
       [0, 'f'],
       [1, 'g'],
     ]);
@@ -324,14 +485,23 @@ describe('ChatStreamTranslator', () => {
 
   test('a blocked prompt finishes with content_filter', () => {
     const t = new ChatStreamTranslator('m');
-    const out = [...t.push({ promptFeedback: { blockReason: 'BLOCKLIST' }, usageMetadata: { promptTokenCount: 2 } }), ...t.end()];
-    expect(out.map((c) => (c.choices.length ? c.choices[0].finish_reason : 'usage'))).toEqual([null, 'content_filter', 'usage']);
+    const out = [
+      ...t.push({ promptFeedback: { blockReason: 'BLOCKLIST' }, usageMetadata: { promptTokenCount: 2 } }),
+      ...t.end(),
+    ];
+    expect(out.map((c) => (c.choices.length ? c.choices[0].finish_reason : 'usage'))).toEqual([
+      null,
+      'content_filter',
+      'usage',
+    ]);
   });
 
   test('an error event throws a protocol error carrying its message; a stream cut before a finish reason too', () => {
     const t = new ChatStreamTranslator('m');
     t.push({ candidates: [{ content: { parts: [{ text: 'x' }] } }] });
-    expect(rejection(() => t.push({ error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } }))).toMatchObject({
+    expect(
+      rejection(() => t.push({ error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } })),
+    ).toMatchObject({
       reason: 'protocol',
       upstreamMessage: 'Internal error encountered.',
     });
@@ -342,7 +512,11 @@ describe('ChatStreamTranslator', () => {
   test('signatures of streamed calls are remembered by tool call id', () => {
     const remembered = new Map<string, string>();
     const t = new ChatStreamTranslator('m', { set: (id, s) => remembered.set(id, s) });
-    const [, call] = t.push({ candidates: [{ content: { parts: [{ functionCall: { name: 'f' }, thoughtSignature: 'QUJD' }] }, finishReason: 'STOP' }] });
+    const [, call] = t.push({
+      candidates: [
+        { content: { parts: [{ functionCall: { name: 'f' }, thoughtSignature: 'QUJD' }] }, finishReason: 'STOP' },
+      ],
+    });
     expect(remembered.get(call.choices[0].delta.tool_calls![0].id!)).toBe('QUJD');
   });
 });
@@ -358,14 +532,26 @@ describe('embeddings', () => {
     });
     expect(toEmbedCall(emb(['a', 'b']), 'tunedModels/mine')).toEqual({
       method: 'batchEmbedContents',
-      body: { requests: [{ model: 'tunedModels/mine', content: { parts: [{ text: 'a' }] } }, { model: 'tunedModels/mine', content: { parts: [{ text: 'b' }] } }] },
+      body: {
+        requests: [
+          { model: 'tunedModels/mine', content: { parts: [{ text: 'a' }] } },
+          { model: 'tunedModels/mine', content: { parts: [{ text: 'b' }] } },
+        ],
+      },
       texts: ['a', 'b'],
     });
   });
 
   test('token arrays are a 400', () => {
-    for (const input of [[1, 2], [[1], [2]]]) {
-      expect(rejection(() => toEmbedCall(emb(input), 'x'))).toMatchObject({ reason: 'invalid', status: 400, upstreamMessage: 'token arrays are not supported by this model' });
+    for (const input of [
+      [1, 2],
+      [[1], [2]],
+    ]) {
+      expect(rejection(() => toEmbedCall(emb(input), 'x'))).toMatchObject({
+        reason: 'invalid',
+        status: 400,
+        upstreamMessage: 'token arrays are not supported by this model',
+      });
     }
   });
 
@@ -404,7 +590,11 @@ describe('the gemini provider', () => {
   const call = { model: 'x', maxOutputTokens: 10, signal: new AbortController().signal };
 
   test('serves chat and embeddings; legacy completions (served through chat by the gateway) are refused with a 400 if asked directly', async () => {
-    expect([provider.serves('chat'), provider.serves('embeddings'), provider.serves('completions')]).toEqual([true, true, false]);
+    expect([provider.serves('chat'), provider.serves('embeddings'), provider.serves('completions')]).toEqual([
+      true,
+      true,
+      false,
+    ]);
     const expected = { reason: 'invalid', status: 400 };
     await expect(provider.send('completions', { model: 'x', prompt: 'hi' }, call)).rejects.toMatchObject(expected);
   });

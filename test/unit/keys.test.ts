@@ -5,7 +5,15 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { createAccount } from '../../src/accounts/accounts';
-import { KeyError, authenticate, createKey, generateKey, hashKey, keyAllowsModel, setKeyEnabled } from '../../src/accounts/keys';
+import {
+  KeyError,
+  authenticate,
+  createKey,
+  generateKey,
+  hashKey,
+  keyAllowsModel,
+  setKeyEnabled,
+} from '../../src/accounts/keys';
 import { connect, migrate } from '../../src/db';
 
 let dir: string;
@@ -69,8 +77,19 @@ describe('createKey', () => {
 
   test('stores models, scopes, quota and the disabled flag', async () => {
     const account = await newAccount();
-    const { key } = await createKey(db, { accountId: account.id, models: ['gpt-4o-mini', 'mock-chat'], scopes: ['chat'], quotaMicros: 5_000_000, enabled: false });
-    expect(key).toMatchObject({ models: ['gpt-4o-mini', 'mock-chat'], scopes: ['chat'], quota_micros: 5_000_000, enabled: false });
+    const { key } = await createKey(db, {
+      accountId: account.id,
+      models: ['gpt-4o-mini', 'mock-chat'],
+      scopes: ['chat'],
+      quotaMicros: 5_000_000,
+      enabled: false,
+    });
+    expect(key).toMatchObject({
+      models: ['gpt-4o-mini', 'mock-chat'],
+      scopes: ['chat'],
+      quota_micros: 5_000_000,
+      enabled: false,
+    });
     expect(keyAllowsModel(key, 'mock-chat')).toBe(true);
     expect(keyAllowsModel(key, 'gpt-4o')).toBe(false);
   });
@@ -92,7 +111,10 @@ describe('authenticate', () => {
 
   beforeAll(async () => {
     accountId = (await newAccount(1_000_000)).id;
-    ({ secret, key: { id: keyId } } = await createKey(db, { accountId, scopes: ['chat', 'models'] }));
+    ({
+      secret,
+      key: { id: keyId },
+    } = await createKey(db, { accountId, scopes: ['chat', 'models'] }));
   });
 
   test('a good key gives its principal', async () => {

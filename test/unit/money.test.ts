@@ -29,12 +29,25 @@ describe('parseUsd', () => {
     expect(parseUsd(-2)).toBe(-2_000_000);
   });
 
-  test.each(['1.0000001', '1e3', 'abc', '', '   ', '1.', '.5', '+5', '1,5', '1 000', '0x10', '--1', 'NaN', 'Infinity', '1.2.3'])(
-    'rejects %j',
-    (text) => {
-      expect(() => parseUsd(text)).toThrow(RangeError);
-    },
-  );
+  test.each([
+    '1.0000001',
+    '1e3',
+    'abc',
+    '',
+    '   ',
+    '1.',
+    '.5',
+    '+5',
+    '1,5',
+    '1 000',
+    '0x10',
+    '--1',
+    'NaN',
+    'Infinity',
+    '1.2.3',
+  ])('rejects %j', (text) => {
+    expect(() => parseUsd(text)).toThrow(RangeError);
+  });
 
   test('the error names the text it could not read', () => {
     expect(() => parseUsd('1.0000001')).toThrow('not a USD amount with at most 6 decimals: "1.0000001"');
@@ -61,7 +74,18 @@ describe('formatUsd', () => {
   });
 
   test('round-trips with parseUsd', () => {
-    for (const micros of [0, 1, 999_999, MICROS_PER_USD, 1_000_001, 300_000, 12_500_000, -7_250_000, -1, 123_456_789_012]) {
+    for (const micros of [
+      0,
+      1,
+      999_999,
+      MICROS_PER_USD,
+      1_000_001,
+      300_000,
+      12_500_000,
+      -7_250_000,
+      -1,
+      123_456_789_012,
+    ]) {
       expect(parseUsd(formatUsd(micros))).toBe(micros);
     }
     for (const text of ['0.000000', '0.300000', '-3.000001', '20.000000', '123456.789012']) {
@@ -73,14 +97,22 @@ describe('formatUsd', () => {
 describe('Price', () => {
   const { Price } = require('../../src/billing/prices') as typeof import('../../src/billing/prices');
   const { usage } = require('../../src/usage') as typeof import('../../src/usage');
-  const price = new Price({ input: 3_000_000, output: 15_000_000, cached_input: 300_000, cache_write: 3_750_000, cache_write_1h: 3_750_000 });
+  const price = new Price({
+    input: 3_000_000,
+    output: 15_000_000,
+    cached_input: 300_000,
+    cache_write: 3_750_000,
+    cache_write_1h: 3_750_000,
+  });
 
   test('each class of token at its price, rounded up once', () => {
     // fresh 1000 × 3 + cached 10,000 × 0.3 + written 2,000 × 3.75 + output 500 × 15 = 3,000 + 3,000 + 7,500 + 7,500 µUSD
     expect(price.cost(usage(13_000, 500, { cached: 10_000, cacheWrite: 2_000 }))).toBe(21_000);
     expect(price.cost(usage(1, 0))).toBe(3);
     expect(price.cost(usage(0, 1))).toBe(15);
-    expect(new Price({ input: 1, output: 1, cached_input: 1, cache_write: 1, cache_write_1h: 1 }).cost(usage(1, 0))).toBe(1); // 0.000001 → 1
+    expect(
+      new Price({ input: 1, output: 1, cached_input: 1, cache_write: 1, cache_write_1h: 1 }).cost(usage(1, 0)),
+    ).toBe(1); // 0.000001 → 1
   });
 
   test('a hold prices every prompt token at the highest input price', () => {
@@ -88,7 +120,13 @@ describe('Price', () => {
   });
 
   test('exact beyond what a double holds: the same rounding in BigInt', () => {
-    const big = new Price({ input: 999_999_999, output: 999_999_999, cached_input: 999_999_999, cache_write: 999_999_999, cache_write_1h: 999_999_999 });
+    const big = new Price({
+      input: 999_999_999,
+      output: 999_999_999,
+      cached_input: 999_999_999,
+      cache_write: 999_999_999,
+      cache_write_1h: 999_999_999,
+    });
     // 2^31 tokens × 999,999,999 = 2,147,483,645,852,516,353 ≥ 2^53: exact in BigInt, rounded up once
     expect(big.cost(usage(2 ** 31, 0))).toBe(Number((2n ** 31n * 999_999_999n + 999_999n) / 1_000_000n));
     expect(big.worstCase(2 ** 31, 2 ** 31)).toBe(Number((2n ** 32n * 999_999_999n + 999_999n) / 1_000_000n));
@@ -99,8 +137,22 @@ describe('tiered prices', () => {
   const { Price } = require('../../src/billing/prices') as typeof import('../../src/billing/prices');
   const { usage } = require('../../src/usage') as typeof import('../../src/usage');
   // Gemini 2.5 Pro: 1.25 / 10 up to 200k prompt tokens, 2.5 / 15 above; cache reads 0.31 / 0.625
-  const tier = { above_prompt_tokens: 200_000, input: 2_500_000, output: 15_000_000, cached_input: 625_000, cache_write: 2_500_000, cache_write_1h: 2_500_000 };
-  const price = new Price({ input: 1_250_000, output: 10_000_000, cached_input: 310_000, cache_write: 1_250_000, cache_write_1h: 1_250_000, tiers: [tier] });
+  const tier = {
+    above_prompt_tokens: 200_000,
+    input: 2_500_000,
+    output: 15_000_000,
+    cached_input: 625_000,
+    cache_write: 2_500_000,
+    cache_write_1h: 2_500_000,
+  };
+  const price = new Price({
+    input: 1_250_000,
+    output: 10_000_000,
+    cached_input: 310_000,
+    cache_write: 1_250_000,
+    cache_write_1h: 1_250_000,
+    tiers: [tier],
+  });
 
   test('a usage is charged at the tier its prompt reached: 200,000 prompt tokens are not above 200,000', () => {
     expect(price.cost(usage(200_000, 1_000))).toBe(250_000 + 10_000);
@@ -122,7 +174,13 @@ describe('tiered prices', () => {
   });
 
   test('a tier priced below the one under it never lowers a hold: the dearest tier the bound reaches', () => {
-    const one = { input: 1_000_000, output: 1_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000 };
+    const one = {
+      input: 1_000_000,
+      output: 1_000_000,
+      cached_input: 1_000_000,
+      cache_write: 1_000_000,
+      cache_write_1h: 1_000_000,
+    };
     const cheaper = new Price({ ...price.p, tiers: [{ above_prompt_tokens: 200_000, ...one }] });
     expect(cheaper.cost(usage(300_000, 0))).toBe(300_000);
     expect(cheaper.worstCase(300_000, 100)).toBe(375_000 + 1_000); // the base's 1.25 / 10, not the tier's 1 / 1

@@ -32,7 +32,9 @@ test("an operation takes the models of its wire's kinds, and through its bridge 
       }
     });
   // The operations of today (one added later takes what its kinds say, and its own tests show it).
-  expect(Object.fromEntries(Object.entries(OPERATIONS).map(([name, op]) => [name, takes(op).map((m) => m.id)]))).toMatchObject({
+  expect(
+    Object.fromEntries(Object.entries(OPERATIONS).map(([name, op]) => [name, takes(op).map((m) => m.id)])),
+  ).toMatchObject({
     chat: ['a-chat'],
     completions: ['a-chat', 'a-completion'],
     embeddings: ['an-embedding'],

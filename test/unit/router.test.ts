@@ -20,12 +20,25 @@ const model = config.models[0];
 const providers = new Map<string, Provider>(['p', 'q', 'r'].map((n) => [n, { name: n } as unknown as Provider]));
 
 test('without priorities, routes are tried in the order written', () => {
-  const router = new Router(providers, config.routing, () => 0, () => 0.99);
+  const router = new Router(
+    providers,
+    config.routing,
+    () => 0,
+    () => 0.99,
+  );
   expect(router.order(config.models[1]).map((r) => r.provider)).toEqual(['q', 'p', 'r']);
 });
 
 test('priorities first, then a weighted order within a priority', () => {
-  const draws = (x: number) => new Router(providers, config.routing, () => 0, () => x).order(model).map((r) => r.provider);
+  const draws = (x: number) =>
+    new Router(
+      providers,
+      config.routing,
+      () => 0,
+      () => x,
+    )
+      .order(model)
+      .map((r) => r.provider);
   // r has the lowest priority number; p holds 3/4 of the weight of priority 1
   expect(draws(0.0)).toEqual(['r', 'p', 'q']);
   expect(draws(0.74)).toEqual(['r', 'p', 'q']);
@@ -34,7 +47,12 @@ test('priorities first, then a weighted order within a priority', () => {
 
 test('the breaker: open after N consecutive failures, one probe after the cool-down, closed after a success', async () => {
   let now = 0;
-  const router = new Router(providers, config.routing, () => now, () => 0);
+  const router = new Router(
+    providers,
+    config.routing,
+    () => now,
+    () => 0,
+  );
   const single = { ...model, routes: [model.routes[2]] };
   const calls: string[] = [];
   const fail = async (p: Provider) => {
@@ -70,7 +88,12 @@ test('a process that is draining still calls upstream for a request that came in
 
 test('a probe that ends without news of the route (the caller was at fault, or left) does not leave the breaker stuck', async () => {
   let now = 0;
-  const router = new Router(providers, config.routing, () => now, () => 0);
+  const router = new Router(
+    providers,
+    config.routing,
+    () => now,
+    () => 0,
+  );
   const single = { ...model, routes: [model.routes[2]] };
   const signal = new AbortController().signal;
   const down = async () => {
@@ -80,7 +103,11 @@ test('a probe that ends without news of the route (the caller was at fault, or l
   await expect(router.run(single, signal, down)).rejects.toMatchObject({ status: 502 });
   now = 1001;
   // the probe is refused as the caller's fault: the upstream is alive, so the breaker closes
-  await expect(router.run(single, signal, async () => { throw new UpstreamError('status', 'bad n', 400, 'n must be 1'); })).rejects.toMatchObject({ status: 400 });
+  await expect(
+    router.run(single, signal, async () => {
+      throw new UpstreamError('status', 'bad n', 400, 'n must be 1');
+    }),
+  ).rejects.toMatchObject({ status: 400 });
   const ok = await router.run(single, signal, async () => 'ok');
   ok.finish();
   expect(ok.value).toBe('ok');
@@ -89,7 +116,11 @@ test('a probe that ends without news of the route (the caller was at fault, or l
   await expect(router.run(single, signal, down)).rejects.toBeDefined();
   await expect(router.run(single, signal, down)).rejects.toBeDefined();
   now = 3000;
-  await expect(router.run(single, signal, async () => { throw new UpstreamError('aborted', 'gone'); })).rejects.toMatchObject({ status: 499 });
+  await expect(
+    router.run(single, signal, async () => {
+      throw new UpstreamError('aborted', 'gone');
+    }),
+  ).rejects.toMatchObject({ status: 499 });
   const again = await router.run(single, signal, async () => 'ok');
   again.finish();
   expect(again.value).toBe('ok');

@@ -44,7 +44,11 @@ describe('parseSse', () => {
   });
 
   test('bare CR line endings, even when a chunk ends on the \\r', async () => {
-    for (const chunks of [['data: a\r\rdata: b\r\r'], ['data: a\r', '\rdata: b\r', '\r'], ['data: a\r\r', 'data: b\r']]) {
+    for (const chunks of [
+      ['data: a\r\rdata: b\r\r'],
+      ['data: a\r', '\rdata: b\r', '\r'],
+      ['data: a\r\r', 'data: b\r'],
+    ]) {
       expect(await parse(chunks)).toEqual([
         { event: 'message', data: 'a' },
         { event: 'message', data: 'b' },
@@ -66,7 +70,8 @@ describe('parseSse', () => {
   });
 
   test('comments, unknown fields, id and retry are ignored; an event without data is not dispatched', async () => {
-    const text = ': keep-alive\n\nid: 7\nretry: 1000\nfoo: bar\ndata: real\n\nevent: empty\n\n:another comment\ndata: after\n\n';
+    const text =
+      ': keep-alive\n\nid: 7\nretry: 1000\nfoo: bar\ndata: real\n\nevent: empty\n\n:another comment\ndata: after\n\n';
     expect(await parse([text])).toEqual([
       { event: 'message', data: 'real' },
       { event: 'message', data: 'after' },

@@ -27,7 +27,16 @@ afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 function config(over: Partial<ProviderConfig['timeouts']> = {}, base_url = url): ProviderConfig {
   const timeouts = { connect_ms: 1000, first_byte_ms: 1000, idle_ms: 1000, total_ms: 5000, ...over };
-  return { name: 'p', type: 'openai', base_url, headers: {}, max_connections: 2, timeouts, latency_ms: 0, settings: {} };
+  return {
+    name: 'p',
+    type: 'openai',
+    base_url,
+    headers: {},
+    max_connections: 2,
+    timeouts,
+    latency_ms: 0,
+    settings: {},
+  };
 }
 
 const clients: UpstreamHttp[] = [];
@@ -48,10 +57,16 @@ const req = (path: string, body: unknown, headers: Record<string, string> = {}, 
   headers: { 'content-type': 'application/json', ...headers },
   body: JSON.stringify(body),
 });
-const answer = (status: number, body: string): Handler => (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+const answer =
+  (status: number, body: string): Handler =>
+  (_req, res) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end(body);
 
 async function failure(p: Promise<unknown>): Promise<UpstreamError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(UpstreamError);
   return e as UpstreamError;
 }
@@ -69,23 +84,43 @@ describe('json', () => {
       seen = { method: req.method, path: req.url, headers: req.headers, body };
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     };
-    expect(await client().json(req('/chat', { a: 1 }, { authorization: 'Bearer k', accept: 'application/json' }), signal())).toEqual({ ok: true });
+    expect(
+      await client().json(req('/chat', { a: 1 }, { authorization: 'Bearer k', accept: 'application/json' }), signal()),
+    ).toEqual({ ok: true });
     expect(seen).toMatchObject({ method: 'POST', path: '/chat', body: '{"a":1}' });
-    expect(seen.headers).toMatchObject({ 'content-type': 'application/json', accept: 'application/json', authorization: 'Bearer k' });
+    expect(seen.headers).toMatchObject({
+      'content-type': 'application/json',
+      accept: 'application/json',
+      authorization: 'Bearer k',
+    });
   });
 
   test('an error status: by default the message of {"error":{"message"}}', async () => {
     handler = answer(429, '{"error":{"message":"slow down"}}');
     const e = await failure(client().json(req('/x', {}), signal()));
-    expect(e).toMatchObject({ reason: 'status', status: 429, upstreamMessage: 'slow down', message: 'the upstream answered HTTP 429' });
+    expect(e).toMatchObject({
+      reason: 'status',
+      status: 429,
+      upstreamMessage: 'slow down',
+      message: 'the upstream answered HTTP 429',
+    });
   });
 
   test('an error status read by the provider: its status, message and code', async () => {
     handler = answer(400, '[{"error":{"message":"bad key","status":"INVALID_ARGUMENT"}}]');
-    const reader = jest.fn((body: unknown) => ({ status: 401, message: (body as { error: { message: string } }[])[0]!.error.message, code: 'INVALID_ARGUMENT' }));
+    const reader = jest.fn((body: unknown) => ({
+      status: 401,
+      message: (body as { error: { message: string } }[])[0]!.error.message,
+      code: 'INVALID_ARGUMENT',
+    }));
     const e = await failure(client(config(), reader).json(req('/x', {}), signal()));
     expect(reader).toHaveBeenCalledWith([{ error: { message: 'bad key', status: 'INVALID_ARGUMENT' } }], 400);
-    expect(e).toMatchObject({ reason: 'status', status: 401, upstreamMessage: 'bad key', message: 'the upstream answered HTTP 400 INVALID_ARGUMENT' });
+    expect(e).toMatchObject({
+      reason: 'status',
+      status: 401,
+      upstreamMessage: 'bad key',
+      message: 'the upstream answered HTTP 400 INVALID_ARGUMENT',
+    });
   });
 
   test('an error status whose body is not JSON, or not the expected shape, keeps its status and no message', async () => {
@@ -106,7 +141,9 @@ describe('json', () => {
     await new Promise<void>((resolve) => dead.listen(0, '127.0.0.1', resolve));
     const port = (dead.address() as AddressInfo).port;
     await new Promise((resolve) => dead.close(resolve));
-    const e = await failure(client(config({}, `http://127.0.0.1:${port}`)).json(req('/x', {}, {}, `http://127.0.0.1:${port}`), signal()));
+    const e = await failure(
+      client(config({}, `http://127.0.0.1:${port}`)).json(req('/x', {}, {}, `http://127.0.0.1:${port}`), signal()),
+    );
     expect(e).toMatchObject({ reason: 'connect', message: 'cannot reach the upstream (ECONNREFUSED)' });
   });
 
@@ -135,10 +172,12 @@ describe('json', () => {
 });
 
 describe('stream', () => {
-  const sse = (...events: string[]): Handler => (_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(events.join(''));
-  };
+  const sse =
+    (...events: string[]): Handler =>
+    (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(events.join(''));
+    };
 
   test('eventObjects: the JSON object of each event until the stream closes', async () => {
     handler = sse('data: {"a":1}\n\n', 'event: x\ndata: {"b":2}\n\n');
@@ -152,7 +191,10 @@ describe('stream', () => {
       ['null', 'the upstream sent an event that is not an object'],
     ]) {
       handler = sse(`data: ${data}\n\n`);
-      expect(await failure(collect(client().stream(req('/s', {}), signal(), eventObjects)))).toMatchObject({ reason: 'protocol', message });
+      expect(await failure(collect(client().stream(req('/s', {}), signal(), eventObjects)))).toMatchObject({
+        reason: 'protocol',
+        message,
+      });
     }
     expect(eventObject('[]')).toEqual([]);
   });
@@ -170,11 +212,16 @@ describe('stream', () => {
       for await (const _ of events);
       throw new UpstreamError('protocol', 'ended early');
     }
-    expect(await failure(collect(client().stream(req('/s', {}), signal(), ended)))).toMatchObject({ reason: 'protocol', message: 'ended early' });
+    expect(await failure(collect(client().stream(req('/s', {}), signal(), ended)))).toMatchObject({
+      reason: 'protocol',
+      message: 'ended early',
+    });
     async function* broken(): AsyncGenerator<never> {
       throw new TypeError('bug'); // before reading the body, which is then destroyed unread
     }
-    expect(await failure(collect(client().stream(req('/s', {}), signal(), broken)))).toMatchObject({ reason: 'connect' });
+    expect(await failure(collect(client().stream(req('/s', {}), signal(), broken)))).toMatchObject({
+      reason: 'connect',
+    });
   });
 
   test('an error status fails before the first event', async () => {

@@ -15,12 +15,15 @@ describe('the table', () => {
   const names = USAGE_CLASSES.map((c) => c.name);
 
   test('names, fields, columns and price keys are each unique', () => {
-    for (const key of ['name', 'field', 'column'] as const) expect(new Set(USAGE_CLASSES.map((c) => c[key])).size).toBe(USAGE_CLASSES.length);
+    for (const key of ['name', 'field', 'column'] as const)
+      expect(new Set(USAGE_CLASSES.map((c) => c[key])).size).toBe(USAGE_CLASSES.length);
     expect(new Set(PRICE_KEYS).size).toBe(PRICE_KEYS.length);
   });
 
   test('a part names a class before it (billing and the configuration read a whole before its parts)', () => {
-    const misplaced = USAGE_CLASSES.filter((c, i) => c.partOf !== null && !(names.indexOf(c.partOf) >= 0 && names.indexOf(c.partOf) < i));
+    const misplaced = USAGE_CLASSES.filter(
+      (c, i) => c.partOf !== null && !(names.indexOf(c.partOf) >= 0 && names.indexOf(c.partOf) < i),
+    );
     expect(misplaced).toEqual([]);
   });
 
@@ -44,7 +47,14 @@ describe('the table', () => {
   });
 
   test('a usage is stored as one column a class, 0 for a class it does not report', () => {
-    expect(usageColumns(usage(100, 20, { cached: 30, reasoning: 5 }))).toEqual({ prompt_tokens: 100, cached_tokens: 30, cache_write_tokens: 0, cache_write_1h_tokens: 0, completion_tokens: 20, reasoning_tokens: 5 });
+    expect(usageColumns(usage(100, 20, { cached: 30, reasoning: 5 }))).toEqual({
+      prompt_tokens: 100,
+      cached_tokens: 30,
+      cache_write_tokens: 0,
+      cache_write_1h_tokens: 0,
+      completion_tokens: 20,
+      reasoning_tokens: 5,
+    });
   });
 });
 
@@ -53,9 +63,31 @@ describe('Price reads the table', () => {
   const used = (u: Usage, more: Record<string, number>) => ({ ...u, ...more }) as Usage;
 
   test('a class counted in images, priced per million images, apart from the tokens', () => {
-    const table: UsageClass[] = [...USAGE_CLASSES, { name: 'image', field: 'images', unit: 'image', price: 'image', partOf: null, column: 'images', label: 'generated' }];
+    const table: UsageClass[] = [
+      ...USAGE_CLASSES,
+      {
+        name: 'image',
+        field: 'images',
+        unit: 'image',
+        price: 'image',
+        partOf: null,
+        column: 'images',
+        label: 'generated',
+      },
+    ];
     // 0.04 USD an image: 40,000 USD per million images
-    const price = new Price(rates({ input: 1_000_000, output: 4_000_000, cached_input: 1_000_000, cache_write: 1_000_000, cache_write_1h: 1_000_000, image: 40_000_000_000 }), true, table);
+    const price = new Price(
+      rates({
+        input: 1_000_000,
+        output: 4_000_000,
+        cached_input: 1_000_000,
+        cache_write: 1_000_000,
+        cache_write_1h: 1_000_000,
+        image: 40_000_000_000,
+      }),
+      true,
+      table,
+    );
     // 100 prompt tokens × 1 + 3 images × 40,000 µUSD
     expect(price.cost(used(usage(100, 0), { images: 3 }))).toBe(100 + 120_000);
     // a hold counts the images' bound like any family's
@@ -64,8 +96,30 @@ describe('Price reads the table', () => {
   });
 
   test('a new part of the prompt is taken out of fresh input and billed at its own price; a hold counts it', () => {
-    const table: UsageClass[] = [...USAGE_CLASSES, { name: 'audio', field: 'audio', unit: 'token', price: 'audio_input', partOf: 'prompt', column: 'audio_tokens', label: 'audio' }];
-    const price = new Price(rates({ input: 2_500_000, output: 10_000_000, cached_input: 1_250_000, cache_write: 2_500_000, cache_write_1h: 2_500_000, audio_input: 40_000_000 }), true, table);
+    const table: UsageClass[] = [
+      ...USAGE_CLASSES,
+      {
+        name: 'audio',
+        field: 'audio',
+        unit: 'token',
+        price: 'audio_input',
+        partOf: 'prompt',
+        column: 'audio_tokens',
+        label: 'audio',
+      },
+    ];
+    const price = new Price(
+      rates({
+        input: 2_500_000,
+        output: 10_000_000,
+        cached_input: 1_250_000,
+        cache_write: 2_500_000,
+        cache_write_1h: 2_500_000,
+        audio_input: 40_000_000,
+      }),
+      true,
+      table,
+    );
     // fresh 500 × 2.5 + cached 200 × 1.25 + audio 300 × 40 + output 10 × 10 = 1,250 + 250 + 12,000 + 100 µUSD
     expect(price.cost(used(usage(1_000, 10, { cached: 200 }), { audio: 300 }))).toBe(13_600);
     expect(price.worstCase(1_000, 10)).toBe(1_000 * 40 + 10 * 10);
@@ -73,7 +127,15 @@ describe('Price reads the table', () => {
 
   test('exact however many classes: a sum past 2^53 falls back to BigInt', () => {
     // Nine classes, each product below 2^50 (each exact in a double) but their sum is not: doubles would lose the µUSD.
-    const table: UsageClass[] = Array.from({ length: 9 }, (_, i) => ({ name: `c${i}`, field: `f${i}`, unit: 'token', price: `k${i}`, partOf: null, column: `c${i}`, label: `c${i}` }));
+    const table: UsageClass[] = Array.from({ length: 9 }, (_, i) => ({
+      name: `c${i}`,
+      field: `f${i}`,
+      unit: 'token',
+      price: `k${i}`,
+      partOf: null,
+      column: `c${i}`,
+      label: `c${i}`,
+    }));
     const price = new Price(rates(Object.fromEntries(table.map((c) => [c.price, 1]))), true, table);
     const counts = [...Array(8).fill(1_125_899_906_842_623), 1_125_899_906_259_017];
     const u = { ...usage(0, 0), ...Object.fromEntries(counts.map((n, i) => [`f${i}`, n])) } as Usage;

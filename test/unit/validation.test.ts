@@ -4,7 +4,12 @@ import type { ErrorObject } from 'ajv';
 import { ApiError } from '../../src/errors';
 import { paramName, validationError } from '../../src/http/validation';
 
-const err = (keyword: string, instancePath: string, params: Record<string, unknown> = {}, message?: string): ErrorObject => ({
+const err = (
+  keyword: string,
+  instancePath: string,
+  params: Record<string, unknown> = {},
+  message?: string,
+): ErrorObject => ({
   keyword,
   instancePath,
   schemaPath: `#/${keyword}`,
@@ -50,7 +55,9 @@ describe('validationError', () => {
   });
 
   test('a wrong type names the parameter and the type', () => {
-    expect(body(validationError([err('type', '/requestBody/temperature', { type: 'number' }, 'must be number')]))).toEqual({
+    expect(
+      body(validationError([err('type', '/requestBody/temperature', { type: 'number' }, 'must be number')])),
+    ).toEqual({
       status: 400,
       type: 'invalid_request_error',
       message: "Invalid value for 'temperature': must be of type number",
@@ -60,7 +67,9 @@ describe('validationError', () => {
   });
 
   test('a value outside an enum lists the allowed values', () => {
-    const e = validationError([err('enum', '/requestBody/messages/1/role', { allowedValues: ['system', 'user', 'assistant'] })]);
+    const e = validationError([
+      err('enum', '/requestBody/messages/1/role', { allowedValues: ['system', 'user', 'assistant'] }),
+    ]);
     expect(body(e)).toMatchObject({
       message: `Invalid value for 'messages[1].role': must be one of "system", "user", "assistant"`,
       param: 'messages[1].role',
@@ -78,7 +87,13 @@ describe('validationError', () => {
   });
 
   test('an unknown property is an unknown_parameter', () => {
-    expect(body(validationError([err('additionalProperties', '/requestBody/stream_options', { additionalProperty: 'include' })]))).toMatchObject({
+    expect(
+      body(
+        validationError([
+          err('additionalProperties', '/requestBody/stream_options', { additionalProperty: 'include' }),
+        ]),
+      ),
+    ).toMatchObject({
       status: 400,
       message: 'Unrecognized request argument supplied: include',
       param: 'stream_options.include',
@@ -93,7 +108,11 @@ describe('validationError', () => {
       err('type', '/requestBody/stop', { type: 'null' }, 'must be null'),
       err('anyOf', '/requestBody/stop', {}, 'must match a schema in anyOf'),
     ]);
-    expect(body(e)).toMatchObject({ message: "Invalid value for 'stop': must be of type string or array or null", param: 'stop', code: 'invalid_type' });
+    expect(body(e)).toMatchObject({
+      message: "Invalid value for 'stop': must be of type string or array or null",
+      param: 'stop',
+      code: 'invalid_type',
+    });
   });
 
   test('an anyOf whose branches already list several types names each type once', () => {
@@ -134,8 +153,13 @@ describe('validationError', () => {
       required: ['model', 'messages'],
       properties: {
         model: { type: 'string' },
-        messages: { type: 'array', items: { type: 'object', required: ['role'], properties: { role: { enum: ['user', 'system'] } } } },
-        stream_options: { anyOf: [{ type: 'object', properties: { include_usage: { type: 'boolean' } } }, { type: 'null' }] },
+        messages: {
+          type: 'array',
+          items: { type: 'object', required: ['role'], properties: { role: { enum: ['user', 'system'] } } },
+        },
+        stream_options: {
+          anyOf: [{ type: 'object', properties: { include_usage: { type: 'boolean' } } }, { type: 'null' }],
+        },
       },
     });
     const check = (v: unknown) => {
@@ -143,7 +167,10 @@ describe('validationError', () => {
       return body(validationError(validate.errors));
     };
     expect(check({ messages: [] })).toMatchObject({ param: 'model', code: 'missing_required_parameter' });
-    expect(check({ model: 'm', messages: [{ role: 'user' }, {}] })).toMatchObject({ param: 'messages[1].role', code: 'missing_required_parameter' });
+    expect(check({ model: 'm', messages: [{ role: 'user' }, {}] })).toMatchObject({
+      param: 'messages[1].role',
+      code: 'missing_required_parameter',
+    });
     expect(check({ model: 'm', messages: [{ role: 'bot' }] })).toMatchObject({
       message: `Invalid value for 'messages[0].role': must be one of "user", "system"`,
     });

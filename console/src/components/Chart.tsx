@@ -23,7 +23,15 @@ function decimalsOf(v: number): number {
   return 6;
 }
 
-export function BarChart({ bars, format, height: maxHeight = 220 }: { bars: Bar[]; format: 'usd' | 'count'; height?: number }) {
+export function BarChart({
+  bars,
+  format,
+  height: maxHeight = 220,
+}: {
+  bars: Bar[];
+  format: 'usd' | 'count';
+  height?: number;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const [width, setWidth] = useState(640);
   const [hover, setHover] = useState<number | null>(null);
@@ -43,7 +51,8 @@ export function BarChart({ bars, format, height: maxHeight = 220 }: { bars: Bar[
   const max = Math.max(stepV, Math.ceil(top0 / stepV - 1e-9) * stepV);
   const ticks = Array.from({ length: Math.round(max / stepV) + 1 }, (_, i) => i * stepV);
   const decimals = format === 'usd' ? Math.max(decimalsOf(stepV), stepV < 1 ? 2 : 0) : 0;
-  const fmtAxis = (v: number) => (format === 'usd' ? (v >= 1000 ? `$${compact(v)}` : `$${v.toFixed(v === 0 ? 0 : decimals)}`) : compact(v));
+  const fmtAxis = (v: number) =>
+    format === 'usd' ? (v >= 1000 ? `$${compact(v)}` : `$${v.toFixed(v === 0 ? 0 : decimals)}`) : compact(v);
   // Room for the longest axis label (11px digits are about 6.5px wide).
   const left = Math.max(36, Math.ceil(Math.max(...ticks.map((t) => fmtAxis(t).length)) * 6.6) + 14);
   const right = 16;
@@ -58,7 +67,12 @@ export function BarChart({ bars, format, height: maxHeight = 220 }: { bars: Bar[
 
   return (
     <div class="chart" ref={box} onMouseLeave={() => setHover(null)}>
-      <svg width={width} height={height} role="img" aria-label={`Daily ${format === 'usd' ? 'spend' : 'requests'}, last ${bars.length} days`}>
+      <svg
+        width={width}
+        height={height}
+        role="img"
+        aria-label={`Daily ${format === 'usd' ? 'spend' : 'requests'}, last ${bars.length} days`}
+      >
         <defs>
           <linearGradient id="barFill" x1="0" y1="0" x2="0" y2="1">
             <stop offset="0%" stop-color="var(--accent)" stop-opacity="0.95" />
@@ -82,13 +96,22 @@ export function BarChart({ bars, format, height: maxHeight = 220 }: { bars: Bar[
           return (
             <g key={b.date} onMouseEnter={() => setHover(i)}>
               <rect x={left + step * i} y={top} width={step} height={plotH} fill="transparent" />
-              {hover === i && <rect x={left + step * i + 2} y={top} width={step - 4} height={plotH} class="chart-hover" rx="6" />}
+              {hover === i && (
+                <rect x={left + step * i + 2} y={top} width={step - 4} height={plotH} class="chart-hover" rx="6" />
+              )}
               {h > 0 ? (
-                <rect x={cx - barW / 2} y={top + plotH - h} width={barW} height={h} rx={Math.min(5, barW / 3)} fill="url(#barFill)" />
+                <rect
+                  x={cx - barW / 2}
+                  y={top + plotH - h}
+                  width={barW}
+                  height={h}
+                  rx={Math.min(5, barW / 3)}
+                  fill="url(#barFill)"
+                />
               ) : (
                 <rect x={cx - barW / 2} y={top + plotH - 2} width={barW} height={2} rx="1" class="chart-zero" />
               )}
-              {(i % labelEvery === (bars.length - 1) % labelEvery) && (
+              {i % labelEvery === (bars.length - 1) % labelEvery && (
                 <text x={cx} y={height - 8} class="chart-tick" text-anchor="middle">
                   {shortDay(b.date)}
                 </text>
@@ -98,7 +121,10 @@ export function BarChart({ bars, format, height: maxHeight = 220 }: { bars: Bar[
         })}
       </svg>
       {hb && hover !== null && (
-        <div class="chart-tip" style={{ left: `${Math.min(width - 150, Math.max(0, left + step * hover + step / 2 - 75))}px` }}>
+        <div
+          class="chart-tip"
+          style={{ left: `${Math.min(width - 150, Math.max(0, left + step * hover + step / 2 - 75))}px` }}
+        >
           <div class="chart-tip-date">{shortDay(hb.date)}</div>
           <div class="chart-tip-value">{format === 'usd' ? usd(hb.value, { precise: true }) : hb.label}</div>
           {format === 'usd' && <div class="chart-tip-sub">{hb.label}</div>}

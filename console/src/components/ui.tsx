@@ -4,7 +4,19 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { navigate } from '../router';
 import { Icon, type IconName } from './icons';
 
-export function Link({ href, children, class: cls, title, 'aria-current': current }: { href: string; children: ComponentChildren; class?: string; title?: string; 'aria-current'?: 'page' }) {
+export function Link({
+  href,
+  children,
+  class: cls,
+  title,
+  'aria-current': current,
+}: {
+  href: string;
+  children: ComponentChildren;
+  class?: string;
+  title?: string;
+  'aria-current'?: 'page';
+}) {
   return (
     <a
       href={`/console${href === '/' ? '/' : href}`}
@@ -30,7 +42,17 @@ type ButtonProps = {
   children?: ComponentChildren;
 } & ButtonHTMLAttributes<HTMLButtonElement>;
 
-export function Button({ variant = 'secondary', size = 'md', loading, icon, children, disabled, type = 'button', class: cls, ...rest }: ButtonProps) {
+export function Button({
+  variant = 'secondary',
+  size = 'md',
+  loading,
+  icon,
+  children,
+  disabled,
+  type = 'button',
+  class: cls,
+  ...rest
+}: ButtonProps) {
   return (
     <button
       type={type}
@@ -49,7 +71,21 @@ export function Spinner({ small }: { small?: boolean }) {
   return <span class={`spinner${small ? ' spinner-sm' : ''}`} role="status" aria-label="Loading" />;
 }
 
-export function Card({ title, subtitle, actions, children, class: cls, pad = true }: { title?: ComponentChildren; subtitle?: ComponentChildren; actions?: ComponentChildren; children?: ComponentChildren; class?: string; pad?: boolean }) {
+export function Card({
+  title,
+  subtitle,
+  actions,
+  children,
+  class: cls,
+  pad = true,
+}: {
+  title?: ComponentChildren;
+  subtitle?: ComponentChildren;
+  actions?: ComponentChildren;
+  children?: ComponentChildren;
+  class?: string;
+  pad?: boolean;
+}) {
   return (
     <section class={`card${cls ? ` ${cls}` : ''}`}>
       {(title || actions) && (
@@ -66,7 +102,15 @@ export function Card({ title, subtitle, actions, children, class: cls, pad = tru
   );
 }
 
-export function PageHeader({ title, description, actions }: { title: string; description?: ComponentChildren; actions?: ComponentChildren }) {
+export function PageHeader({
+  title,
+  description,
+  actions,
+}: {
+  title: string;
+  description?: ComponentChildren;
+  actions?: ComponentChildren;
+}) {
   return (
     <div class="page-head">
       <div>
@@ -78,7 +122,15 @@ export function PageHeader({ title, description, actions }: { title: string; des
   );
 }
 
-export function Alert({ kind = 'error', children, onClose }: { kind?: 'error' | 'success' | 'info'; children: ComponentChildren; onClose?: () => void }) {
+export function Alert({
+  kind = 'error',
+  children,
+  onClose,
+}: {
+  kind?: 'error' | 'success' | 'info';
+  children: ComponentChildren;
+  onClose?: () => void;
+}) {
   return (
     <div class={`alert alert-${kind}`} role={kind === 'error' ? 'alert' : 'status'}>
       <Icon name={kind === 'success' ? 'check' : kind === 'info' ? 'info' : 'alert'} size={17} />
@@ -92,7 +144,19 @@ export function Alert({ kind = 'error', children, onClose }: { kind?: 'error' | 
   );
 }
 
-export function Field({ label, hint, error, children, htmlFor }: { label: string; hint?: ComponentChildren; error?: string | null; children: ComponentChildren; htmlFor?: string }) {
+export function Field({
+  label,
+  hint,
+  error,
+  children,
+  htmlFor,
+}: {
+  label: string;
+  hint?: ComponentChildren;
+  error?: string | null;
+  children: ComponentChildren;
+  htmlFor?: string;
+}) {
   return (
     <div class={`field${error ? ' has-error' : ''}`}>
       <label class="field-label" for={htmlFor}>
@@ -104,7 +168,17 @@ export function Field({ label, hint, error, children, htmlFor }: { label: string
   );
 }
 
-export function Empty({ icon, title, children, action }: { icon: IconName; title: string; children?: ComponentChildren; action?: ComponentChildren }) {
+export function Empty({
+  icon,
+  title,
+  children,
+  action,
+}: {
+  icon: IconName;
+  title: string;
+  children?: ComponentChildren;
+  action?: ComponentChildren;
+}) {
   return (
     <div class="empty">
       <div class="empty-icon">
@@ -130,7 +204,13 @@ export function Skeleton({ w = '100%', h = 14 }: { w?: string; h?: number }) {
   return <span class="skeleton" style={{ width: w, height: `${h}px` }} />;
 }
 
-export function Badge({ tone = 'neutral', children }: { tone?: 'neutral' | 'green' | 'red' | 'amber' | 'indigo'; children: ComponentChildren }) {
+export function Badge({
+  tone = 'neutral',
+  children,
+}: {
+  tone?: 'neutral' | 'green' | 'red' | 'amber' | 'indigo';
+  children: ComponentChildren;
+}) {
   return <span class={`badge badge-${tone}`}>{children}</span>;
 }
 
@@ -158,7 +238,17 @@ export async function copyText(text: string): Promise<boolean> {
   }
 }
 
-export function CopyButton({ text, label = 'Copy', size = 'sm', variant = 'secondary' }: { text: string; label?: string; size?: 'sm' | 'md'; variant?: 'primary' | 'secondary' | 'ghost' }) {
+export function CopyButton({
+  text,
+  label = 'Copy',
+  size = 'sm',
+  variant = 'secondary',
+}: {
+  text: string;
+  label?: string;
+  size?: 'sm' | 'md';
+  variant?: 'primary' | 'secondary' | 'ghost';
+}) {
   const [copied, setCopied] = useState(false);
   useEffect(() => {
     if (!copied) return;
@@ -166,13 +256,29 @@ export function CopyButton({ text, label = 'Copy', size = 'sm', variant = 'secon
     return () => clearTimeout(t);
   }, [copied]);
   return (
-    <Button variant={variant} size={size} icon={copied ? 'check' : 'copy'} onClick={async () => setCopied(await copyText(text))} class={copied ? 'is-copied' : undefined}>
+    <Button
+      variant={variant}
+      size={size}
+      icon={copied ? 'check' : 'copy'}
+      onClick={async () => setCopied(await copyText(text))}
+      class={copied ? 'is-copied' : undefined}
+    >
       {copied ? 'Copied' : label}
     </Button>
   );
 }
 
-export function Toggle({ checked, onChange, disabled, label }: { checked: boolean; onChange: (v: boolean) => void; disabled?: boolean; label: string }) {
+export function Toggle({
+  checked,
+  onChange,
+  disabled,
+  label,
+}: {
+  checked: boolean;
+  onChange: (v: boolean) => void;
+  disabled?: boolean;
+  label: string;
+}) {
   return (
     <button
       type="button"
@@ -188,7 +294,19 @@ export function Toggle({ checked, onChange, disabled, label }: { checked: boolea
   );
 }
 
-export function Modal({ title, onClose, children, footer, width = 520 }: { title: string; onClose: () => void; children: ComponentChildren; footer?: ComponentChildren; width?: number }) {
+export function Modal({
+  title,
+  onClose,
+  children,
+  footer,
+  width = 520,
+}: {
+  title: string;
+  onClose: () => void;
+  children: ComponentChildren;
+  footer?: ComponentChildren;
+  width?: number;
+}) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const prev = document.activeElement as HTMLElement | null;
@@ -207,7 +325,14 @@ export function Modal({ title, onClose, children, footer, width = 520 }: { title
   }, []);
   return (
     <div class="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
-      <div class="modal" role="dialog" aria-modal="true" aria-label={title} ref={ref} style={{ maxWidth: `${width}px` }}>
+      <div
+        class="modal"
+        role="dialog"
+        aria-modal="true"
+        aria-label={title}
+        ref={ref}
+        style={{ maxWidth: `${width}px` }}
+      >
         <header class="modal-head">
           <h2>{title}</h2>
           <button type="button" class="modal-close" aria-label="Close" onClick={onClose}>
@@ -223,7 +348,11 @@ export function Modal({ title, onClose, children, footer, width = 520 }: { title
 
 /** Runs an async loader on mount (and when deps change); keeps data, error and loading together. */
 export function useLoader<T>(load: () => Promise<T>, deps: unknown[] = []) {
-  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({ data: null, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({
+    data: null,
+    error: null,
+    loading: true,
+  });
   const seq = useRef(0);
   const run = async () => {
     const n = ++seq.current;

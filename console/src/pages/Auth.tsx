@@ -15,7 +15,9 @@ function AuthLayout({ children }: { children: ComponentChildren }) {
         <Brand light />
         <div class="auth-pitch">
           <h2>One key. Every model.</h2>
-          <p>An OpenAI-compatible gateway to chat and embedding models from many providers, paid from prepaid credits.</p>
+          <p>
+            An OpenAI-compatible gateway to chat and embedding models from many providers, paid from prepaid credits.
+          </p>
           <ul class="auth-points">
             <li>
               <Icon name="key" size={17} /> Keys with quotas, model allow-lists and scopes
@@ -30,7 +32,7 @@ function AuthLayout({ children }: { children: ComponentChildren }) {
         </div>
         <pre class="auth-code" aria-hidden="true">
           <span class="c-k">const</span> client = <span class="c-k">new</span> OpenAI({'{'}
-          {'\n'}  baseURL: <span class="c-s">'{location.origin}/v1'</span>,{'\n'}  apiKey: <span class="c-s">'sk-…'</span>
+          {'\n'} baseURL: <span class="c-s">'{location.origin}/v1'</span>,{'\n'} apiKey: <span class="c-s">'sk-…'</span>
           {'\n'}
           {'}'});
         </pre>
@@ -42,7 +44,19 @@ function AuthLayout({ children }: { children: ComponentChildren }) {
   );
 }
 
-function PasswordInput({ id, value, onInput, autocomplete, invalid }: { id: string; value: string; onInput: (v: string) => void; autocomplete: string; invalid?: boolean }) {
+function PasswordInput({
+  id,
+  value,
+  onInput,
+  autocomplete,
+  invalid,
+}: {
+  id: string;
+  value: string;
+  onInput: (v: string) => void;
+  autocomplete: string;
+  invalid?: boolean;
+}) {
   const [shown, setShown] = useState(false);
   return (
     <div class="input-group">
@@ -57,7 +71,12 @@ function PasswordInput({ id, value, onInput, autocomplete, invalid }: { id: stri
         required
         aria-invalid={invalid ? 'true' : undefined}
       />
-      <button type="button" class="input-addon" onClick={() => setShown(!shown)} aria-label={shown ? 'Hide password' : 'Show password'}>
+      <button
+        type="button"
+        class="input-addon"
+        onClick={() => setShown(!shown)}
+        aria-label={shown ? 'Hide password' : 'Show password'}
+      >
         {shown ? 'Hide' : 'Show'}
       </button>
     </div>
@@ -91,7 +110,16 @@ export function Login({ onDone }: { onDone: (s: Session) => void }) {
       {error && <Alert>{error}</Alert>}
       <form onSubmit={submit} class="form" noValidate={false}>
         <Field label="Email" htmlFor="login-email">
-          <input id="login-email" name="email" class="input" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+          <input
+            id="login-email"
+            name="email"
+            class="input"
+            type="email"
+            autocomplete="email"
+            required
+            value={email}
+            onInput={(e) => setEmail(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Password" htmlFor="login-password">
           <PasswordInput id="login-password" value={password} onInput={setPassword} autocomplete="current-password" />
@@ -163,7 +191,16 @@ export function Forgot() {
         <form onSubmit={submit} class="form">
           {error && <Alert>{error}</Alert>}
           <Field label="Email" htmlFor="forgot-email">
-            <input id="forgot-email" name="email" class="input" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+            <input
+              id="forgot-email"
+              name="email"
+              class="input"
+              type="email"
+              autocomplete="email"
+              required
+              value={email}
+              onInput={(e) => setEmail(e.currentTarget.value)}
+            />
           </Field>
           <Button type="submit" variant="primary" class="btn-block">
             Send the link
@@ -222,7 +259,12 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
     setBusy(true);
     setError(null);
     try {
-      const s = await api.register({ email: email.trim(), password, ...(code.trim() ? { referral_code: code.trim() } : {}), ...(captcha ? { captcha_token: captcha } : {}) });
+      const s = await api.register({
+        email: email.trim(),
+        password,
+        ...(code.trim() ? { referral_code: code.trim() } : {}),
+        ...(captcha ? { captcha_token: captcha } : {}),
+      });
       onDone(s);
       navigate('/', { replace: true });
     } catch (err) {
@@ -248,13 +290,43 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
       {general && <Alert>{general}</Alert>}
       <form onSubmit={submit} class="form">
         <Field label="Email" htmlFor="reg-email" error={fieldError('email')}>
-          <input id="reg-email" name="email" class="input" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} aria-invalid={fieldError('email') ? 'true' : undefined} />
+          <input
+            id="reg-email"
+            name="email"
+            class="input"
+            type="email"
+            autocomplete="email"
+            required
+            value={email}
+            onInput={(e) => setEmail(e.currentTarget.value)}
+            aria-invalid={fieldError('email') ? 'true' : undefined}
+          />
         </Field>
-        <Field label="Password" htmlFor="reg-password" hint="At least 10 characters, with letters and digits or symbols. A passphrase is best." error={fieldError('password')}>
-          <PasswordInput id="reg-password" value={password} onInput={setPassword} autocomplete="new-password" invalid={!!fieldError('password')} />
+        <Field
+          label="Password"
+          htmlFor="reg-password"
+          hint="At least 10 characters, with letters and digits or symbols. A passphrase is best."
+          error={fieldError('password')}
+        >
+          <PasswordInput
+            id="reg-password"
+            value={password}
+            onInput={setPassword}
+            autocomplete="new-password"
+            invalid={!!fieldError('password')}
+          />
         </Field>
         <Field label="Referral code" htmlFor="reg-ref" hint="Optional" error={fieldError('referral_code')}>
-          <input id="reg-ref" name="referral_code" class="input mono" autocomplete="off" spellcheck={false} value={code} onInput={(e) => setCode(e.currentTarget.value)} aria-invalid={fieldError('referral_code') ? 'true' : undefined} />
+          <input
+            id="reg-ref"
+            name="referral_code"
+            class="input mono"
+            autocomplete="off"
+            spellcheck={false}
+            value={code}
+            onInput={(e) => setCode(e.currentTarget.value)}
+            aria-invalid={fieldError('referral_code') ? 'true' : undefined}
+          />
         </Field>
         <Captcha onToken={setCaptcha} />
         <Button type="submit" variant="primary" loading={busy} class="btn-block">
@@ -275,17 +347,27 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
 function Captcha({ onToken }: { onToken: (t: string | null) => void }) {
   const [config, setConfig] = useState<{ provider: 'turnstile' | 'hcaptcha'; site_key: string } | null>(null);
   useEffect(() => {
-    api.config().then((c) => setConfig(c.captcha), () => setConfig(null));
+    api.config().then(
+      (c) => setConfig(c.captcha),
+      () => setConfig(null),
+    );
   }, []);
   useEffect(() => {
     if (!config) return;
-    const src = config.provider === 'turnstile' ? 'https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit' : 'https://js.hcaptcha.com/1/api.js?render=explicit';
+    const src =
+      config.provider === 'turnstile'
+        ? 'https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit'
+        : 'https://js.hcaptcha.com/1/api.js?render=explicit';
     const script = document.createElement('script');
     script.src = src;
     script.async = true;
     script.onload = () => {
       const w = window as unknown as Record<string, { render(el: string, o: object): unknown } | undefined>;
-      w[config.provider]?.render('#captcha', { sitekey: config.site_key, callback: (t: string) => onToken(t), 'expired-callback': () => onToken(null) });
+      w[config.provider]?.render('#captcha', {
+        sitekey: config.site_key,
+        callback: (t: string) => onToken(t),
+        'expired-callback': () => onToken(null),
+      });
     };
     document.head.appendChild(script);
   }, [config]);

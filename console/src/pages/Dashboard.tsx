@@ -17,7 +17,9 @@ function fillDays(rows: DailyUsage[], days: number): DailyUsage[] {
   const out: DailyUsage[] = [];
   const today = new Date();
   for (let i = days - 1; i >= 0; i--) {
-    const d = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - i)).toISOString().slice(0, 10);
+    const d = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - i))
+      .toISOString()
+      .slice(0, 10);
     out.push(byDate.get(d) ?? { date: d, requests: 0, cost_usd: '0.000000' });
   }
   return out;
@@ -82,22 +84,36 @@ export function Dashboard() {
           <div class="stat-label">
             <Icon name="activity" size={16} /> Spent, all time
           </div>
-          <div class="stat-value">{details ? usd(details.totals.spent_usd, { precise: true }) : <Skeleton w="110px" h={30} />}</div>
+          <div class="stat-value">
+            {details ? usd(details.totals.spent_usd, { precise: true }) : <Skeleton w="110px" h={30} />}
+          </div>
           <div class="stat-foot">{details ? `${int(details.totals.requests)} requests` : '\u00a0'}</div>
         </div>
         <div class="stat">
           <div class="stat-label">
             <Icon name="gift" size={16} /> Credits added
           </div>
-          <div class="stat-value">{details ? usd(num(details.totals.topped_up_usd) + num(details.totals.referral_usd)) : <Skeleton w="110px" h={30} />}</div>
-          <div class="stat-foot">{details ? `${usd(details.totals.topped_up_usd)} topped up · ${usd(details.totals.referral_usd)} from referrals` : '\u00a0'}</div>
+          <div class="stat-value">
+            {details ? (
+              usd(num(details.totals.topped_up_usd) + num(details.totals.referral_usd))
+            ) : (
+              <Skeleton w="110px" h={30} />
+            )}
+          </div>
+          <div class="stat-foot">
+            {details
+              ? `${usd(details.totals.topped_up_usd)} topped up · ${usd(details.totals.referral_usd)} from referrals`
+              : '\u00a0'}
+          </div>
         </div>
       </div>
 
       <div class="grid-2-1">
         <Card
           title="Usage, last 14 days"
-          subtitle={daily.data ? `${usd(periodCost, { precise: true })} across ${int(periodRequests)} requests` : 'Daily spend'}
+          subtitle={
+            daily.data ? `${usd(periodCost, { precise: true })} across ${int(periodRequests)} requests` : 'Daily spend'
+          }
           actions={
             <div class="segmented" role="group" aria-label="Chart metric">
               <button type="button" class={metric === 'usd' ? 'is-active' : ''} onClick={() => setMetric('usd')}>
@@ -131,60 +147,73 @@ export function Dashboard() {
         </Card>
 
         <div class="stack">
-        <Card title="Invite friends, both get credits" subtitle="When someone registers with your link, you each receive referral credits.">
-          {details ? (
-            <div class="referral">
-              <label class="field-label" for="ref-link">
-                Your referral link
-              </label>
-              <div class="copy-row">
-                <input id="ref-link" class="input mono" readOnly value={details.referral_link} onFocus={(e) => e.currentTarget.select()} data-testid="referral-link" />
-                <CopyButton text={details.referral_link} size="md" />
-              </div>
-              <div class="referral-meta">
-                <span>
-                  Code <code data-testid="referral-code">{details.referral_code}</code>
-                </span>
-                <span>{usd(details.totals.referral_usd)} earned</span>
-              </div>
-            </div>
-          ) : (
-            <Skeleton h={40} />
-          )}
-        </Card>
-        <Card title="Models" subtitle="USD per million tokens, input / output" pad={false}>
-          {models.error ? (
-            <div class="card-body">
-              <Alert>{models.error}</Alert>
-            </div>
-          ) : !models.data ? (
-            <div class="card-body">
-              <Skeleton h={60} />
-            </div>
-          ) : models.data.data.length === 0 ? (
-            <p class="card-body muted">No models are configured yet.</p>
-          ) : (
-            <ul class="model-list">
-              {models.data.data.slice(0, 6).map((m) => (
-                <li key={m.id}>
-                  <span class="model-id">
-                    <code>{m.id}</code>
-                    <span class="muted">{m.kind}</span>
+          <Card
+            title="Invite friends, both get credits"
+            subtitle="When someone registers with your link, you each receive referral credits."
+          >
+            {details ? (
+              <div class="referral">
+                <label class="field-label" for="ref-link">
+                  Your referral link
+                </label>
+                <div class="copy-row">
+                  <input
+                    id="ref-link"
+                    class="input mono"
+                    readOnly
+                    value={details.referral_link}
+                    onFocus={(e) => e.currentTarget.select()}
+                    data-testid="referral-link"
+                  />
+                  <CopyButton text={details.referral_link} size="md" />
+                </div>
+                <div class="referral-meta">
+                  <span>
+                    Code <code data-testid="referral-code">{details.referral_code}</code>
                   </span>
-                  <span class="model-price">
-                    {price(m.input_usd_per_million)}
-                    {m.kind !== 'embedding' && <span class="muted"> / {price(m.output_usd_per_million)}</span>}
-                  </span>
-                </li>
-              ))}
-              {models.data.data.length > 6 && <li class="muted">and {models.data.data.length - 6} more</li>}
-            </ul>
-          )}
-        </Card>
+                  <span>{usd(details.totals.referral_usd)} earned</span>
+                </div>
+              </div>
+            ) : (
+              <Skeleton h={40} />
+            )}
+          </Card>
+          <Card title="Models" subtitle="USD per million tokens, input / output" pad={false}>
+            {models.error ? (
+              <div class="card-body">
+                <Alert>{models.error}</Alert>
+              </div>
+            ) : !models.data ? (
+              <div class="card-body">
+                <Skeleton h={60} />
+              </div>
+            ) : models.data.data.length === 0 ? (
+              <p class="card-body muted">No models are configured yet.</p>
+            ) : (
+              <ul class="model-list">
+                {models.data.data.slice(0, 6).map((m) => (
+                  <li key={m.id}>
+                    <span class="model-id">
+                      <code>{m.id}</code>
+                      <span class="muted">{m.kind}</span>
+                    </span>
+                    <span class="model-price">
+                      {price(m.input_usd_per_million)}
+                      {m.kind !== 'embedding' && <span class="muted"> / {price(m.output_usd_per_million)}</span>}
+                    </span>
+                  </li>
+                ))}
+                {models.data.data.length > 6 && <li class="muted">and {models.data.data.length - 6} more</li>}
+              </ul>
+            )}
+          </Card>
         </div>
       </div>
 
-      <Card title="Make your first call" subtitle="Any OpenAI client works: point it at Switchyard and use one of your keys.">
+      <Card
+        title="Make your first call"
+        subtitle="Any OpenAI client works: point it at Switchyard and use one of your keys."
+      >
         <div class="quickstart">
           <div class="quickstart-base">
             <span class="field-label">Base URL</span>
@@ -194,10 +223,13 @@ export function Dashboard() {
             </div>
           </div>
           <pre class="code-block">
-            <span class="c-k">import</span> OpenAI <span class="c-k">from</span> <span class="c-s">'openai'</span>;{'\n\n'}
-            <span class="c-k">const</span> client = <span class="c-k">new</span> OpenAI({'{'} baseURL: <span class="c-s">'{base}'</span>, apiKey: process.env.SWITCHYARD_API_KEY {'}'});{'\n'}
+            <span class="c-k">import</span> OpenAI <span class="c-k">from</span> <span class="c-s">'openai'</span>;
+            {'\n\n'}
+            <span class="c-k">const</span> client = <span class="c-k">new</span> OpenAI({'{'} baseURL:{' '}
+            <span class="c-s">'{base}'</span>, apiKey: process.env.SWITCHYARD_API_KEY {'}'});{'\n'}
             <span class="c-k">const</span> res = <span class="c-k">await</span> client.chat.completions.create({'{'}
-            {'\n'}  model: <span class="c-s">'{example}'</span>, messages: [{'{'} role: <span class="c-s">'user'</span>, content: <span class="c-s">'Hello'</span> {'}'}],{'\n'}
+            {'\n'} model: <span class="c-s">'{example}'</span>, messages: [{'{'} role: <span class="c-s">'user'</span>,
+            content: <span class="c-s">'Hello'</span> {'}'}],{'\n'}
             {'}'});
           </pre>
         </div>

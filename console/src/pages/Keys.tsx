@@ -2,7 +2,20 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Icon } from '../components/icons';
-import { Alert, Badge, Button, Card, CopyButton, Empty, Field, Loading, Modal, PageHeader, Toggle, useLoader } from '../components/ui';
+import {
+  Alert,
+  Badge,
+  Button,
+  Card,
+  CopyButton,
+  Empty,
+  Field,
+  Loading,
+  Modal,
+  PageHeader,
+  Toggle,
+  useLoader,
+} from '../components/ui';
 import { ago, date, num, usd } from '../format';
 import { SCOPE_LABELS, SCOPES, type ApiKey, type Model, type NewKeyInput, type Scope } from '../types';
 
@@ -89,7 +102,14 @@ export function Keys() {
               </thead>
               <tbody>
                 {list.map((k) => (
-                  <KeyRow key={k.id} k={k} busy={pending.has(String(k.id))} onToggle={(v) => void setEnabled(k, v)} onEdit={() => setEditing(k)} onDelete={() => setDeleting(k)} />
+                  <KeyRow
+                    key={k.id}
+                    k={k}
+                    busy={pending.has(String(k.id))}
+                    onToggle={(v) => void setEnabled(k, v)}
+                    onEdit={() => setEditing(k)}
+                    onDelete={() => setDeleting(k)}
+                  />
                 ))}
               </tbody>
             </table>
@@ -111,7 +131,13 @@ export function Keys() {
           }}
         />
       )}
-      {secret && <SecretModal secret={secret.secret} name={secret.key.name || secret.key.prefix} onClose={() => setSecret(null)} />}
+      {secret && (
+        <SecretModal
+          secret={secret.secret}
+          name={secret.key.name || secret.key.prefix}
+          onClose={() => setSecret(null)}
+        />
+      )}
       {deleting && (
         <DeleteModal
           k={deleting}
@@ -126,7 +152,19 @@ export function Keys() {
   );
 }
 
-function KeyRow({ k, busy, onToggle, onEdit, onDelete }: { k: ApiKey; busy: boolean; onToggle: (v: boolean) => void; onEdit: () => void; onDelete: () => void }) {
+function KeyRow({
+  k,
+  busy,
+  onToggle,
+  onEdit,
+  onDelete,
+}: {
+  k: ApiKey;
+  busy: boolean;
+  onToggle: (v: boolean) => void;
+  onEdit: () => void;
+  onDelete: () => void;
+}) {
   const used = num(k.used_usd);
   const quota = k.quota_usd === null || k.quota_usd === undefined ? null : num(k.quota_usd);
   const pct = quota ? Math.min(100, (used / quota) * 100) : 0;
@@ -148,7 +186,12 @@ function KeyRow({ k, busy, onToggle, onEdit, onDelete }: { k: ApiKey; busy: bool
       </td>
       <td>
         <div class="toggle-cell">
-          <Toggle checked={k.enabled} disabled={busy} onChange={onToggle} label={`${k.enabled ? 'Disable' : 'Enable'} key ${k.name || k.prefix}`} />
+          <Toggle
+            checked={k.enabled}
+            disabled={busy}
+            onChange={onToggle}
+            label={`${k.enabled ? 'Disable' : 'Enable'} key ${k.name || k.prefix}`}
+          />
           <span class="toggle-text">{k.enabled ? 'Active' : 'Disabled'}</span>
         </div>
       </td>
@@ -191,10 +234,22 @@ function KeyRow({ k, busy, onToggle, onEdit, onDelete }: { k: ApiKey; busy: bool
       <td class="nowrap">{date(k.created_at)}</td>
       <td class="nowrap">{ago(k.last_used_at)}</td>
       <td class="td-actions">
-        <button type="button" class="icon-btn" title="Edit key" aria-label={`Edit ${k.name || k.prefix}`} onClick={onEdit}>
+        <button
+          type="button"
+          class="icon-btn"
+          title="Edit key"
+          aria-label={`Edit ${k.name || k.prefix}`}
+          onClick={onEdit}
+        >
           <Icon name="edit" size={16} />
         </button>
-        <button type="button" class="icon-btn icon-btn-danger" title="Delete key" aria-label={`Delete ${k.name || k.prefix}`} onClick={onDelete}>
+        <button
+          type="button"
+          class="icon-btn icon-btn-danger"
+          title="Delete key"
+          aria-label={`Delete ${k.name || k.prefix}`}
+          onClick={onDelete}
+        >
           <Icon name="trash" size={16} />
         </button>
       </td>
@@ -202,9 +257,21 @@ function KeyRow({ k, busy, onToggle, onEdit, onDelete }: { k: ApiKey; busy: bool
   );
 }
 
-function KeyForm({ initial, models, onClose, onSaved }: { initial: ApiKey | null; models: Model[]; onClose: () => void; onSaved: (k: ApiKey, secret?: string) => void }) {
+function KeyForm({
+  initial,
+  models,
+  onClose,
+  onSaved,
+}: {
+  initial: ApiKey | null;
+  models: Model[];
+  onClose: () => void;
+  onSaved: (k: ApiKey, secret?: string) => void;
+}) {
   const [name, setName] = useState(initial?.name ?? '');
-  const [quota, setQuota] = useState(initial?.quota_usd === null || initial?.quota_usd === undefined ? '' : String(num(initial.quota_usd)));
+  const [quota, setQuota] = useState(
+    initial?.quota_usd === null || initial?.quota_usd === undefined ? '' : String(num(initial.quota_usd)),
+  );
   const [allModels, setAllModels] = useState(!initial?.models);
   const [chosen, setChosen] = useState<string[]>(initial?.models ?? []);
   const [scopes, setScopes] = useState<Scope[]>(initial?.scopes ?? [...SCOPES]);
@@ -221,13 +288,15 @@ function KeyForm({ initial, models, onClose, onSaved }: { initial: ApiKey | null
     e.preventDefault();
     setError(null);
     const q = quota.trim();
-    if (q && !/^\d+(\.\d{1,6})?$/.test(q)) return setError('The spending limit must be an amount in USD, such as 25 or 12.50.');
+    if (q && !/^\d+(\.\d{1,6})?$/.test(q))
+      return setError('The spending limit must be an amount in USD, such as 25 or 12.50.');
     if (!scopes.length) return setError('Choose at least one scope.');
     if (!allModels && !chosen.length) return setError('Choose at least one model, or allow all models.');
     const b = budget.trim();
     if (b && !/^\d+(\.\d{1,6})?$/.test(b)) return setError('The budget must be an amount in USD, such as 25 or 12.50.');
     const expiresAt = expires ? `${expires}T00:00:00.000Z` : null;
-    if (expiresAt && Date.parse(expiresAt) <= Date.now() && expiresAt !== initial?.expires_at) return setError('The expiry date must be in the future.');
+    if (expiresAt && Date.parse(expiresAt) <= Date.now() && expiresAt !== initial?.expires_at)
+      return setError('The expiry date must be in the future.');
     const body: NewKeyInput = {
       name: name.trim() || null,
       quota_usd: q ? q : null,
@@ -270,54 +339,111 @@ function KeyForm({ initial, models, onClose, onSaved }: { initial: ApiKey | null
       <form id="key-form" class="form" onSubmit={submit}>
         {error && <Alert>{error}</Alert>}
         <Field label="Name" htmlFor="key-name" hint="Something to recognise it by, such as the app or environment.">
-          <input id="key-name" name="name" class="input" maxLength={100} placeholder="e.g. Production backend" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <input
+            id="key-name"
+            name="name"
+            class="input"
+            maxLength={100}
+            placeholder="e.g. Production backend"
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
         </Field>
-        <Field label="Spending limit (USD)" htmlFor="key-quota" hint="Leave empty for no limit. Requests past the limit are refused.">
+        <Field
+          label="Spending limit (USD)"
+          htmlFor="key-quota"
+          hint="Leave empty for no limit. Requests past the limit are refused."
+        >
           <div class="input-group">
             <span class="input-prefix">$</span>
-            <input id="key-quota" name="quota_usd" class="input" inputMode="decimal" placeholder="No limit" value={quota} onInput={(e) => setQuota(e.currentTarget.value)} />
+            <input
+              id="key-quota"
+              name="quota_usd"
+              class="input"
+              inputMode="decimal"
+              placeholder="No limit"
+              value={quota}
+              onInput={(e) => setQuota(e.currentTarget.value)}
+            />
           </div>
         </Field>
-        <Field label="Budget (USD)" htmlFor="key-budget" hint="Leave empty for none. At most this much per UTC day, week (from Monday) or month.">
+        <Field
+          label="Budget (USD)"
+          htmlFor="key-budget"
+          hint="Leave empty for none. At most this much per UTC day, week (from Monday) or month."
+        >
           <div class="input-group">
             <span class="input-prefix">$</span>
-            <input id="key-budget" name="budget_usd" class="input" inputMode="decimal" placeholder="No budget" value={budget} onInput={(e) => setBudget(e.currentTarget.value)} />
-            <select class="input" aria-label="Budget period" value={period} onChange={(e) => setPeriod(e.currentTarget.value as 'day' | 'week' | 'month')}>
+            <input
+              id="key-budget"
+              name="budget_usd"
+              class="input"
+              inputMode="decimal"
+              placeholder="No budget"
+              value={budget}
+              onInput={(e) => setBudget(e.currentTarget.value)}
+            />
+            <select
+              class="input"
+              aria-label="Budget period"
+              value={period}
+              onChange={(e) => setPeriod(e.currentTarget.value as 'day' | 'week' | 'month')}
+            >
               <option value="day">per day</option>
               <option value="week">per week</option>
               <option value="month">per month</option>
             </select>
           </div>
         </Field>
-        <Field label="Expires (UTC)" htmlFor="key-expires" hint="Leave empty for never. From this day on the key is refused.">
-          <input id="key-expires" name="expires_at" type="date" class="input" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
+        <Field
+          label="Expires (UTC)"
+          htmlFor="key-expires"
+          hint="Leave empty for never. From this day on the key is refused."
+        >
+          <input
+            id="key-expires"
+            name="expires_at"
+            type="date"
+            class="input"
+            value={expires}
+            onInput={(e) => setExpires(e.currentTarget.value)}
+          />
         </Field>
         <fieldset class="fieldset">
           <legend class="field-label">Models</legend>
           <div class="check-grid">
             <label class="check check-wide">
-              <input type="checkbox" name="all_models" checked={allModels} onChange={(e) => setAllModels(e.currentTarget.checked)} />
+              <input
+                type="checkbox"
+                name="all_models"
+                checked={allModels}
+                onChange={(e) => setAllModels(e.currentTarget.checked)}
+              />
               <span>All models, including ones added later</span>
             </label>
             {!allModels && (
               <>
-              {models.map((m) => (
-                <label class="check" key={m.id}>
-                  <input type="checkbox" checked={chosen.includes(m.id)} onChange={() => setChosen(toggleIn(chosen, m.id))} />
-                  <span>
-                    <code>{m.id}</code> <span class="muted">{m.kind}</span>
-                  </span>
-                </label>
-              ))}
-              {extra.map((m) => (
-                <label class="check" key={m}>
-                  <input type="checkbox" checked onChange={() => setChosen(toggleIn(chosen, m))} />
-                  <span>
-                    <code>{m}</code> <span class="muted">no longer offered</span>
-                  </span>
-                </label>
-              ))}
-              {!models.length && !extra.length && <p class="field-hint">No models are available.</p>}
+                {models.map((m) => (
+                  <label class="check" key={m.id}>
+                    <input
+                      type="checkbox"
+                      checked={chosen.includes(m.id)}
+                      onChange={() => setChosen(toggleIn(chosen, m.id))}
+                    />
+                    <span>
+                      <code>{m.id}</code> <span class="muted">{m.kind}</span>
+                    </span>
+                  </label>
+                ))}
+                {extra.map((m) => (
+                  <label class="check" key={m}>
+                    <input type="checkbox" checked onChange={() => setChosen(toggleIn(chosen, m))} />
+                    <span>
+                      <code>{m}</code> <span class="muted">no longer offered</span>
+                    </span>
+                  </label>
+                ))}
+                {!models.length && !extra.length && <p class="field-hint">No models are available.</p>}
               </>
             )}
           </div>
@@ -327,7 +453,13 @@ function KeyForm({ initial, models, onClose, onSaved }: { initial: ApiKey | null
           <div class="check-grid">
             {SCOPES.map((s) => (
               <label class="check" key={s}>
-                <input type="checkbox" name="scopes" value={s} checked={scopes.includes(s)} onChange={() => setScopes(toggleIn(scopes, s))} />
+                <input
+                  type="checkbox"
+                  name="scopes"
+                  value={s}
+                  checked={scopes.includes(s)}
+                  onChange={() => setScopes(toggleIn(scopes, s))}
+                />
                 <span>
                   {SCOPE_LABELS[s]} <code class="muted">{s}</code>
                 </span>
@@ -352,13 +484,17 @@ function SecretModal({ secret, name, onClose }: { secret: string; name: string; 
       }
     >
       <p class="modal-text">
-        This is the only time <strong>{name}</strong> is shown in full. Store it somewhere safe, such as a secret manager; if you lose it, create a new key.
+        This is the only time <strong>{name}</strong> is shown in full. Store it somewhere safe, such as a secret
+        manager; if you lose it, create a new key.
       </p>
       <div class="secret">
         <code data-testid="new-secret">{secret}</code>
         <CopyButton text={secret} size="md" variant="primary" />
       </div>
-      <Alert kind="info">Anyone with this key can spend your credits. Never put it in code that runs in a browser or in a public repository.</Alert>
+      <Alert kind="info">
+        Anyone with this key can spend your credits. Never put it in code that runs in a browser or in a public
+        repository.
+      </Alert>
     </Modal>
   );
 }
@@ -395,7 +531,8 @@ function DeleteModal({ k, onClose, onDeleted }: { k: ApiKey; onClose: () => void
     >
       {error && <Alert>{error}</Alert>}
       <p class="modal-text">
-        <strong>{k.name || 'Untitled key'}</strong> (<code>{k.prefix}…</code>) stops working at once, and every app that uses it gets 401 errors. Its past usage stays in your records. This cannot be undone.
+        <strong>{k.name || 'Untitled key'}</strong> (<code>{k.prefix}…</code>) stops working at once, and every app that
+        uses it gets 401 errors. Its past usage stays in your records. This cannot be undone.
       </p>
     </Modal>
   );

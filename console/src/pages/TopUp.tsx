@@ -18,13 +18,21 @@ export function TopUp() {
   useEffect(() => {
     const q = new URLSearchParams(location.search);
     const c = q.get('checkout') ?? q.get('status');
-    if (c === 'success') setNotice({ kind: 'success', text: 'Payment received. Your credits appear in your balance as soon as the payment is confirmed.' });
-    else if (c === 'cancelled' || c === 'canceled') setNotice({ kind: 'info', text: 'The payment was cancelled. Nothing was charged.' });
+    if (c === 'success')
+      setNotice({
+        kind: 'success',
+        text: 'Payment received. Your credits appear in your balance as soon as the payment is confirmed.',
+      });
+    else if (c === 'cancelled' || c === 'canceled')
+      setNotice({ kind: 'info', text: 'The payment was cancelled. Nothing was charged.' });
   }, []);
 
   return (
     <>
-      <PageHeader title="Top up" description="Add prepaid credits to your balance. Credits never expire and are spent only when you call models." />
+      <PageHeader
+        title="Top up"
+        description="Add prepaid credits to your balance. Credits never expire and are spent only when you call models."
+      />
       {notice && (
         <Alert kind={notice.kind} onClose={() => setNotice(null)}>
           {notice.text}
@@ -70,7 +78,11 @@ export function TopUp() {
             <Skeleton h={80} />
           </Card>
         ) : options.data?.card ? (
-          <CardPayment min={num(options.data.min_usd)} max={num(options.data.max_usd)} currency={options.data.currency} />
+          <CardPayment
+            min={num(options.data.min_usd)}
+            max={num(options.data.max_usd)}
+            currency={options.data.currency}
+          />
         ) : null}
       </div>
       <History version={historyVersion} />
@@ -78,7 +90,13 @@ export function TopUp() {
   );
 }
 
-function Redeem({ onStart, onRedeemed }: { onStart: () => void; onRedeemed: (amount: string | number) => Promise<void> }) {
+function Redeem({
+  onStart,
+  onRedeemed,
+}: {
+  onStart: () => void;
+  onRedeemed: (amount: string | number) => Promise<void>;
+}) {
   const [code, setCode] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -131,7 +149,8 @@ function CardPayment({ min, max, currency }: { min: number; max: number; currenc
     e.preventDefault();
     const a = amount.trim();
     const n = Number(a);
-    if (!/^\d+(\.\d{1,2})?$/.test(a) || n < min || n > max) return setError(`Enter an amount between ${usd(min)} and ${usd(max)}.`);
+    if (!/^\d+(\.\d{1,2})?$/.test(a) || n < min || n > max)
+      return setError(`Enter an amount between ${usd(min)} and ${usd(max)}.`);
     setBusy(true);
     setError(null);
     try {
@@ -143,11 +162,19 @@ function CardPayment({ min, max, currency }: { min: number; max: number; currenc
     }
   };
   return (
-    <Card title="Pay by card" subtitle={`Secure checkout by Stripe. Amounts in ${currency.toUpperCase()}, from ${usd(min)} to ${usd(max)}.`}>
+    <Card
+      title="Pay by card"
+      subtitle={`Secure checkout by Stripe. Amounts in ${currency.toUpperCase()}, from ${usd(min)} to ${usd(max)}.`}
+    >
       <form class="form" onSubmit={submit}>
         <div class="presets" role="group" aria-label="Amount">
           {presets.map((p) => (
-            <button type="button" key={p} class={`preset${Number(amount) === p ? ' is-active' : ''}`} onClick={() => setAmount(String(p))}>
+            <button
+              type="button"
+              key={p}
+              class={`preset${Number(amount) === p ? ' is-active' : ''}`}
+              onClick={() => setAmount(String(p))}
+            >
               {usd(p).replace('.00', '')}
             </button>
           ))}
@@ -155,7 +182,14 @@ function CardPayment({ min, max, currency }: { min: number; max: number; currenc
         <Field label="Amount (USD)" htmlFor="card-amount" error={error}>
           <div class="input-group">
             <span class="input-prefix">$</span>
-            <input id="card-amount" name="amount_usd" class="input" inputMode="decimal" value={amount} onInput={(e) => setAmount(e.currentTarget.value)} />
+            <input
+              id="card-amount"
+              name="amount_usd"
+              class="input"
+              inputMode="decimal"
+              value={amount}
+              onInput={(e) => setAmount(e.currentTarget.value)}
+            />
           </div>
         </Field>
         <Button type="submit" variant="primary" icon="card" loading={busy}>
@@ -244,7 +278,13 @@ function History({ version }: { version: number }) {
                       <td>
                         <Badge tone={a > 0 ? 'green' : 'neutral'}>{KIND_LABELS[r.kind] ?? r.kind}</Badge>
                       </td>
-                      <td class="muted ellipsis">{r.kind === 'usage' ? r.model ?? '' : r.kind === 'redemption' || r.kind === 'referral' || r.kind === 'signup' ? '' : r.ref ?? ''}</td>
+                      <td class="muted ellipsis">
+                        {r.kind === 'usage'
+                          ? (r.model ?? '')
+                          : r.kind === 'redemption' || r.kind === 'referral' || r.kind === 'signup'
+                            ? ''
+                            : (r.ref ?? '')}
+                      </td>
                       <td class={`num ${a > 0 ? 'pos' : ''}`}>
                         {a > 0 ? '+' : ''}
                         {usdExact(a)}
@@ -279,7 +319,8 @@ function LowBalance({ current, onSaved }: { current: string | null; onSaved: () 
   const save = async (e: Event) => {
     e.preventDefault();
     const v = value.trim();
-    if (v && !/^\d+(\.\d{1,6})?$/.test(v)) return setState('The threshold must be an amount in USD, such as 5 or 2.50.');
+    if (v && !/^\d+(\.\d{1,6})?$/.test(v))
+      return setState('The threshold must be an amount in USD, such as 5 or 2.50.');
     try {
       await api.updateAccount({ low_balance_usd: v ? v : null });
       setState(v ? `We will mail you when your balance falls below $${v}.` : 'Low-balance alerts are off.');
@@ -290,8 +331,20 @@ function LowBalance({ current, onSaved }: { current: string | null; onSaved: () 
   };
   return (
     <form class="form low-balance" onSubmit={save}>
-      <Field label="Low-balance alert (USD)" htmlFor="low-balance" hint="Leave empty for none. One mail each time the balance falls below it.">
-        <input id="low-balance" name="low_balance_usd" class="input" inputMode="decimal" placeholder="No alert" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+      <Field
+        label="Low-balance alert (USD)"
+        htmlFor="low-balance"
+        hint="Leave empty for none. One mail each time the balance falls below it."
+      >
+        <input
+          id="low-balance"
+          name="low_balance_usd"
+          class="input"
+          inputMode="decimal"
+          placeholder="No alert"
+          value={value}
+          onInput={(e) => setValue(e.currentTarget.value)}
+        />
       </Field>
       <Button type="submit" size="sm">
         Save

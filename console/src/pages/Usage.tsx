@@ -98,7 +98,13 @@ export function Usage() {
       <Card class="filters-card">
         <form class="filters" onSubmit={apply}>
           <Field label="Key" htmlFor="f-key">
-            <select id="f-key" name="key_id" class="input" value={draft.key_id} onChange={(e) => setDraft({ ...draft, key_id: e.currentTarget.value })}>
+            <select
+              id="f-key"
+              name="key_id"
+              class="input"
+              value={draft.key_id}
+              onChange={(e) => setDraft({ ...draft, key_id: e.currentTarget.value })}
+            >
               <option value="">All keys</option>
               {(keys.data?.data ?? []).map((k) => (
                 <option key={k.id} value={String(k.id)}>
@@ -108,10 +114,26 @@ export function Usage() {
             </select>
           </Field>
           <Field label="From" htmlFor="f-from">
-            <input id="f-from" name="from" type="date" class="input" value={draft.from} max={draft.to || undefined} onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })} />
+            <input
+              id="f-from"
+              name="from"
+              type="date"
+              class="input"
+              value={draft.from}
+              max={draft.to || undefined}
+              onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })}
+            />
           </Field>
           <Field label="To" htmlFor="f-to">
-            <input id="f-to" name="to" type="date" class="input" value={draft.to} min={draft.from || undefined} onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })} />
+            <input
+              id="f-to"
+              name="to"
+              type="date"
+              class="input"
+              value={draft.to}
+              min={draft.from || undefined}
+              onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })}
+            />
           </Field>
           <div class="filters-actions">
             <Button type="submit" variant="primary" icon="filter">
@@ -144,12 +166,18 @@ export function Usage() {
       ) : (
         <>
           <Totals totals={totals} classes={classes} loading={page.loading && !page.data} />
-          <Card title="Requests" subtitle={filtered ? 'Matching the filters above, newest first' : 'Newest first'} pad={false}>
+          <Card
+            title="Requests"
+            subtitle={filtered ? 'Matching the filters above, newest first' : 'Newest first'}
+            pad={false}
+          >
             {page.loading && !page.data ? (
               <Loading label="Loading requests…" />
             ) : rows.length === 0 ? (
               <Empty icon="activity" title={filtered ? 'No requests match these filters' : 'No requests yet'}>
-                {filtered ? 'Try another key or a wider date range.' : 'Requests made with your API keys appear here within seconds.'}
+                {filtered
+                  ? 'Try another key or a wider date range.'
+                  : 'Requests made with your API keys appear here within seconds.'}
               </Empty>
             ) : (
               <div class={`table-wrap${page.loading ? ' is-refreshing' : ''}`}>
@@ -171,12 +199,19 @@ export function Usage() {
                   </thead>
                   <tbody>
                     {rows.map((r) => {
-                      const k = r.key_id === null || r.key_id === undefined ? undefined : keyNames.get(String(r.key_id));
+                      const k =
+                        r.key_id === null || r.key_id === undefined ? undefined : keyNames.get(String(r.key_id));
                       const ok = r.status >= 200 && r.status < 300;
                       return (
                         <tr key={r.request_id} title={r.request_id}>
                           <td class="nowrap">{dateTime(r.created_at)}</td>
-                          <td class="nowrap">{k ? k.name || <code>{k.prefix}…</code> : <span class="muted">{r.key_id === null ? 'Deleted key' : `#${r.key_id}`}</span>}</td>
+                          <td class="nowrap">
+                            {k ? (
+                              k.name || <code>{k.prefix}…</code>
+                            ) : (
+                              <span class="muted">{r.key_id === null ? 'Deleted key' : `#${r.key_id}`}</span>
+                            )}
+                          </td>
                           <td>
                             <code>{r.model}</code>
                           </td>
@@ -189,8 +224,16 @@ export function Usage() {
                               <Parts of={c} classes={classes} usage={r.usage} />
                             </td>
                           ))}
-                          <td class="num muted">{r.latency_ms === null || r.latency_ms === undefined ? '—' : `${int(r.latency_ms)} ms`}</td>
-                          <td class="num" title={COUNTED[r.counted]}>{num(r.cost_usd) === 0 && !ok ? <span class="muted">Not charged</span> : usd(r.cost_usd, { precise: true })}</td>
+                          <td class="num muted">
+                            {r.latency_ms === null || r.latency_ms === undefined ? '—' : `${int(r.latency_ms)} ms`}
+                          </td>
+                          <td class="num" title={COUNTED[r.counted]}>
+                            {num(r.cost_usd) === 0 && !ok ? (
+                              <span class="muted">Not charged</span>
+                            ) : (
+                              usd(r.cost_usd, { precise: true })
+                            )}
+                          </td>
                         </tr>
                       );
                     })}
@@ -202,10 +245,18 @@ export function Usage() {
               <div class="pager">
                 <span class="muted">Page {cursors.length}</span>
                 <div class="pager-btns">
-                  <Button size="sm" disabled={cursors.length <= 1 || page.loading} onClick={() => setCursors(cursors.slice(0, -1))}>
+                  <Button
+                    size="sm"
+                    disabled={cursors.length <= 1 || page.loading}
+                    onClick={() => setCursors(cursors.slice(0, -1))}
+                  >
                     Previous
                   </Button>
-                  <Button size="sm" disabled={!page.data?.next_cursor || page.loading} onClick={() => setCursors([...cursors, page.data!.next_cursor!])}>
+                  <Button
+                    size="sm"
+                    disabled={!page.data?.next_cursor || page.loading}
+                    onClick={() => setCursors([...cursors, page.data!.next_cursor!])}
+                  >
                     Next
                   </Button>
                 </div>
@@ -225,7 +276,8 @@ function heading(c: UsageClass): string {
 
 /** The classes within `of` (its parts, and theirs), in the API's order. */
 function partsOf(of: UsageClass, classes: UsageClass[]): UsageClass[] {
-  const within = (c: UsageClass): boolean => c.part_of === of.name || (c.part_of !== null && within(classes.find((w) => w.name === c.part_of)!));
+  const within = (c: UsageClass): boolean =>
+    c.part_of === of.name || (c.part_of !== null && within(classes.find((w) => w.name === c.part_of)!));
   return classes.filter(within);
 }
 
@@ -235,7 +287,11 @@ function Parts({ of, classes, usage }: { of: UsageClass; classes: UsageClass[]; 
     .filter((c) => usage[c.name])
     .map((c) => `${c.unit === of.unit ? int(usage[c.name]) : quantity(usage[c.name], c.unit)} ${c.label}`);
   if (!parts.length) return null;
-  return <div class="muted small" data-testid={`parts-${of.name}`}>{parts.join(' · ')}</div>;
+  return (
+    <div class="muted small" data-testid={`parts-${of.name}`}>
+      {parts.join(' · ')}
+    </div>
+  );
 }
 
 function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: UsageClass[]; loading: boolean }) {
@@ -285,7 +341,12 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
                     {int(sum(c.name))}
                   </td>
                 ))}
-                <td class="num">{usd(totals.reduce((a, t) => a + num(t.cost_usd), 0), { precise: true })}</td>
+                <td class="num">
+                  {usd(
+                    totals.reduce((a, t) => a + num(t.cost_usd), 0),
+                    { precise: true },
+                  )}
+                </td>
               </tr>
             </tfoot>
           )}

@@ -10,7 +10,9 @@ export async function up(db: Knex): Promise<void> {
   });
   // Accounts made before this migration get a referral code too.
   for (const { id } of await db('accounts').whereNull('referral_code').select('id')) {
-    await db('accounts').where('id', id).update({ referral_code: `${crypto.randomBytes(5).toString('hex')}${id}`.toUpperCase().slice(0, 32) });
+    await db('accounts')
+      .where('id', id)
+      .update({ referral_code: `${crypto.randomBytes(5).toString('hex')}${id}`.toUpperCase().slice(0, 32) });
   }
   // Only the SHA-256 of a session id is stored: a leaked table does not let anyone in.
   await db.schema.createTable('sessions', (t) => {

@@ -21,7 +21,10 @@ export async function up(db: Knex): Promise<void> {
     const scopes = String(k.scopes).split(',').filter(Boolean);
     if (scopes.includes('chat')) {
       const more = ['messages', 'responses'].filter((s) => !scopes.includes(s));
-      if (more.length) await db('api_keys').where('id', k.id).update({ scopes: [...scopes, ...more].join(',') });
+      if (more.length)
+        await db('api_keys')
+          .where('id', k.id)
+          .update({ scopes: [...scopes, ...more].join(',') });
     }
   }
 }

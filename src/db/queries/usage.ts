@@ -41,7 +41,8 @@ function filtered(db: Knex, f: UsageFilter): Knex.QueryBuilder {
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
 /** The usage columns of a row (or of a sum of rows) as numbers; a column a row lacks is 0. */
-const counts = (r: Record<string, unknown>): UsageCounts => Object.fromEntries(USAGE_CLASSES.map((c) => [c.column, Number(r[c.column] ?? 0)])) as UsageCounts;
+const counts = (r: Record<string, unknown>): UsageCounts =>
+  Object.fromEntries(USAGE_CLASSES.map((c) => [c.column, Number(r[c.column] ?? 0)])) as UsageCounts;
 
 function toRecord(r: Record<string, unknown>): UsageRecord {
   return {
@@ -63,7 +64,11 @@ function toRecord(r: Record<string, unknown>): UsageRecord {
 }
 
 /** Newest first; `beforeId` pages (the id of the last row of the previous page). */
-export async function usageRecords(db: Knex, f: UsageFilter, page: { limit: number; beforeId?: number }): Promise<UsageRecord[]> {
+export async function usageRecords(
+  db: Knex,
+  f: UsageFilter,
+  page: { limit: number; beforeId?: number },
+): Promise<UsageRecord[]> {
   const q = filtered(db, f).orderBy('id', 'desc').limit(page.limit);
   if (page.beforeId !== undefined) q.andWhere('id', '<', page.beforeId);
   return (await q).map(toRecord);

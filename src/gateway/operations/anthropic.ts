@@ -26,13 +26,21 @@ const hourWrites = (u: Counts): number => {
  * reports each pass in `iterations`, and its top-level numbers are the last pass's only: what Anthropic bills is the
  * sum of the passes.
  */
-export function fromAnthropicUsage(raw: (Partial<AnthropicUsage> & { iterations?: unknown; cache_creation?: unknown }) | null | undefined): Usage | null {
+export function fromAnthropicUsage(
+  raw: (Partial<AnthropicUsage> & { iterations?: unknown; cache_creation?: unknown }) | null | undefined,
+): Usage | null {
   if (!raw || !isCount(raw.input_tokens) || !isCount(raw.output_tokens)) return null;
   const u = withIterations(raw as Counts, raw.iterations);
   const n = (k: (typeof FIELDS)[number]) => (isCount(u[k]) ? (u[k] as number) : 0);
   const read = n('cache_read_input_tokens');
   const write = n('cache_creation_input_tokens');
-  const out: Usage = { prompt: n('input_tokens') + read + write, cached: read, cacheWrite: write, completion: n('output_tokens'), reasoning: 0 };
+  const out: Usage = {
+    prompt: n('input_tokens') + read + write,
+    cached: read,
+    cacheWrite: write,
+    completion: n('output_tokens'),
+    reasoning: 0,
+  };
   const hour = Math.min(hourWrites(u), write);
   if (hour) out.cacheWrite1h = hour;
   return out;
@@ -48,13 +56,23 @@ function withIterations(u: Counts, iterations: unknown): Counts {
     for (const it of passes) if (isCount(it[k])) sum += it[k] as number;
     out[k] = Math.max(sum, isCount(u[k]) ? (u[k] as number) : 0);
   }
-  out.cache_creation = { ephemeral_1h_input_tokens: Math.max(passes.reduce((s, it) => s + hourWrites(it), 0), hourWrites(u)) };
+  out.cache_creation = {
+    ephemeral_1h_input_tokens: Math.max(
+      passes.reduce((s, it) => s + hourWrites(it), 0),
+      hourWrites(u),
+    ),
+  };
   return out;
 }
 
 /** Ours → Anthropic's (input_tokens counts neither cache reads nor writes). */
 export function toAnthropicUsage(u: Usage): AnthropicUsage {
-  return { input_tokens: u.prompt - u.cached - u.cacheWrite, output_tokens: u.completion, cache_creation_input_tokens: u.cacheWrite, cache_read_input_tokens: u.cached };
+  return {
+    input_tokens: u.prompt - u.cached - u.cacheWrite,
+    output_tokens: u.completion,
+    cache_creation_input_tokens: u.cacheWrite,
+    cache_read_input_tokens: u.cached,
+  };
 }
 
 /** Anthropic's framing: `event: <type>` and `data: <event>`; no end marker; errors as an `error` event. */
@@ -63,4 +81,3 @@ export const ANTHROPIC_SSE: Framing = {
   done: '',
   error: (e: unknown) => `event: error\ndata: ${JSON.stringify(anthropicError(streamErrorOf(e)).body)}\n\n`,
 };
-

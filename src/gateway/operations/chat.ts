@@ -42,10 +42,15 @@ export function predictionBytes(body: Pick<ChatRequest, 'prediction'>): number {
  * Audio and web search refused unless allowed, pricier tiers and Azure's "on your data" stripped (see policy.ts).
  * Legacy completions sent through chat are held to the same (their unknown fields become the chat request's).
  */
-export function chatFeatures<T extends Pick<ChatRequest, 'audio' | 'modalities' | 'web_search_options' | 'service_tier'>>(body: T, model: ModelConfig): T {
+export function chatFeatures<
+  T extends Pick<ChatRequest, 'audio' | 'modalities' | 'web_search_options' | 'service_tier'>,
+>(body: T, model: ModelConfig): T {
   const allowed = (f: ModelConfig['allow'][number]) => model.allow.includes(f);
   if (!allowed('audio') && (body.audio != null || (body.modalities ?? []).includes('audio'))) {
-    throw errors.invalidRequest(`Model ${model.id} does not produce audio through this gateway`, body.audio != null ? 'audio' : 'modalities');
+    throw errors.invalidRequest(
+      `Model ${model.id} does not produce audio through this gateway`,
+      body.audio != null ? 'audio' : 'modalities',
+    );
   }
   if (!allowed('web_search') && body.web_search_options != null) {
     throw errors.invalidRequest(`Model ${model.id} does not search the web through this gateway`, 'web_search_options');
@@ -66,7 +71,14 @@ export const chat: Operation<ChatRequest, ChatResponse, ChatChunk> = {
     const perChoice = (asked.length ? Math.min(...asked) : model.max_output_tokens) + predictionBytes(body);
     // best_of is not OpenAI's in chat, but OpenAI-compatible servers (vLLM) generate that many and return n
     const bestOf = (body as { best_of?: unknown }).best_of;
-    return { perChoice, choices: Math.max(1, body.n ?? 1, typeof bestOf === 'number' && Number.isFinite(bestOf) ? Math.min(Math.floor(bestOf), 128) : 1) };
+    return {
+      perChoice,
+      choices: Math.max(
+        1,
+        body.n ?? 1,
+        typeof bestOf === 'number' && Number.isFinite(bestOf) ? Math.min(Math.floor(bestOf), 128) : 1,
+      ),
+    };
   },
   features: (body, model) => chatFeatures(body, model),
   present: (res, p) => ({ ...res, model: p.model, usage: shownUsage(res.usage, p.usage, p.reported) }),
@@ -76,7 +88,16 @@ export const chat: Operation<ChatRequest, ChatResponse, ChatChunk> = {
   },
   tail(last, p, includeUsage) {
     if (!includeUsage || !last) return [];
-    return [{ id: last.id, object: last.object, created: last.created, model: p.model, choices: [], usage: shownUsage(p.raw, p.usage, p.reported) }];
+    return [
+      {
+        id: last.id,
+        object: last.object,
+        created: last.created,
+        model: p.model,
+        choices: [],
+        usage: shownUsage(p.raw, p.usage, p.reported),
+      },
+    ];
   },
   framing: OPENAI_SSE,
 };

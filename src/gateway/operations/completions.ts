@@ -53,22 +53,39 @@ const toCompletionFinish = (f: string | null): CompletionFinish =>
   (f === null ? null : f === 'length' || f === 'content_filter' ? f : 'stop') as CompletionFinish;
 
 /** A chat answer or chunk as a `text_completion`: the same id (cmpl-), time, model and usage; the text of each choice. */
-function asCompletion(res: ChatResponse | ChatChunk, text: (i: number) => string, finish: (i: number) => string | null): CompletionResponse {
+function asCompletion(
+  res: ChatResponse | ChatChunk,
+  text: (i: number) => string,
+  finish: (i: number) => string | null,
+): CompletionResponse {
   return {
     id: completionId(res.id),
     object: 'text_completion',
     created: res.created,
     model: res.model,
-    choices: res.choices.map((c, i) => ({ index: c.index, text: text(i), logprobs: null, finish_reason: toCompletionFinish(finish(i)) })),
+    choices: res.choices.map((c, i) => ({
+      index: c.index,
+      text: text(i),
+      logprobs: null,
+      finish_reason: toCompletionFinish(finish(i)),
+    })),
     ...(res.usage ? { usage: res.usage } : {}),
   };
 }
 
 const chatToCompletion = (res: ChatResponse) =>
-  asCompletion(res, (i) => res.choices[i].message.content ?? '', (i) => res.choices[i].finish_reason);
+  asCompletion(
+    res,
+    (i) => res.choices[i].message.content ?? '',
+    (i) => res.choices[i].finish_reason,
+  );
 
 const chatChunkToCompletion = (chunk: ChatChunk) =>
-  asCompletion(chunk, (i) => chunk.choices[i].delta?.content ?? '', (i) => chunk.choices[i].finish_reason ?? null);
+  asCompletion(
+    chunk,
+    (i) => chunk.choices[i].delta?.content ?? '',
+    (i) => chunk.choices[i].finish_reason ?? null,
+  );
 
 export const completions: Operation<CompletionRequest, CompletionResponse, CompletionResponse> = {
   name: 'completions',
@@ -88,7 +105,8 @@ export const completions: Operation<CompletionRequest, CompletionResponse, Compl
     // best_of generates that many completions server-side, each billed; n of them are returned; per prompt. Sent
     // through chat, a prediction (an unknown field here) goes along: its rejected tokens are billed as output.
     const perPrompt = Math.max(1, body.n ?? 1, body.best_of ?? 1);
-    const perChoice = (body.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS) + predictionBytes(body as Pick<ChatRequest, 'prediction'>);
+    const perChoice =
+      (body.max_tokens ?? LEGACY_DEFAULT_MAX_TOKENS) + predictionBytes(body as Pick<ChatRequest, 'prediction'>);
     return { perChoice, choices: perPrompt * prompts(body.prompt) };
   },
   // Its unknown fields become the chat request's when it goes through chat: the same rules as chat.
@@ -96,11 +114,22 @@ export const completions: Operation<CompletionRequest, CompletionResponse, Compl
   present: (res, p) => ({ ...res, model: p.model, usage: shownUsage(res.usage, p.usage, p.reported) }),
   presentChunk(chunk, { model, includeUsage }) {
     if (chunk.choices.length === 0 && chunk.usage) return null;
-    return includeUsage ? ({ ...chunk, model, usage: null } as unknown as CompletionResponse) : { ...withoutUsage(chunk), model };
+    return includeUsage
+      ? ({ ...chunk, model, usage: null } as unknown as CompletionResponse)
+      : { ...withoutUsage(chunk), model };
   },
   tail(last, p, includeUsage) {
     if (!includeUsage || !last) return [];
-    return [{ id: last.id, object: last.object, created: last.created, model: p.model, choices: [], usage: shownUsage(p.raw, p.usage, p.reported) }];
+    return [
+      {
+        id: last.id,
+        object: last.object,
+        created: last.created,
+        model: p.model,
+        choices: [],
+        usage: shownUsage(p.raw, p.usage, p.reported),
+      },
+    ];
   },
   framing: OPENAI_SSE,
 };

@@ -11,7 +11,19 @@ import { collect } from './openai';
 import { anthropicBetas, anthropicBody } from './policy';
 import type { Operation, Reader } from './types';
 
-const NOT_TEXT = new Set(['type', 'id', 'name', 'signature', 'cache_control', 'tool_use_id', 'media_type', 'stop_reason', 'stop_sequence', 'role', 'model']);
+const NOT_TEXT = new Set([
+  'type',
+  'id',
+  'name',
+  'signature',
+  'cache_control',
+  'tool_use_id',
+  'media_type',
+  'stop_reason',
+  'stop_sequence',
+  'role',
+  'model',
+]);
 
 const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
   usage: (res) => fromAnthropicUsage(res.usage),
@@ -28,7 +40,9 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
       input_tokens: d.input_tokens ?? (start ? start.prompt - start.cached - start.cacheWrite : undefined),
       cache_read_input_tokens: d.cache_read_input_tokens ?? start?.cached,
       cache_creation_input_tokens: d.cache_creation_input_tokens ?? start?.cacheWrite,
-      cache_creation: (d as { cache_creation?: unknown }).cache_creation ?? { ephemeral_1h_input_tokens: start?.cacheWrite1h },
+      cache_creation: (d as { cache_creation?: unknown }).cache_creation ?? {
+        ephemeral_1h_input_tokens: start?.cacheWrite1h,
+      },
       output_tokens: d.output_tokens,
       iterations: (d as { iterations?: unknown }).iterations,
     });
@@ -70,7 +84,8 @@ export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEve
   features: (body, model: ModelConfig, profile) => anthropicBody(body, model, !!profile.longCache),
   headers: (headers, model) => anthropicBetas(headers, model),
   present: (res, p) => ({ ...res, model: p.model, usage: p.reported ? res.usage : toAnthropicUsage(p.usage) }),
-  presentChunk: (ev, { model }) => (ev.type === 'message_start' && ev.message ? { ...ev, message: { ...ev.message, model } } : ev),
+  presentChunk: (ev, { model }) =>
+    ev.type === 'message_start' && ev.message ? { ...ev, message: { ...ev.message, model } } : ev,
   tail: () => [],
   framing: ANTHROPIC_SSE,
 };

@@ -9,7 +9,12 @@ type Details = { cached_tokens?: unknown; cache_write_tokens?: unknown; reasonin
 /** An upstream's usage object, if its counts can be billed (whole, non-negative); null otherwise. */
 export function readUsage(u: unknown): Usage | null {
   if (!u || typeof u !== 'object') return null;
-  const o = u as { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: Details | null; completion_tokens_details?: Details | null };
+  const o = u as {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    prompt_tokens_details?: Details | null;
+    completion_tokens_details?: Details | null;
+  };
   if (!isCount(o.prompt_tokens) || !isCount(o.completion_tokens)) return null;
   const part = (n: unknown, of: number) => (isCount(n) ? Math.min(n, of) : 0);
   const cached = part(o.prompt_tokens_details?.cached_tokens, o.prompt_tokens);
@@ -31,7 +36,14 @@ export function openaiUsage(u: Usage): OpenAIUsage {
     prompt_tokens: u.prompt,
     completion_tokens: u.completion,
     total_tokens: u.prompt + u.completion,
-    ...(u.cached || u.cacheWrite ? { prompt_tokens_details: { cached_tokens: u.cached, ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}) } } : {}),
+    ...(u.cached || u.cacheWrite
+      ? {
+          prompt_tokens_details: {
+            cached_tokens: u.cached,
+            ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}),
+          },
+        }
+      : {}),
     ...(u.reasoning ? { completion_tokens_details: { reasoning_tokens: u.reasoning } } : {}),
   } as OpenAIUsage;
 }

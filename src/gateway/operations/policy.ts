@@ -38,12 +38,16 @@ export function keepTools<T>(tools: T[] | null | undefined, keep: (t: T) => bool
  */
 export function withoutChatExtensions<T extends object>(body: T, model: Pick<ModelConfig, 'allow'>): T {
   const b = body as Record<string, unknown>;
-  if (allows(model, 'server_tools') || (b.data_sources == null && b.dataSources == null && b.enhancements == null)) return body;
+  if (allows(model, 'server_tools') || (b.data_sources == null && b.dataSources == null && b.enhancements == null))
+    return body;
   const { data_sources: _a, dataSources: _b, enhancements: _c, ...rest } = b;
   return rest as T;
 }
 
-const typeOf = (t: unknown): string | undefined => (t && typeof t === 'object' && typeof (t as { type?: unknown }).type === 'string' ? (t as { type: string }).type : undefined);
+const typeOf = (t: unknown): string | undefined =>
+  t && typeof t === 'object' && typeof (t as { type?: unknown }).type === 'string'
+    ? (t as { type: string }).type
+    : undefined;
 
 // -------------------------------------------------------------------------------------------------------------
 // Anthropic's Messages, sent natively
@@ -74,7 +78,10 @@ const PRICED_BETAS: [RegExp, Feature][] = [
 ];
 
 /** The `anthropic-beta` list without the betas the model does not allow. */
-export function anthropicBetas(headers: Record<string, string>, model: Pick<ModelConfig, 'allow'>): Record<string, string> {
+export function anthropicBetas(
+  headers: Record<string, string>,
+  model: Pick<ModelConfig, 'allow'>,
+): Record<string, string> {
   const list = headers['anthropic-beta'];
   if (!list) return headers;
   const kept = list
@@ -98,7 +105,8 @@ export function anthropicBody<T extends object>(body: T, model: Pick<ModelConfig
     out.service_tier = 'standard_only';
     delete out.speed;
   }
-  if (!allows(model, 'data_residency') && out.inference_geo != null && out.inference_geo !== 'global') delete out.inference_geo;
+  if (!allows(model, 'data_residency') && out.inference_geo != null && out.inference_geo !== 'global')
+    delete out.inference_geo;
   const tools = keepTools(out.tools as unknown[] | undefined, anthropicTool(model));
   if (tools !== out.tools) out.tools = tools;
   if (!allows(model, 'server_tools')) withoutServerSide(out);

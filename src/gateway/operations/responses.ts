@@ -31,7 +31,17 @@ export function fromResponseUsage(u: ResponseUsageShape | null | undefined): Usa
 /** The events that end a stream carry the whole response. */
 const ENDS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 
-const NOT_TEXT = new Set(['type', 'id', 'role', 'status', 'call_id', 'name', 'detail', 'annotations', 'encrypted_content']);
+const NOT_TEXT = new Set([
+  'type',
+  'id',
+  'role',
+  'status',
+  'call_id',
+  'name',
+  'detail',
+  'annotations',
+  'encrypted_content',
+]);
 
 const reader: Reader<ResponsesRequest, ResponseObject, ResponseEvent> = {
   usage: (res) => fromResponseUsage(res.usage),
@@ -54,7 +64,10 @@ const reader: Reader<ResponsesRequest, ResponseObject, ResponseEvent> = {
   // it stands for is billed as output, and no delta ever shows it).
   chunkText(ev) {
     if (typeof ev.delta === 'string') return ev.delta;
-    const item = ev.type === 'response.output_item.done' ? (ev.item as { type?: unknown; encrypted_content?: unknown } | undefined) : undefined;
+    const item =
+      ev.type === 'response.output_item.done'
+        ? (ev.item as { type?: unknown; encrypted_content?: unknown } | undefined)
+        : undefined;
     return item?.type === 'reasoning' && typeof item.encrypted_content === 'string' ? item.encrypted_content : '';
   },
 };
@@ -73,8 +86,20 @@ export const RESPONSES_SSE: Framing = {
     const err = streamErrorOf(e);
     const seq = (last as Partial<ResponseEvent> | undefined)?.sequence_number;
     const next = typeof seq === 'number' ? seq + 1 : 0;
-    const response = { id: responseId(requestId), object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'failed', model, output: [], error: { code: 'server_error', message: err.message }, incomplete_details: null };
-    return frame({ type: 'error', code: err.code, message: err.message, param: err.param, sequence_number: next } as never) + frame({ type: 'response.failed', sequence_number: next + 1, response } as never);
+    const response = {
+      id: responseId(requestId),
+      object: 'response',
+      created_at: Math.floor(Date.now() / 1000),
+      status: 'failed',
+      model,
+      output: [],
+      error: { code: 'server_error', message: err.message },
+      incomplete_details: null,
+    };
+    return (
+      frame({ type: 'error', code: err.code, message: err.message, param: err.param, sequence_number: next } as never) +
+      frame({ type: 'response.failed', sequence_number: next + 1, response } as never)
+    );
   },
 };
 
@@ -100,11 +125,27 @@ const shown = (requestId: string, model: string, body: ResponsesRequest) => ({
  */
 function refuseStored(body: ResponsesRequest): void {
   const b = body as ResponsesRequest & { prompt?: unknown; conversation?: unknown; background?: unknown };
-  if (b.prompt != null) throw errors.invalidRequest('Prompts stored at the provider (prompt) cannot be used through this gateway: send the instructions and input themselves', 'prompt');
-  if (b.conversation != null) throw errors.invalidRequest('Conversations stored at the provider (conversation) cannot be used through this gateway: continue one with previous_response_id', 'conversation');
+  if (b.prompt != null)
+    throw errors.invalidRequest(
+      'Prompts stored at the provider (prompt) cannot be used through this gateway: send the instructions and input themselves',
+      'prompt',
+    );
+  if (b.conversation != null)
+    throw errors.invalidRequest(
+      'Conversations stored at the provider (conversation) cannot be used through this gateway: continue one with previous_response_id',
+      'conversation',
+    );
   const at = Array.isArray(b.input) ? b.input.findIndex(isReference) : -1;
-  if (at >= 0) throw errors.invalidRequest(`Items stored at the provider (item_reference, input[${at}]) cannot be used through this gateway: send the items themselves`, 'input');
-  if (b.background === true) throw errors.invalidRequest('Background responses cannot be served through this gateway: leave background unset (stream for long answers)', 'background');
+  if (at >= 0)
+    throw errors.invalidRequest(
+      `Items stored at the provider (item_reference, input[${at}]) cannot be used through this gateway: send the items themselves`,
+      'input',
+    );
+  if (b.background === true)
+    throw errors.invalidRequest(
+      'Background responses cannot be served through this gateway: leave background unset (stream for long answers)',
+      'background',
+    );
 }
 
 /**
@@ -140,8 +181,13 @@ export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEven
     return out;
   },
   // The gateway keeps responses (services/responses.ts): each gets an id of the gateway's, from its request's.
-  present: (res, p, body) => ({ ...res, ...shown(p.requestId, p.model, body), usage: p.reported && res.usage ? res.usage : responseUsage(p.usage) }),
-  presentChunk: (ev, { model, requestId, body }) => (ev.response ? { ...ev, response: { ...ev.response, ...shown(requestId, model, body as ResponsesRequest) } } : ev),
+  present: (res, p, body) => ({
+    ...res,
+    ...shown(p.requestId, p.model, body),
+    usage: p.reported && res.usage ? res.usage : responseUsage(p.usage),
+  }),
+  presentChunk: (ev, { model, requestId, body }) =>
+    ev.response ? { ...ev, response: { ...ev.response, ...shown(requestId, model, body as ResponsesRequest) } } : ev,
   finalAnswer: (ev) => (ENDS.has(ev.type) && ev.response ? ev.response : null),
   tail: () => [],
   framing: RESPONSES_SSE,

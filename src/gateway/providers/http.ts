@@ -12,7 +12,9 @@ import type { ErrorReader, OutgoingRequest } from './types';
 type Body = Awaited<ReturnType<typeof request>>['body'];
 
 /** OpenAI's and Anthropic's error bodies: `{"error":{"message":"..."}}`. */
-export const errorMessage: ErrorReader = (body) => ({ message: str((body as { error?: { message?: unknown } }).error?.message) });
+export const errorMessage: ErrorReader = (body) => ({
+  message: str((body as { error?: { message?: unknown } }).error?.message),
+});
 
 export class UpstreamHttp {
   private readonly agent: Agent;
@@ -40,7 +42,10 @@ export class UpstreamHttp {
     try {
       answer = await new Promise((resolve, reject) => {
         const { origin, path } = target(req.url);
-        this.agent.dispatch({ origin, path, method: req.method, headers: req.headers, body: req.body }, new JsonExchange(signal, resolve, reject));
+        this.agent.dispatch(
+          { origin, path, method: req.method, headers: req.headers, body: req.body },
+          new JsonExchange(signal, resolve, reject),
+        );
       });
     } catch (e) {
       throw failure(e, signal);
@@ -84,7 +89,13 @@ export class UpstreamHttp {
     let statusCode: number;
     let res: Body;
     try {
-      ({ statusCode, body: res } = await request(req.url, { method: req.method, dispatcher: this.agent, signal, headers: req.headers, body: req.body }));
+      ({ statusCode, body: res } = await request(req.url, {
+        method: req.method,
+        dispatcher: this.agent,
+        signal,
+        headers: req.headers,
+        body: req.body,
+      }));
     } catch (e) {
       throw failure(e, signal);
     }
@@ -178,7 +189,8 @@ export function eventJson(data: string): unknown {
 /** The JSON of an event's data, which must be an object. */
 export function eventObject(data: string): object {
   const parsed = eventJson(data);
-  if (!parsed || typeof parsed !== 'object') throw new UpstreamError('protocol', 'the upstream sent an event that is not an object');
+  if (!parsed || typeof parsed !== 'object')
+    throw new UpstreamError('protocol', 'the upstream sent an event that is not an object');
   return parsed;
 }
 
@@ -194,7 +206,10 @@ export function str(v: unknown): string | undefined {
 function failure(e: unknown, signal: AbortSignal): UpstreamError {
   if (e instanceof UpstreamError) return e;
   // The router aborts with the reason: a timeout of the route, or the client gone.
-  if (signal.aborted) return signal.reason instanceof UpstreamError ? signal.reason : new UpstreamError('aborted', 'the request was cancelled');
+  if (signal.aborted)
+    return signal.reason instanceof UpstreamError
+      ? signal.reason
+      : new UpstreamError('aborted', 'the request was cancelled');
   if (
     e instanceof undiciErrors.ConnectTimeoutError ||
     e instanceof undiciErrors.HeadersTimeoutError ||

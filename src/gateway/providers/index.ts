@@ -26,7 +26,16 @@ function isLocal(d: ProviderDescriptor<any>): boolean {
 
 /** What the configuration needs to know of each provider type. */
 export const PROVIDER_CATALOG: ProviderCatalog = Object.fromEntries(
-  Object.values(PROVIDERS).map((d) => [d.type, { baseUrl: d.baseUrl, needsBaseUrl: !d.baseUrl && !isLocal(d), serves: kinds(d), settings: d.settings, cache: d.cache }]),
+  Object.values(PROVIDERS).map((d) => [
+    d.type,
+    {
+      baseUrl: d.baseUrl,
+      needsBaseUrl: !d.baseUrl && !isLocal(d),
+      serves: kinds(d),
+      settings: d.settings,
+      cache: d.cache,
+    },
+  ]),
 );
 
 export function createProviders(configs: Record<string, ProviderConfig>): Map<string, Provider> {

@@ -29,7 +29,12 @@ export class Provider {
     const local = Object.values(descriptor.operations).every((a) => a && 'local' in a);
     this.http = local ? null : new UpstreamHttp(config, descriptor.errors);
     // Header names are case-insensitive: configured ones replace the descriptor's (e.g. another anthropic-version).
-    this.fixedHeaders = lower({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...descriptor.headers?.(config), ...config.headers });
+    this.fixedHeaders = lower({
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...descriptor.headers?.(config),
+      ...config.headers,
+    });
     this.state = descriptor.state?.(config);
   }
 
@@ -74,19 +79,40 @@ export class Provider {
   }
 
   private context(call: Call, stream: boolean): CallContext {
-    return { config: this.config, model: call.model, stream, maxOutputTokens: call.maxOutputTokens, headers: call.headers ?? {}, state: this.state };
+    return {
+      config: this.config,
+      model: call.model,
+      stream,
+      maxOutputTokens: call.maxOutputTokens,
+      headers: call.headers ?? {},
+      state: this.state,
+    };
   }
 
-  private async request<Req>(adapter: HttpAdapter<Req, unknown, unknown>, body: Req, ctx: CallContext): Promise<OutgoingRequest> {
+  private async request<Req>(
+    adapter: HttpAdapter<Req, unknown, unknown>,
+    body: Req,
+    ctx: CallContext,
+  ): Promise<OutgoingRequest> {
     const upstream = adapter.request(body, ctx);
     let text: string;
     try {
       text = JSON.stringify(upstream);
     } catch {
       // Only a request we cannot write as JSON gets here (the server refuses deep nesting and non-finite numbers first).
-      throw new UpstreamError('invalid', 'the request cannot be serialised', 400, 'The request body cannot be serialised as JSON');
+      throw new UpstreamError(
+        'invalid',
+        'the request cannot be serialised',
+        400,
+        'The request body cannot be serialised as JSON',
+      );
     }
-    const req: OutgoingRequest = { method: 'POST', url: `${this.config.base_url}${adapter.path(ctx, body)}`, headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers) }, body: text };
+    const req: OutgoingRequest = {
+      method: 'POST',
+      url: `${this.config.base_url}${adapter.path(ctx, body)}`,
+      headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers) },
+      body: text,
+    };
     if (this.descriptor.sign) Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config)));
     return req;
   }
@@ -97,7 +123,15 @@ function merge(fixed: Record<string, string>, client: Record<string, string>): R
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(client)) {
     if (!(k in fixed)) out[k] = v;
-    else if (k === 'anthropic-beta') out[k] = [...new Set(`${fixed[k]},${v}`.split(',').map((x) => x.trim()).filter(Boolean))].join(',');
+    else if (k === 'anthropic-beta')
+      out[k] = [
+        ...new Set(
+          `${fixed[k]},${v}`
+            .split(',')
+            .map((x) => x.trim())
+            .filter(Boolean),
+        ),
+      ].join(',');
   }
   return out;
 }
@@ -109,5 +143,10 @@ function lower(h: Record<string, string>): Record<string, string> {
 }
 
 function unsupported(type: string, op: string, what = 'requests'): UpstreamError {
-  return new UpstreamError('invalid', `the ${type} provider does not serve ${op} ${what}`, 400, `This model does not support ${op} ${what}`);
+  return new UpstreamError(
+    'invalid',
+    `the ${type} provider does not serve ${op} ${what}`,
+    400,
+    `This model does not support ${op} ${what}`,
+  );
 }

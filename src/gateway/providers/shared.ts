@@ -40,8 +40,19 @@ export type FinishReason = ChatResponse['choices'][number]['finish_reason'];
 type Delta = ChatChunk['choices'][number]['delta'];
 
 /** One chat chunk with a single choice. */
-export function chatChunk(base: { id: string; created: number; model: string }, index: number, delta: Delta, finish: FinishReason | null = null): ChatChunk {
-  return { id: base.id, object: 'chat.completion.chunk', created: base.created, model: base.model, choices: [{ index, delta, logprobs: null, finish_reason: finish }] };
+export function chatChunk(
+  base: { id: string; created: number; model: string },
+  index: number,
+  delta: Delta,
+  finish: FinishReason | null = null,
+): ChatChunk {
+  return {
+    id: base.id,
+    object: 'chat.completion.chunk',
+    created: base.created,
+    model: base.model,
+    choices: [{ index, delta, logprobs: null, finish_reason: finish }],
+  };
 }
 
 /** The usage chunk at the end of a stream (`choices: []`). */
@@ -53,10 +64,23 @@ export function usageChunk(base: { id: string; created: number; model: string },
  * Usage in OpenAI's shape from a translated provider's counts. Cache writes, which OpenAI's usage has no field for,
  * travel as `prompt_tokens_details.cache_write_tokens` (a Switchyard extension, priced by billing).
  */
-export function openaiUsage(u: { prompt: number; completion: number; cached?: number; cacheWrite?: number; reasoning?: number }): OpenAIUsage {
-  const out: OpenAIUsage = { prompt_tokens: u.prompt, completion_tokens: u.completion, total_tokens: u.prompt + u.completion };
+export function openaiUsage(u: {
+  prompt: number;
+  completion: number;
+  cached?: number;
+  cacheWrite?: number;
+  reasoning?: number;
+}): OpenAIUsage {
+  const out: OpenAIUsage = {
+    prompt_tokens: u.prompt,
+    completion_tokens: u.completion,
+    total_tokens: u.prompt + u.completion,
+  };
   if (u.cached !== undefined || u.cacheWrite !== undefined) {
-    out.prompt_tokens_details = { cached_tokens: u.cached ?? 0, ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}) } as OpenAIUsage['prompt_tokens_details'];
+    out.prompt_tokens_details = {
+      cached_tokens: u.cached ?? 0,
+      ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}),
+    } as OpenAIUsage['prompt_tokens_details'];
   }
   if (u.reasoning !== undefined) out.completion_tokens_details = { reasoning_tokens: u.reasoning };
   return out;

@@ -50,9 +50,12 @@ export interface LocalAdapter<Req, Res, Chunk, State = unknown> {
   };
 }
 
-export type Adapter<Req, Res, Chunk, State = unknown> = HttpAdapter<Req, Res, Chunk, State> | LocalAdapter<Req, Res, Chunk, State>;
+export type Adapter<Req, Res, Chunk, State = unknown> =
+  HttpAdapter<Req, Res, Chunk, State> | LocalAdapter<Req, Res, Chunk, State>;
 
-export type Adapters<State> = { [Op in UpstreamOp]?: Adapter<Wire[Op]['req'], Wire[Op]['res'], Wire[Op]['chunk'], State> };
+export type Adapters<State> = {
+  [Op in UpstreamOp]?: Adapter<Wire[Op]['req'], Wire[Op]['res'], Wire[Op]['chunk'], State>;
+};
 
 /** The request about to be sent, for providers that sign each one. */
 export interface OutgoingRequest {

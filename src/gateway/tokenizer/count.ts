@@ -60,7 +60,8 @@ export function countInput(input: unknown): number {
 }
 
 /** What to count: a chat prompt, a completions or embeddings input, or generated text. */
-export type CountJob = { kind: 'chat'; body: ChatLike } | { kind: 'input'; input: unknown } | { kind: 'text'; text: string };
+export type CountJob =
+  { kind: 'chat'; body: ChatLike } | { kind: 'input'; input: unknown } | { kind: 'text'; text: string };
 
 export function count(job: CountJob): number {
   switch (job.kind) {

@@ -28,7 +28,10 @@ const sizeOf = (job: CountJob) => (job.kind === 'text' ? job.text.length : 0);
 export class Tokenizer {
   private worker: Worker | null = null;
   private next = 1;
-  private readonly pending = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void; size: number }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (n: number) => void; reject: (e: Error) => void; size: number }
+  >();
   private idle: NodeJS.Timeout | null = null;
   /** Text queued or being counted (see OPTIONAL_PENDING_BYTES). */
   private pendingBytes = 0;
@@ -37,7 +40,8 @@ export class Tokenizer {
   count(job: CountJob, o: { optional?: boolean } = {}): Promise<number> {
     if (job.kind === 'text' && !job.text) return Promise.resolve(0);
     const size = sizeOf(job);
-    if (o.optional && this.pendingBytes + size > OPTIONAL_PENDING_BYTES) return Promise.reject(new TokenizerBusy('the tokenizer is busy'));
+    if (o.optional && this.pendingBytes + size > OPTIONAL_PENDING_BYTES)
+      return Promise.reject(new TokenizerBusy('the tokenizer is busy'));
     const worker = this.start();
     const id = this.next++;
     if (this.idle) clearTimeout(this.idle);
@@ -84,5 +88,7 @@ function spawn(): Worker {
   const js = path.join(__dirname, 'worker.js');
   if (__filename.endsWith('.js')) return new Worker(js);
   const ts = path.join(__dirname, 'worker.ts');
-  return new Worker(`require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(ts)});`, { eval: true });
+  return new Worker(`require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(ts)});`, {
+    eval: true,
+  });
 }

@@ -9,7 +9,13 @@ import { eventObject, str } from '../http';
 import { object } from '../openai';
 import { unixNow } from '../shared';
 import { defineProvider } from '../types';
-import { StreamTranslator, fromAnthropicResponse, toAnthropicRequest, type AnthropicResponse, type StreamEvent } from './translate';
+import {
+  StreamTranslator,
+  fromAnthropicResponse,
+  toAnthropicRequest,
+  type AnthropicResponse,
+  type StreamEvent,
+} from './translate';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -18,7 +24,13 @@ async function* events(source: AsyncIterable<SseEvent>): AsyncGenerator<Anthropi
   for await (const ev of source) {
     const parsed = eventObject(ev.data) as AnthropicEvent;
     if (typeof parsed.type !== 'string') (parsed as { type: string }).type = ev.event;
-    if (parsed.type === 'error') throw new UpstreamError('protocol', 'the upstream reported an error inside the stream', undefined, str(parsed.error?.message));
+    if (parsed.type === 'error')
+      throw new UpstreamError(
+        'protocol',
+        'the upstream reported an error inside the stream',
+        undefined,
+        str(parsed.error?.message),
+      );
     yield parsed;
     if (parsed.type === 'message_stop') return;
   }
@@ -36,7 +48,13 @@ const MIN_THINKING_BUDGET = 1024;
 export function native(body: MessagesRequest, model: string, maxTokens: number, stream: boolean): MessagesRequest {
   const out = { ...body, model, max_tokens: maxTokens, stream };
   const t = body.thinking;
-  if (t?.type !== 'enabled' || typeof t.budget_tokens !== 'number' || maxTokens >= body.max_tokens || t.budget_tokens < maxTokens) return out;
+  if (
+    t?.type !== 'enabled' ||
+    typeof t.budget_tokens !== 'number' ||
+    maxTokens >= body.max_tokens ||
+    t.budget_tokens < maxTokens
+  )
+    return out;
   return { ...out, thinking: { ...t, budget_tokens: Math.max(MIN_THINKING_BUDGET, maxTokens - 1) } };
 }
 
@@ -74,7 +92,12 @@ export const anthropic = defineProvider({
       path: () => '/messages/count_tokens',
       // What only generating reads is not a count_tokens parameter (the tier the policy pins included).
       request: (body, ctx) => {
-        const { max_tokens: _m, stream: _s, service_tier: _t, ...rest } = body as MessagesRequest & { service_tier?: unknown };
+        const {
+          max_tokens: _m,
+          stream: _s,
+          service_tier: _t,
+          ...rest
+        } = body as MessagesRequest & { service_tier?: unknown };
         return { ...rest, model: ctx.model };
       },
       response: object,

@@ -82,10 +82,18 @@ export interface AnthropicResponse {
 /** One event of a stream (`data:` of each SSE event; its `type` repeats the SSE `event:` name). */
 export type StreamEvent =
   | { type: 'message_start'; message: Partial<AnthropicResponse> }
-  | { type: 'content_block_start'; index: number; content_block: { type: string; text?: string; id?: string; name?: string; input?: unknown } }
+  | {
+      type: 'content_block_start';
+      index: number;
+      content_block: { type: string; text?: string; id?: string; name?: string; input?: unknown };
+    }
   | { type: 'content_block_delta'; index: number; delta: { type: string; text?: string; partial_json?: string } }
   | { type: 'content_block_stop'; index: number }
-  | { type: 'message_delta'; delta: { stop_reason?: string | null; stop_sequence?: string | null }; usage?: AnthropicUsage }
+  | {
+      type: 'message_delta';
+      delta: { stop_reason?: string | null; stop_sequence?: string | null };
+      usage?: AnthropicUsage;
+    }
   | { type: 'message_stop' }
   | { type: 'ping' }
   | { type: 'error'; error: { type?: string; message?: string } };
@@ -100,8 +108,14 @@ export const badRequest = (message: string): UpstreamError => refused('anthropic
 const MAX_TEMPERATURE = 1;
 
 /** `maxOutputTokens`: the output allowance, Anthropic's required max_tokens. */
-export function toAnthropicRequest(body: ChatRequest, model: string, maxOutputTokens: number, stream: boolean): AnthropicRequest {
-  if (typeof body.n === 'number' && body.n > 1) throw badRequest(`'n' must be 1: this model returns a single choice (got ${body.n})`);
+export function toAnthropicRequest(
+  body: ChatRequest,
+  model: string,
+  maxOutputTokens: number,
+  stream: boolean,
+): AnthropicRequest {
+  if (typeof body.n === 'number' && body.n > 1)
+    throw badRequest(`'n' must be 1: this model returns a single choice (got ${body.n})`);
   if (body.functions?.length || body.function_call) {
     throw badRequest("'functions' and 'function_call' are not supported by this model: use 'tools' and 'tool_choice'");
   }
@@ -161,7 +175,8 @@ function conversation(input: ChatRequest['messages']): { system: string[]; messa
       }
       case 'tool': {
         const t = m as S['ChatCompletionRequestToolMessage'];
-        const content = typeof t.content === 'string' ? t.content : t.content.map((p) => ({ type: 'text' as const, text: p.text }));
+        const content =
+          typeof t.content === 'string' ? t.content : t.content.map((p) => ({ type: 'text' as const, text: p.text }));
         return push('user', [{ type: 'tool_result', tool_use_id: t.tool_call_id, content }]);
       }
       default:
@@ -178,7 +193,8 @@ function textOf(content: TextContent | null | undefined, where: string): string 
   if (typeof content === 'string') return content;
   return content
     .map((p, j) => {
-      if (p.type !== 'text' || typeof p.text !== 'string') throw badRequest(`${where}.content[${j}]: only text parts are allowed here`);
+      if (p.type !== 'text' || typeof p.text !== 'string')
+        throw badRequest(`${where}.content[${j}]: only text parts are allowed here`);
       return p.text;
     })
     .join('\n\n');
@@ -189,7 +205,9 @@ function userBlocks(content: S['ChatCompletionRequestUserMessage']['content'], w
   return content.map((part, j): RequestBlock => {
     const at = `${where}.content[${j}]`;
     const p = part as Partial<
-      S['ChatCompletionRequestMessageContentPartText'] & Omit<S['ChatCompletionRequestMessageContentPartImage'], 'type'> & Omit<S['ChatCompletionRequestMessageContentPartFile'], 'type'>
+      S['ChatCompletionRequestMessageContentPartText'] &
+        Omit<S['ChatCompletionRequestMessageContentPartImage'], 'type'> &
+        Omit<S['ChatCompletionRequestMessageContentPartFile'], 'type'>
     >;
     switch (part.type) {
       case 'text':
@@ -203,8 +221,15 @@ function userBlocks(content: S['ChatCompletionRequestUserMessage']['content'], w
       }
       case 'file': {
         const data = p.file?.file_data ? parseDataUrl(p.file.file_data) : null;
-        if (!data) throw badRequest(`${at}.file: only inline files (file_data as a base64 data URL) are supported by this model`);
-        return { type: 'document', source: { type: 'base64', media_type: data.mediaType, data: data.data }, ...(p.file?.filename ? { title: p.file.filename } : {}) };
+        if (!data)
+          throw badRequest(
+            `${at}.file: only inline files (file_data as a base64 data URL) are supported by this model`,
+          );
+        return {
+          type: 'document',
+          source: { type: 'base64', media_type: data.mediaType, data: data.data },
+          ...(p.file?.filename ? { title: p.file.filename } : {}),
+        };
       }
       default:
         throw badRequest(`${at}: content parts of type '${part.type}' are not supported by this model`);
@@ -218,12 +243,19 @@ function assistantBlocks(m: S['ChatCompletionRequestAssistantMessage'], where: s
   const text =
     typeof content === 'string'
       ? content
-      : (content ?? []).map((p) => (p.type === 'refusal' ? (p as { refusal: string }).refusal : (p as { text: string }).text)).join('');
+      : (content ?? [])
+          .map((p) => (p.type === 'refusal' ? (p as { refusal: string }).refusal : (p as { text: string }).text))
+          .join('');
   // Anthropic refuses empty text blocks; an assistant turn that only calls tools has none.
   if (text) blocks.push({ type: 'text', text });
   (m.tool_calls ?? []).forEach((call, k) => {
     if (call.type !== 'function') throw badRequest(`${where}.tool_calls[${k}]: only function tool calls are supported`);
-    blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: toolInput(call.function.arguments, `${where}.tool_calls[${k}]`) });
+    blocks.push({
+      type: 'tool_use',
+      id: call.id,
+      name: call.function.name,
+      input: toolInput(call.function.arguments, `${where}.tool_calls[${k}]`),
+    });
   });
   return blocks;
 }
@@ -240,7 +272,8 @@ function toolInput(args: string, where: string): Record<string, unknown> {
   } catch {
     throw badRequest(`${where}.function.arguments is not valid JSON`);
   }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw badRequest(`${where}.function.arguments must be a JSON object`);
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw badRequest(`${where}.function.arguments must be a JSON object`);
   return v as Record<string, unknown>;
 }
 
@@ -274,7 +307,8 @@ export function finishReason(stopReason: string | null | undefined): FinishReaso
 export function toUsage(u: AnthropicUsage): OpenAIUsage {
   const read = u.cache_read_input_tokens ?? 0;
   const write = u.cache_creation_input_tokens ?? 0;
-  const cacheReported = typeof u.cache_read_input_tokens === 'number' || typeof u.cache_creation_input_tokens === 'number';
+  const cacheReported =
+    typeof u.cache_read_input_tokens === 'number' || typeof u.cache_creation_input_tokens === 'number';
   return openaiUsage({
     prompt: (u.input_tokens ?? 0) + write + read,
     completion: u.output_tokens ?? 0,
@@ -285,7 +319,8 @@ export function toUsage(u: AnthropicUsage): OpenAIUsage {
 export const chatId = (messageId: string | undefined): string => `chatcmpl-${messageId ?? 'anthropic'}`;
 
 export function fromAnthropicResponse(msg: AnthropicResponse, created: number): ChatResponse {
-  if (!msg || !Array.isArray(msg.content)) throw new UpstreamError('protocol', 'the upstream answer is not an Anthropic message');
+  if (!msg || !Array.isArray(msg.content))
+    throw new UpstreamError('protocol', 'the upstream answer is not an Anthropic message');
   let text = '';
   let hasText = false;
   const toolCalls: ToolCall[] = [];
@@ -295,7 +330,11 @@ export function fromAnthropicResponse(msg: AnthropicResponse, created: number): 
       hasText = true;
     } else if (b.type === 'tool_use') {
       const t = b as { id: string; name: string; input: unknown };
-      toolCalls.push({ id: t.id, type: 'function', function: { name: t.name, arguments: JSON.stringify(t.input ?? {}) } });
+      toolCalls.push({
+        id: t.id,
+        type: 'function',
+        function: { name: t.name, arguments: JSON.stringify(t.input ?? {}) },
+      });
     }
   }
   return {
@@ -382,7 +421,12 @@ export class StreamTranslator {
         return out;
       }
       case 'error':
-        throw new UpstreamError('protocol', 'the upstream reported an error inside the stream', undefined, ev.error?.message || undefined);
+        throw new UpstreamError(
+          'protocol',
+          'the upstream reported an error inside the stream',
+          undefined,
+          ev.error?.message || undefined,
+        );
       default: // ping, and event types newer than this code
         return [];
     }
@@ -421,7 +465,8 @@ export class StreamTranslator {
 
   private mergeUsage(u: AnthropicUsage | undefined): void {
     // message_delta's usage is cumulative; fields it leaves out (or null) keep message_start's value.
-    for (const [k, v] of Object.entries(u ?? {})) if (typeof v === 'number') (this.usage as Record<string, number>)[k] = v;
+    for (const [k, v] of Object.entries(u ?? {}))
+      if (typeof v === 'number') (this.usage as Record<string, number>)[k] = v;
   }
 
   private toolChunk(call: ToolCallChunk): ChatChunk {

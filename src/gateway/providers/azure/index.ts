@@ -26,13 +26,18 @@ const withLimit = (ctx: CallContext): CallContext => ({
 });
 
 /** The stream's chunks, without Azure's own (no choices, no usage: content filter results only). */
-async function* chunks<T extends { choices?: unknown[]; usage?: unknown }>(events: AsyncIterable<SseEvent>): AsyncGenerator<T> {
+async function* chunks<T extends { choices?: unknown[]; usage?: unknown }>(
+  events: AsyncIterable<SseEvent>,
+): AsyncGenerator<T> {
   for await (const c of untilDone<T>(events)) if (c.choices?.length || c.usage) yield c;
 }
 
 export const azure = defineProvider({
   type: 'azure',
-  settings: { api_version: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}(-preview)?$' }, output_limit: { enum: [...OUTPUT_LIMITS] } },
+  settings: {
+    api_version: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}(-preview)?$' },
+    output_limit: { enum: [...OUTPUT_LIMITS] },
+  },
   headers: (c): Record<string, string> => (c.api_key ? { 'api-key': c.api_key } : {}),
   operations: {
     chat: {
@@ -41,7 +46,16 @@ export const azure = defineProvider({
       response: object,
       stream: (events) => chunks<ChatChunk>(events),
     },
-    completions: { path: (ctx) => deployment(ctx, 'completions'), request: completionBody, response: object, stream: (events) => chunks<CompletionResponse>(events) },
-    embeddings: { path: (ctx) => deployment(ctx, 'embeddings'), request: (body, ctx) => ({ ...body, model: ctx.model }), response: embeddingList },
+    completions: {
+      path: (ctx) => deployment(ctx, 'completions'),
+      request: completionBody,
+      response: object,
+      stream: (events) => chunks<CompletionResponse>(events),
+    },
+    embeddings: {
+      path: (ctx) => deployment(ctx, 'embeddings'),
+      request: (body, ctx) => ({ ...body, model: ctx.model }),
+      response: embeddingList,
+    },
   },
 });

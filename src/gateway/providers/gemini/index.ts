@@ -8,7 +8,15 @@ import type { ChatChunk } from '../../types';
 import { eventObjects } from '../http';
 import { str } from '../shared';
 import { defineProvider, type ErrorReader } from '../types';
-import { ChatStreamTranslator, fromEmbedResponse, fromGeminiResponse, resourceName, toEmbedCall, toGeminiRequest, type SignatureStore } from './translate';
+import {
+  ChatStreamTranslator,
+  fromEmbedResponse,
+  fromGeminiResponse,
+  resourceName,
+  toEmbedCall,
+  toGeminiRequest,
+  type SignatureStore,
+} from './translate';
 import type { GeminiError, GenerateContentResponse } from './wire';
 
 /** Thought signatures kept for replay (see SKIP_THOUGHT_SIGNATURE); the oldest are forgotten first. */
@@ -49,8 +57,10 @@ export const gemini = defineProvider<Map<string, string>>({
   operations: {
     chat: {
       path: (ctx) => `/${path(ctx.model)}:${ctx.stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
-      request: (body, ctx) => toGeminiRequest({ ...body, max_completion_tokens: ctx.maxOutputTokens }, signatureStore(ctx.state, ctx.model)),
-      response: (json, ctx) => fromGeminiResponse(json as GenerateContentResponse, ctx.model, signatureStore(ctx.state, ctx.model)),
+      request: (body, ctx) =>
+        toGeminiRequest({ ...body, max_completion_tokens: ctx.maxOutputTokens }, signatureStore(ctx.state, ctx.model)),
+      response: (json, ctx) =>
+        fromGeminiResponse(json as GenerateContentResponse, ctx.model, signatureStore(ctx.state, ctx.model)),
       async *stream(events, ctx): AsyncGenerator<ChatChunk> {
         const t = new ChatStreamTranslator(ctx.model, signatureStore(ctx.state, ctx.model));
         for await (const ev of eventObjects(events)) yield* t.push(ev as GenerateContentResponse);

@@ -15,7 +15,16 @@ import {
   type EmbeddingResponse,
   type OpenAIUsage,
 } from '../../types';
-import { badRequest as refused, chatChunk, isObject, openaiUsage, parseDataUrl as dataUrl, str, textOf as joinedText, usageChunk } from '../shared';
+import {
+  badRequest as refused,
+  chatChunk,
+  isObject,
+  openaiUsage,
+  parseDataUrl as dataUrl,
+  str,
+  textOf as joinedText,
+  usageChunk,
+} from '../shared';
 import type {
   BatchEmbedContentsResponse,
   EmbedContentRequest,
@@ -58,7 +67,14 @@ export function resourceName(model: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Chat request
 
-type ContentPart = { type: string; text?: string; refusal?: string; image_url?: { url: string }; input_audio?: { data: string; format: string }; file?: { file_data?: string; file_id?: string; filename?: string } };
+type ContentPart = {
+  type: string;
+  text?: string;
+  refusal?: string;
+  image_url?: { url: string };
+  input_audio?: { data: string; format: string };
+  file?: { file_data?: string; file_id?: string; filename?: string };
+};
 
 function partsOf(content: unknown): ContentPart[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
@@ -105,7 +121,10 @@ function userPart(p: ContentPart, where: string): GeminiPart | null {
       // Gemini reads a URL as whatever it finds there: a video would be billed by the second. Only a URL that names
       // an image (by its extension) is sent, declared as that image type.
       const mimeType = mimeFromName(url);
-      if (!mimeType?.startsWith('image/')) throw badRequest(`${where}.image_url.url: send images as data URLs, or URLs ending in an image extension (.png, .jpg, .webp...)`);
+      if (!mimeType?.startsWith('image/'))
+        throw badRequest(
+          `${where}.image_url.url: send images as data URLs, or URLs ending in an image extension (.png, .jpg, .webp...)`,
+        );
       return { fileData: { mimeType, fileUri: url } };
     }
     case 'input_audio':
@@ -132,7 +151,6 @@ function parseArguments(args: string, where: string): Record<string, unknown> {
   return parsed;
 }
 
-
 /** A JSON Schema as Gemini's `*JsonSchema` fields take it: only the `$schema` marker is removed. */
 export function cleanSchema(schema: unknown): Record<string, unknown> | undefined {
   if (!isObject(schema)) return undefined;
@@ -151,7 +169,10 @@ export function toGeminiRequest(body: ChatRequest, signatures?: Pick<SignatureSt
 }
 
 /** The messages as Gemini's contents (roles user and model, same roles merged) and system instruction. */
-function conversation(messages: ChatMessage[], signatures?: Pick<SignatureStore, 'get'>): { system: GeminiPart[]; contents: GeminiContent[] } {
+function conversation(
+  messages: ChatMessage[],
+  signatures?: Pick<SignatureStore, 'get'>,
+): { system: GeminiPart[]; contents: GeminiContent[] } {
   const system: GeminiPart[] = [];
   const contents: GeminiContent[] = [];
   const toolNames = new Map<string, string>();
@@ -171,19 +192,29 @@ function conversation(messages: ChatMessage[], signatures?: Pick<SignatureStore,
         return;
       }
       case 'user':
-        return push('user', partsOf(m.content).flatMap((p, j) => userPart(p, `${where}.content[${j}]`) ?? []));
+        return push(
+          'user',
+          partsOf(m.content).flatMap((p, j) => userPart(p, `${where}.content[${j}]`) ?? []),
+        );
       case 'assistant':
-        return push('model', modelParts(m as Extract<ChatMessage, { role: 'assistant' }>, where, toolNames, signatures));
+        return push(
+          'model',
+          modelParts(m as Extract<ChatMessage, { role: 'assistant' }>, where, toolNames, signatures),
+        );
       case 'tool': {
         const t = m as Extract<ChatMessage, { role: 'tool' }>;
         const name = toolNames.get(t.tool_call_id);
-        if (!name) throw badRequest(`${where}: tool_call_id '${t.tool_call_id}' does not answer a tool call of an earlier assistant message`);
+        if (!name)
+          throw badRequest(
+            `${where}: tool_call_id '${t.tool_call_id}' does not answer a tool call of an earlier assistant message`,
+          );
         return push('user', [{ functionResponse: { name, response: toolResponse(textOf(t.content)) } }]);
       }
       default: {
         // The deprecated `function` role: a function result named by the message.
         const f = m as unknown as { role: string; name?: string; content?: unknown };
-        if (f.role === 'function' && f.name) return push('user', [{ functionResponse: { name: f.name, response: toolResponse(textOf(f.content)) } }]);
+        if (f.role === 'function' && f.name)
+          return push('user', [{ functionResponse: { name: f.name, response: toolResponse(textOf(f.content)) } }]);
         throw badRequest(`${where}: role '${f.role}' is not supported`);
       }
     }
@@ -192,14 +223,21 @@ function conversation(messages: ChatMessage[], signatures?: Pick<SignatureStore,
 }
 
 /** An assistant message: its text, then its tool calls (the first one with its thought signature). */
-function modelParts(a: Extract<ChatMessage, { role: 'assistant' }>, where: string, toolNames: Map<string, string>, signatures?: Pick<SignatureStore, 'get'>): GeminiPart[] {
+function modelParts(
+  a: Extract<ChatMessage, { role: 'assistant' }>,
+  where: string,
+  toolNames: Map<string, string>,
+  signatures?: Pick<SignatureStore, 'get'>,
+): GeminiPart[] {
   const parts: GeminiPart[] = [];
   const text = textOf(a.content);
   if (text) parts.push({ text });
   const legacy = a.function_call ? [{ id: '', type: 'function' as const, function: a.function_call }] : [];
   [...(a.tool_calls ?? []), ...legacy].forEach((c, j) => {
     if (c.id) toolNames.set(c.id, c.function.name);
-    const part: GeminiPart = { functionCall: { name: c.function.name, args: parseArguments(c.function.arguments, `${where}.tool_calls[${j}]`) } };
+    const part: GeminiPart = {
+      functionCall: { name: c.function.name, args: parseArguments(c.function.arguments, `${where}.tool_calls[${j}]`) },
+    };
     const signature = (c.id && signatures?.get(c.id)) || (j === 0 ? SKIP_THOUGHT_SIGNATURE : undefined);
     if (signature) part.thoughtSignature = signature;
     parts.push(part);
@@ -209,9 +247,16 @@ function modelParts(a: Extract<ChatMessage, { role: 'assistant' }>, where: strin
 
 /** Function declarations and the tool config, from tools or the deprecated functions. */
 function tools(body: ChatRequest): Pick<GenerateContentRequest, 'tools' | 'toolConfig'> {
-  const declarations: GeminiFunctionDeclaration[] = [...(body.tools ?? []).filter((t) => t.type === 'function').map((t) => t.function), ...(body.functions ?? [])].map((f) => {
+  const declarations: GeminiFunctionDeclaration[] = [
+    ...(body.tools ?? []).filter((t) => t.type === 'function').map((t) => t.function),
+    ...(body.functions ?? []),
+  ].map((f) => {
     const parameters = cleanSchema(f.parameters);
-    return { name: f.name, ...(f.description ? { description: f.description } : {}), ...(parameters ? { parametersJsonSchema: parameters } : {}) };
+    return {
+      name: f.name,
+      ...(f.description ? { description: f.description } : {}),
+      ...(parameters ? { parametersJsonSchema: parameters } : {}),
+    };
   });
   if (!declarations.length) return {};
   const out: Pick<GenerateContentRequest, 'tools' | 'toolConfig'> = { tools: [{ functionDeclarations: declarations }] };
@@ -219,7 +264,8 @@ function tools(body: ChatRequest): Pick<GenerateContentRequest, 'tools' | 'toolC
   if (choice === 'auto') out.toolConfig = { functionCallingConfig: { mode: 'AUTO' } };
   else if (choice === 'required') out.toolConfig = { functionCallingConfig: { mode: 'ANY' } };
   else if (choice === 'none') out.toolConfig = { functionCallingConfig: { mode: 'NONE' } };
-  else if (choice && typeof choice === 'object') out.toolConfig = { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [choice.function.name] } };
+  else if (choice && typeof choice === 'object')
+    out.toolConfig = { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [choice.function.name] } };
   return out;
 }
 
@@ -269,7 +315,16 @@ export function toolResponse(text: string): Record<string, unknown> {
 // ---------------------------------------------------------------------------------------------------------------
 // Chat response
 
-const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT', 'IMAGE_RECITATION']);
+const FILTERED = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+  'IMAGE_PROHIBITED_CONTENT',
+  'IMAGE_RECITATION',
+]);
 
 export function finishReason(reason: string, hasToolCalls: boolean): FinishReason {
   if (reason === 'MAX_TOKENS') return 'length';
@@ -295,17 +350,33 @@ const visible = (p: GeminiPart) => !p.thought;
 function toolCall(p: GeminiPart, signatures?: Pick<SignatureStore, 'set'>): ToolCall {
   const id = `call_${randomId()}`;
   if (p.thoughtSignature) signatures?.set(id, p.thoughtSignature);
-  return { id, type: 'function', function: { name: p.functionCall!.name, arguments: JSON.stringify(p.functionCall!.args ?? {}) } };
+  return {
+    id,
+    type: 'function',
+    function: { name: p.functionCall!.name, arguments: JSON.stringify(p.functionCall!.args ?? {}) },
+  };
 }
 
 const now = () => Math.floor(Date.now() / 1000);
 
-export function fromGeminiResponse(res: GenerateContentResponse, model: string, signatures?: Pick<SignatureStore, 'set'>): ChatResponse {
+export function fromGeminiResponse(
+  res: GenerateContentResponse,
+  model: string,
+  signatures?: Pick<SignatureStore, 'set'>,
+): ChatResponse {
   const candidates = res.candidates ?? [];
   let choices: ChatResponse['choices'];
   if (!candidates.length) {
-    if (!res.promptFeedback?.blockReason) throw new UpstreamError('protocol', 'the upstream answered without any candidate');
-    choices = [{ index: 0, message: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: 'content_filter' }];
+    if (!res.promptFeedback?.blockReason)
+      throw new UpstreamError('protocol', 'the upstream answered without any candidate');
+    choices = [
+      {
+        index: 0,
+        message: { role: 'assistant', content: '', refusal: null },
+        logprobs: null,
+        finish_reason: 'content_filter',
+      },
+    ];
   } else {
     choices = candidates.map((c, i) => {
       const parts = (c.content?.parts ?? []).filter(visible);
@@ -351,7 +422,12 @@ export class ChatStreamTranslator {
 
   push(ev: GenerateContentResponse): ChatChunk[] {
     if (ev.error && typeof ev.error === 'object') {
-      throw new UpstreamError('protocol', 'the upstream reported an error inside the stream', undefined, str(ev.error.message));
+      throw new UpstreamError(
+        'protocol',
+        'the upstream reported an error inside the stream',
+        undefined,
+        str(ev.error.message),
+      );
     }
     if (!this.id) this.id = `chatcmpl-${ev.responseId ?? randomId()}`;
     if (ev.usageMetadata) this.usage = toUsage(ev.usageMetadata);
@@ -375,7 +451,10 @@ export class ChatStreamTranslator {
       const index = c.index ?? i;
       this.start(index, out);
       const parts = (c.content?.parts ?? []).filter(visible);
-      const text = parts.filter((p) => typeof p.text === 'string' && p.text).map((p) => p.text!).join('');
+      const text = parts
+        .filter((p) => typeof p.text === 'string' && p.text)
+        .map((p) => p.text!)
+        .join('');
       const calls: ToolCallDelta[] = parts
         .filter((p) => p.functionCall)
         .map((p) => {
@@ -383,7 +462,14 @@ export class ChatStreamTranslator {
           this.toolCalls.set(index, n + 1);
           return { index: n, ...toolCall(p, this.signatures) };
         });
-      if (text || calls.length) out.push(this.chunk(index, { ...(text ? { content: text } : {}), ...(calls.length ? { tool_calls: calls } : {}) }, null));
+      if (text || calls.length)
+        out.push(
+          this.chunk(
+            index,
+            { ...(text ? { content: text } : {}), ...(calls.length ? { tool_calls: calls } : {}) },
+            null,
+          ),
+        );
       if (c.finishReason && !this.finished.has(index)) {
         out.push(this.chunk(index, {}, finishReason(c.finishReason, (this.toolCalls.get(index) ?? 0) > 0)));
         this.finished.add(index);
@@ -414,7 +500,6 @@ export class ChatStreamTranslator {
   private base() {
     return { id: this.id, created: this.created, model: this.model };
   }
-
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -429,7 +514,12 @@ export interface EmbedCall {
 /** One string → embedContent; a list of strings → batchEmbedContents. Token arrays cannot be sent to Gemini. */
 export function toEmbedCall(body: EmbeddingRequest, model: string): EmbedCall {
   const input = body.input as unknown;
-  const texts = typeof input === 'string' ? [input] : Array.isArray(input) && input.every((x) => typeof x === 'string') ? (input as string[]) : null;
+  const texts =
+    typeof input === 'string'
+      ? [input]
+      : Array.isArray(input) && input.every((x) => typeof x === 'string')
+        ? (input as string[])
+        : null;
   if (!texts) throw badRequest('token arrays are not supported by this model');
   const request = (text: string): EmbedContentRequest => ({
     model: resourceName(model),
@@ -441,9 +531,17 @@ export function toEmbedCall(body: EmbeddingRequest, model: string): EmbedCall {
 }
 
 /** Gemini reports no token count for embeddings: the answer has none, and the gateway counts the input itself. */
-export function fromEmbedResponse(call: EmbedCall, res: EmbedContentResponse & BatchEmbedContentsResponse, model: string): EmbeddingResponse {
+export function fromEmbedResponse(
+  call: EmbedCall,
+  res: EmbedContentResponse & BatchEmbedContentsResponse,
+  model: string,
+): EmbeddingResponse {
   const vectors = call.method === 'embedContent' ? [res.embedding] : res.embeddings;
-  if (!Array.isArray(vectors) || vectors.length !== call.texts.length || !vectors.every((v) => Array.isArray(v?.values))) {
+  if (
+    !Array.isArray(vectors) ||
+    vectors.length !== call.texts.length ||
+    !vectors.every((v) => Array.isArray(v?.values))
+  ) {
     throw new UpstreamError('protocol', 'the upstream answered with embeddings we cannot read');
   }
   return {

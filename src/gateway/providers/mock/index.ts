@@ -5,7 +5,16 @@
  */
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ChatChunk, ChatRequest, ChatResponse, CompletionRequest, CompletionResponse, EmbeddingRequest, EmbeddingResponse, OpenAIUsage } from '../../types';
+import type {
+  ChatChunk,
+  ChatRequest,
+  ChatResponse,
+  CompletionRequest,
+  CompletionResponse,
+  EmbeddingRequest,
+  EmbeddingResponse,
+  OpenAIUsage,
+} from '../../types';
 import { openaiUsage, textOf } from '../shared';
 import { defineProvider, type CallContext } from '../types';
 
@@ -33,7 +42,12 @@ export const mock = defineProvider({
             choices: [
               {
                 index: 0,
-                message: { role: 'assistant', content: a.text, refusal: null, ...(a.toolCall ? { tool_calls: [a.toolCall] } : {}) },
+                message: {
+                  role: 'assistant',
+                  content: a.text,
+                  refusal: null,
+                  ...(a.toolCall ? { tool_calls: [a.toolCall] } : {}),
+                },
                 logprobs: null,
                 finish_reason: a.finish,
               },
@@ -43,13 +57,39 @@ export const mock = defineProvider({
         },
         async *stream(body, ctx, signal): AsyncGenerator<ChatChunk> {
           const a = chatAnswer(body, ctx.maxOutputTokens);
-          const base = { id: `chatcmpl-${digest(body).slice(0, 24)}`, object: 'chat.completion.chunk' as const, created: CREATED, model: ctx.model };
+          const base = {
+            id: `chatcmpl-${digest(body).slice(0, 24)}`,
+            object: 'chat.completion.chunk' as const,
+            created: CREATED,
+            model: ctx.model,
+          };
           await wait(ctx, signal);
-          yield { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] };
+          yield {
+            ...base,
+            choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+          };
           if (a.toolCall) {
             const { id, type, function: fn } = a.toolCall;
-            yield { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id, type, function: { name: fn.name, arguments: '' } }] }, finish_reason: null }] };
-            yield { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] }, finish_reason: null }] };
+            yield {
+              ...base,
+              choices: [
+                {
+                  index: 0,
+                  delta: { tool_calls: [{ index: 0, id, type, function: { name: fn.name, arguments: '' } }] },
+                  finish_reason: null,
+                },
+              ],
+            };
+            yield {
+              ...base,
+              choices: [
+                {
+                  index: 0,
+                  delta: { tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] },
+                  finish_reason: null,
+                },
+              ],
+            };
           }
           for (const piece of pieces(a.text ?? '')) {
             await wait(ctx, signal);
@@ -76,11 +116,26 @@ export const mock = defineProvider({
         },
         async *stream(body, ctx, signal): AsyncGenerator<CompletionResponse> {
           const a = completionAnswer(body, ctx.maxOutputTokens);
-          const base = { id: `cmpl-${digest(body).slice(0, 24)}`, object: 'text_completion' as const, created: CREATED, model: ctx.model };
+          const base = {
+            id: `cmpl-${digest(body).slice(0, 24)}`,
+            object: 'text_completion' as const,
+            created: CREATED,
+            model: ctx.model,
+          };
           const parts = pieces(a.text);
           for (const [i, piece] of parts.entries()) {
             await wait(ctx, signal);
-            yield { ...base, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: i === parts.length - 1 ? a.finish : (null as never) }] };
+            yield {
+              ...base,
+              choices: [
+                {
+                  index: 0,
+                  text: piece,
+                  logprobs: null,
+                  finish_reason: i === parts.length - 1 ? a.finish : (null as never),
+                },
+              ],
+            };
           }
           yield { ...base, choices: [], usage: a.usage };
         },
@@ -91,10 +146,18 @@ export const mock = defineProvider({
         async send(body: EmbeddingRequest, ctx, signal): Promise<EmbeddingResponse> {
           await wait(ctx, signal);
           const inputs = ([] as unknown[]).concat(body.input as unknown[]);
-          const texts = typeof body.input === 'string' || (inputs.length && typeof inputs[0] === 'number') ? [body.input] : inputs;
+          const texts =
+            typeof body.input === 'string' || (inputs.length && typeof inputs[0] === 'number') ? [body.input] : inputs;
           const dims = body.dimensions ?? 8;
-          const data = texts.map((t, index) => ({ object: 'embedding' as const, index, embedding: vector(JSON.stringify(t).slice(0, 1000), dims) }));
-          const tokens = texts.reduce<number>((n, t) => n + (typeof t === 'string' ? estimate(t) : ([] as unknown[]).concat(t).length), 0);
+          const data = texts.map((t, index) => ({
+            object: 'embedding' as const,
+            index,
+            embedding: vector(JSON.stringify(t).slice(0, 1000), dims),
+          }));
+          const tokens = texts.reduce<number>(
+            (n, t) => n + (typeof t === 'string' ? estimate(t) : ([] as unknown[]).concat(t).length),
+            0,
+          );
           return { object: 'list', data, model: ctx.model, usage: { prompt_tokens: tokens, total_tokens: tokens } };
         },
       },
@@ -135,17 +198,32 @@ function chatAnswer(body: ChatRequest, max: number) {
         : undefined;
   if (forced) {
     const args = JSON.stringify({ input: said.slice(0, 100) });
-    const toolCall = { id: `call_${digest([body.messages, forced]).slice(0, 24)}`, type: 'function' as const, function: { name: forced, arguments: args } };
+    const toolCall = {
+      id: `call_${digest([body.messages, forced]).slice(0, 24)}`,
+      type: 'function' as const,
+      function: { name: forced, arguments: args },
+    };
     return { text: null, toolCall, finish: 'tool_calls' as const, usage: usage(prompt, estimate(forced + args)) };
   }
   const { text: out, cut } = limit(`This is a mock answer. You said: ${said || '(nothing)'}`, max);
-  return { text: out, toolCall: undefined, finish: cut ? ('length' as const) : ('stop' as const), usage: usage(prompt, estimate(out)) };
+  return {
+    text: out,
+    toolCall: undefined,
+    finish: cut ? ('length' as const) : ('stop' as const),
+    usage: usage(prompt, estimate(out)),
+  };
 }
 
 function completionAnswer(body: CompletionRequest, max: number) {
-  const prompt = Array.isArray(body.prompt) ? body.prompt.map((p) => (typeof p === 'string' ? p : '')).join('\n') : String(body.prompt ?? '');
+  const prompt = Array.isArray(body.prompt)
+    ? body.prompt.map((p) => (typeof p === 'string' ? p : '')).join('\n')
+    : String(body.prompt ?? '');
   const { text: out, cut } = limit(` (mock completion of: ${prompt.slice(0, ECHO_CHARS)})`, max);
-  return { text: out, finish: cut ? ('length' as const) : ('stop' as const), usage: usage(estimate(prompt), estimate(out)) };
+  return {
+    text: out,
+    finish: cut ? ('length' as const) : ('stop' as const),
+    usage: usage(estimate(prompt), estimate(out)),
+  };
 }
 
 /** Splits text into word-sized pieces, keeping the spaces, so that joining them gives the text back. */
@@ -157,7 +235,8 @@ function vector(seed: string, dims: number): number[] {
   const out: number[] = [];
   for (let i = 0; out.length < dims; i++) {
     const h = crypto.createHash('sha256').update(`${seed}:${i}`).digest();
-    for (let j = 0; j + 4 <= h.length && out.length < dims; j += 4) out.push(Number((h.readUInt32LE(j) / 0xffffffff * 2 - 1).toFixed(6)));
+    for (let j = 0; j + 4 <= h.length && out.length < dims; j += 4)
+      out.push(Number(((h.readUInt32LE(j) / 0xffffffff) * 2 - 1).toFixed(6)));
   }
   const norm = Math.sqrt(out.reduce((s, x) => s + x * x, 0)) || 1;
   return out.map((x) => x / norm);

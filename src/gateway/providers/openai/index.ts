@@ -5,7 +5,15 @@
  */
 import type { ProviderConfig } from '../../../config';
 import type { SseEvent } from '../../sse';
-import { UpstreamError, type ChatChunk, type ChatRequest, type CompletionRequest, type CompletionResponse, type ResponseEvent, type ResponsesRequest } from '../../types';
+import {
+  UpstreamError,
+  type ChatChunk,
+  type ChatRequest,
+  type CompletionRequest,
+  type CompletionResponse,
+  type ResponseEvent,
+  type ResponsesRequest,
+} from '../../types';
 import { eventObject } from '../http';
 import { str } from '../shared';
 import { defineProvider, type CallContext } from '../types';
@@ -21,7 +29,9 @@ export function outputLimit(config: ProviderConfig): OutputLimit {
   let field = limits.get(config);
   if (!field) {
     const host = config.base_url ? new URL(config.base_url).hostname : '';
-    field = (config.settings.output_limit as OutputLimit | undefined) ?? (host === 'api.openai.com' ? 'max_completion_tokens' : 'both');
+    field =
+      (config.settings.output_limit as OutputLimit | undefined) ??
+      (host === 'api.openai.com' ? 'max_completion_tokens' : 'both');
     limits.set(config, field);
   }
   return field;
@@ -58,9 +68,15 @@ export async function* untilDone<T>(events: AsyncIterable<SseEvent>): AsyncGener
     const parsed = eventObject(ev.data) as { error?: { message?: unknown }; choices?: unknown };
     const error = parsed.error;
     if (error && typeof error === 'object') {
-      throw new UpstreamError('protocol', 'the upstream reported an error inside the stream', undefined, str(error.message));
+      throw new UpstreamError(
+        'protocol',
+        'the upstream reported an error inside the stream',
+        undefined,
+        str(error.message),
+      );
     }
-    if (!Array.isArray(parsed.choices)) throw new UpstreamError('protocol', 'the upstream sent a chunk without choices');
+    if (!Array.isArray(parsed.choices))
+      throw new UpstreamError('protocol', 'the upstream sent a chunk without choices');
     yield parsed as T;
   }
   throw new UpstreamError('protocol', 'the upstream stream ended without [DONE]');
@@ -68,14 +84,23 @@ export async function* untilDone<T>(events: AsyncIterable<SseEvent>): AsyncGener
 
 /** An answer must be a JSON object: anything else is a protocol failure (so the next route is tried). */
 export function object<T>(json: unknown): T {
-  if (!json || typeof json !== 'object' || Array.isArray(json)) throw new UpstreamError('protocol', 'the upstream answer is not a JSON object');
+  if (!json || typeof json !== 'object' || Array.isArray(json))
+    throw new UpstreamError('protocol', 'the upstream answer is not a JSON object');
   return json as T;
 }
 
 /** An embeddings answer: a list whose `data` are embeddings (floats, or base64 when asked); else a protocol failure. */
 export function embeddingList<T>(json: unknown): T {
   const data = object<{ data?: unknown }>(json).data;
-  const ok = Array.isArray(data) && data.every((d) => d && typeof d === 'object' && (Array.isArray((d as { embedding?: unknown }).embedding) || typeof (d as { embedding?: unknown }).embedding === 'string'));
+  const ok =
+    Array.isArray(data) &&
+    data.every(
+      (d) =>
+        d &&
+        typeof d === 'object' &&
+        (Array.isArray((d as { embedding?: unknown }).embedding) ||
+          typeof (d as { embedding?: unknown }).embedding === 'string'),
+    );
   if (!ok) throw new UpstreamError('protocol', 'the upstream answer is not a list of embeddings');
   return json as T;
 }
@@ -84,9 +109,20 @@ export function embeddingList<T>(json: unknown): T {
 async function* responseEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<ResponseEvent> {
   for await (const ev of source) {
     const parsed = eventObject(ev.data) as ResponseEvent & { message?: unknown };
-    if (parsed.type === 'error') throw new UpstreamError('protocol', 'the upstream reported an error inside the stream', undefined, str(parsed.message));
+    if (parsed.type === 'error')
+      throw new UpstreamError(
+        'protocol',
+        'the upstream reported an error inside the stream',
+        undefined,
+        str(parsed.message),
+      );
     yield parsed;
-    if (parsed.type === 'response.completed' || parsed.type === 'response.incomplete' || parsed.type === 'response.failed') return;
+    if (
+      parsed.type === 'response.completed' ||
+      parsed.type === 'response.incomplete' ||
+      parsed.type === 'response.failed'
+    )
+      return;
   }
   throw new UpstreamError('protocol', 'the upstream stream ended without response.completed');
 }
@@ -102,9 +138,28 @@ export const openai = defineProvider({
   settings: { output_limit: { enum: [...OUTPUT_LIMITS] } },
   headers: (c): Record<string, string> => (c.api_key ? { authorization: `Bearer ${c.api_key}` } : {}),
   operations: {
-    chat: { path: () => '/chat/completions', request: chatBody, response: object, stream: (events) => untilDone<ChatChunk>(events) },
-    completions: { path: () => '/completions', request: completionBody, response: object, stream: (events) => untilDone<CompletionResponse>(events) },
-    embeddings: { path: () => '/embeddings', request: (body, ctx) => ({ ...body, model: ctx.model }), response: embeddingList },
-    responses: { path: () => '/responses', request: responsesBody, response: object, stream: (events) => responseEvents(events) },
+    chat: {
+      path: () => '/chat/completions',
+      request: chatBody,
+      response: object,
+      stream: (events) => untilDone<ChatChunk>(events),
+    },
+    completions: {
+      path: () => '/completions',
+      request: completionBody,
+      response: object,
+      stream: (events) => untilDone<CompletionResponse>(events),
+    },
+    embeddings: {
+      path: () => '/embeddings',
+      request: (body, ctx) => ({ ...body, model: ctx.model }),
+      response: embeddingList,
+    },
+    responses: {
+      path: () => '/responses',
+      request: responsesBody,
+      response: object,
+      stream: (events) => responseEvents(events),
+    },
   },
 });
