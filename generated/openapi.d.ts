@@ -74,6 +74,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/images/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create images
+         * @description Generates `n` images from a text prompt, answered as base64
+         *     (`b64_json`): the gateway hosts no images, so `response_format: url`
+         *     is refused (400) and a request that leaves `response_format` out gets
+         *     `b64_json` (OpenAI's DALL·E default is a URL). Not streamed: `stream:
+         *     true` is refused (400).
+         *
+         *     Priced per image by size and quality (the model's `price.images`
+         *     table: DALL·E), or by the tokens the upstream reports (`usage`: the
+         *     GPT image models), or both. The hold is `n` images at the dearest size
+         *     and quality the request allows — the dearest the model is priced for
+         *     when `size` or `quality` is left out or `auto` — plus, for a
+         *     token-priced model, its prompt; a size or quality the model is not
+         *     priced for is refused (400, `param` `size` or `quality`).
+         */
+        post: operations["createImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -2558,6 +2590,114 @@ export interface components {
             };
         };
         /**
+         * @description Body of `POST /v1/images/generations` (OpenAI's). Unknown top-level
+         *     fields are accepted and passed through to the upstream provider.
+         */
+        CreateImageRequest: {
+            /**
+             * @description ID of the image model to use, as listed by `GET /v1/models`.
+             * @example dall-e-3
+             */
+            model: string;
+            /**
+             * @description A text description of the desired image(s): at most 32,000
+             *     characters for the GPT image models, 4,000 for `dall-e-3` and 1,000
+             *     for `dall-e-2` (the upstream refuses a longer one).
+             * @example A cute baby sea otter
+             */
+            prompt: string;
+            /**
+             * @description How many images to generate (1 to 10; `dall-e-3` makes only one).
+             * @default 1
+             */
+            n?: number | null;
+            /**
+             * @description `WIDTHxHEIGHT` (`1024x1024`, `1792x1024`...) or `auto`: one the
+             *     model is priced for (its `price.images` table), else 400.
+             * @default auto
+             * @example 1024x1024
+             */
+            size?: string | null;
+            /**
+             * @description `standard` or `hd` for `dall-e-3`, `low`, `medium` or `high` for the
+             *     GPT image models, or `auto`; one the model is priced for, else 400.
+             * @default auto
+             * @enum {string|null}
+             */
+            quality?: "standard" | "hd" | "low" | "medium" | "high" | "auto" | null;
+            /**
+             * @description `b64_json` (the default here): the gateway hosts no images, so
+             *     `url` is refused with a 400.
+             * @enum {string|null}
+             */
+            response_format?: "b64_json" | "url" | null;
+            /**
+             * @description The GPT image models' file format (default `png`).
+             * @enum {string|null}
+             */
+            output_format?: "png" | "jpeg" | "webp" | null;
+            /** @description The GPT image models' compression of `jpeg` and `webp` images, 0 to 100%. */
+            output_compression?: number | null;
+            /**
+             * @description The GPT image models' background (`transparent` needs `png` or `webp`).
+             * @enum {string|null}
+             */
+            background?: "transparent" | "opaque" | "auto" | null;
+            /**
+             * @description The GPT image models' content moderation level.
+             * @enum {string|null}
+             */
+            moderation?: "low" | "auto" | null;
+            /**
+             * @description The style of `dall-e-3` images.
+             * @enum {string|null}
+             */
+            style?: "vivid" | "natural" | null;
+            /** @description Not served by the gateway; `true` is refused with a 400. */
+            stream?: boolean | null;
+            /** @description An identifier of your end user. */
+            user?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description One generated image. */
+        Image: {
+            /** @description The image file (`output_format`; PNG by default), base64-encoded. */
+            b64_json: string;
+            /** @description For `dall-e-3`, the prompt the model rewrote and used. */
+            revised_prompt?: string;
+        };
+        /** @description The generated images. */
+        ImagesResponse: {
+            /** @description Unix seconds. */
+            created: number;
+            data: components["schemas"]["Image"][];
+            /** @enum {string} */
+            background?: "transparent" | "opaque";
+            /** @enum {string} */
+            output_format?: "png" | "webp" | "jpeg";
+            /** @description The size the images were made at, when the upstream says (the GPT image models). */
+            size?: string;
+            /** @description The quality the images were made at, when the upstream says (the GPT image models). */
+            quality?: string;
+            usage?: components["schemas"]["ImagesUsage"];
+        };
+        /**
+         * @description The tokens of a token-priced image model (the GPT image models), as its
+         *     upstream reported them.
+         */
+        ImagesUsage: {
+            /** @description Tokens of the prompt (text and images). */
+            input_tokens: number;
+            input_tokens_details?: {
+                text_tokens?: number;
+                image_tokens?: number;
+            };
+            /** @description Image tokens generated. */
+            output_tokens: number;
+            total_tokens: number;
+        };
+        /**
          * @description An amount of USD with exactly six decimals (micro-USD precision).
          * @example 12.345678
          */
@@ -2654,13 +2794,13 @@ export interface components {
          *     operations may use it (`x-switchyard.kinds`).
          * @enum {string}
          */
-        ModelKind: "chat" | "completion" | "embedding";
+        ModelKind: "chat" | "completion" | "embedding" | "image";
         /**
          * @description What an API key may call: each operation called with a key requires
          *     one scope (its `security`).
          * @enum {string}
          */
-        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses";
+        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses" | "images";
         ConsoleKey: {
             id: number;
             name: string | null;
@@ -3476,6 +3616,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CreateEmbeddingResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateImageRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -41,6 +41,12 @@ export interface UsageClass {
    * the upstream, and a hold leaves its price out.
    */
   readonly feature?: string;
+  /**
+   * Its price is a table by grade — the `<size>/<quality>` of a generated image — in USD per unit, not one number per
+   * million units: what one unit costs depends on what the request asks for (an HD image costs twice a standard one).
+   * A request is held at the dearest grade it allows and charged at the grade the upstream made (billing/prices.ts).
+   */
+  readonly graded?: boolean;
 }
 
 /** Every usage class. A part comes after its whole (billing and configuration read the table in this order). */
@@ -109,6 +115,18 @@ export const USAGE_CLASSES = [
     apiField: true,
     label: 'reasoning',
   },
+  // Generated images (/v1/images/generations), a family of their own: a GPT image model's image tokens are output
+  // tokens, priced at `output`; an image is priced by its size and quality (DALL·E), from the table `price.images`.
+  {
+    name: 'images',
+    field: 'images',
+    unit: 'image',
+    price: 'images',
+    partOf: null,
+    column: 'images',
+    label: 'generated',
+    graded: true,
+  },
 ] as const satisfies readonly UsageClass[];
 
 type Entry = (typeof USAGE_CLASSES)[number];
@@ -117,6 +135,16 @@ export type UsageColumn = Entry['column'];
 /** The configuration's price keys: `input`, `output`, `cached_input`... */
 export type PriceKey = NonNullable<Entry['price']>;
 export const PRICE_KEYS = USAGE_CLASSES.flatMap((c) => (c.price === null ? [] : [c.price])) as PriceKey[];
+/** The price keys whose price is a table by grade (`images`), and the others (one number per million units). */
+export type GradedPriceKey = NonNullable<Extract<Entry, { graded: true }>['price']>;
+export type FlatPriceKey = Exclude<PriceKey, GradedPriceKey>;
+/** The price keys whose price is a table by grade (`price.images`), and those that are one number per million units. */
+export const GRADED_PRICE_KEYS = USAGE_CLASSES.flatMap((c) =>
+  c.price !== null && (c as UsageClass).graded ? [c.price] : [],
+) as GradedPriceKey[];
+export const FLAT_PRICE_KEYS = PRICE_KEYS.filter(
+  (k) => !(GRADED_PRICE_KEYS as PriceKey[]).includes(k),
+) as FlatPriceKey[];
 
 /**
  * What one request used: every count a whole number ≥ 0. A class the provider did not report is 0 (the classes

@@ -61,6 +61,15 @@ export interface AdmitRequest {
   extraPerChoice?: number;
   /** UTF-8 bytes of its prompt text, for checkpoint estimates. */
   promptBytes: number;
+  /** Bounds of the families other than prompt and output, by class name (generated images: `{ images: n }`). */
+  others?: Readonly<Record<string, number>>;
+  /** The grades the request allows (an image's size and quality): a graded class is held at the dearest of them. */
+  grades?: readonly string[];
+  /**
+   * False: the upstream takes no output limit (an image costs the tokens its size and quality make), so a request the
+   * money does not cover is refused rather than sent with a lower allowance.
+   */
+  lowerable?: boolean;
 }
 
 /** What a request used at an upstream (the gateway's Meter), or null when no upstream answered. */
@@ -68,6 +77,8 @@ export interface Used {
   provider: string;
   usage: Usage;
   counted: string;
+  /** The grade (`<size>/<quality>`) the upstream made its images at, when it or the request says. */
+  grade?: string;
 }
 
 export interface Outcome {
@@ -199,8 +210,8 @@ export class Billing {
   }
 
   async admit(r: AdmitRequest): Promise<Admission> {
-    const price = priceOf(r.model);
-    const full = price.worstCase(r.promptTokens, r.outputTokens);
+    const price = r.grades ? priceOf(r.model).graded(r.grades) : priceOf(r.model);
+    const full = price.worstCase(r.promptTokens, r.outputTokens, r.others);
     const lease = full > 0 ? await this.leaseFor(r.principal, full) : null;
     let hold = full;
     let outputTokens = r.outputTokens;
@@ -425,10 +436,11 @@ export class Billing {
     });
     if (await store.hold(this.db, row(full), this.expiry(), this.now()))
       return { hold: full, outputTokens: r.outputTokens };
-    if (r.outputTokens === 0) throw await this.refusal(r.principal);
+    if (r.outputTokens === 0 || r.lowerable === false) throw await this.refusal(r.principal);
     const fits = price.affordableOutput(
       r.promptTokens,
       await store.available(this.db, r.principal.accountId, r.principal.key.id),
+      r.others,
     );
     // Each choice gets at least a token: an upstream limit of 0 is no limit at all for some (an unset proto field).
     if (
@@ -437,7 +449,7 @@ export class Billing {
     )
       throw await this.refusal(r.principal);
     const lowered = Math.min(fits, r.outputTokens);
-    const amount = price.worstCase(r.promptTokens, lowered);
+    const amount = price.worstCase(r.promptTokens, lowered, r.others);
     if (!(await store.hold(this.db, row(amount), this.expiry(), this.now()))) throw await this.refusal(r.principal);
     return { hold: amount, outputTokens: lowered };
   }
@@ -454,7 +466,7 @@ export class Billing {
   private async settle(live: Live, outcome: Outcome): Promise<void> {
     if (!this.live.delete(live.requestId)) return;
     const used = outcome.used;
-    const cost = used ? live.price.cost(used.usage) : 0;
+    const cost = used ? this.chargedAt(live, used).cost(used.usage) : 0;
     const r = live.admitted;
     const now = this.now();
     const s: store.Settlement = {
@@ -503,6 +515,15 @@ export class Billing {
       this.settling--;
       if (!this.live.size && !this.settling) this.idleWaiters.splice(0).forEach((w) => w());
     }
+  }
+
+  /**
+   * The price a usage is charged at: a graded class (images) at the grade the upstream made when it is one the
+   * request allowed; otherwise at the dearest the request allowed, what its hold priced it at.
+   */
+  private chargedAt(live: Live, used: Used): Price {
+    const { grades, model } = live.admitted;
+    return used.grade && grades?.includes(used.grade) ? priceOf(model).graded([used.grade]) : live.price;
   }
 
   private holdOf(live: Live): store.HoldRow {

@@ -10,6 +10,10 @@
  * prompt is above apply to the whole request (Gemini 2.5 Pro above 200k prompt tokens: 2× input, 1.5× output).
  * Settlement prices a usage at the tier its reported prompt reached; a hold prices the prompt bound at the dearest
  * tier that bound can reach (the highest, as prices rise with the prompt), so it covers any tier the request lands in.
+ *
+ * Grades. A graded class (usage.ts: generated images) costs what its grade costs — the `<size>/<quality>` of an image,
+ * from the model's `price.images` table —: `graded(grades)` is the price with the class at the dearest of those grades.
+ * A hold prices it at the dearest grade the request allows; settlement at the grade the upstream made.
  */
 import type { ModelConfig, PriceConfig, Rates } from '../config';
 import { USAGE_CLASSES, countOf, familyOf, type Usage, type UsageClass } from '../usage';
@@ -25,6 +29,8 @@ interface Tier {
 export class Price {
   private readonly tiers: Tier[];
   private readonly billedApart: readonly UsageClass[];
+  /** This price at each set of grades asked for so far (few: the subsets a request's size and quality pick). */
+  private readonly byGrades = new Map<string, Price>();
 
   /**
    * `allowed`: the price-raising features the model allows (true: all of them). A class that needs a feature the
@@ -33,7 +39,7 @@ export class Price {
    */
   constructor(
     readonly p: PriceConfig,
-    allowed: boolean | readonly string[] = true,
+    private readonly allowed: boolean | readonly string[] = true,
     private readonly classes: readonly UsageClass[] = USAGE_CLASSES,
   ) {
     const reaches = (c: UsageClass) =>
@@ -51,6 +57,23 @@ export class Price {
     this.billedApart = classes.filter((c) => c.price !== null);
   }
 
+  /**
+   * This price with each graded class at the dearest of `grades` (a grade its table does not list costs nothing: a
+   * token-priced image model counts its images without pricing them).
+   */
+  graded(grades: readonly string[]): Price {
+    const key = grades.join(' ');
+    let price = this.byGrades.get(key);
+    if (!price) {
+      const at: Record<string, number> = {};
+      for (const [k, table] of Object.entries(this.p.grades ?? {}))
+        at[k] = Math.max(0, ...grades.map((g) => table?.[g] ?? 0));
+      const p: PriceConfig = { ...this.p, ...at, tiers: this.p.tiers?.map((t) => ({ ...t, ...at })) };
+      this.byGrades.set(key, (price = new Price(p, this.allowed, this.classes)));
+    }
+    return price;
+  }
+
   /** What a usage costs, micro-USD: at the tier its prompt reached. */
   cost(u: Usage): number {
     const rates = this.tierOf(u.prompt).rates;
@@ -61,7 +84,7 @@ export class Price {
   /**
    * The most a request can cost whose prompt is at most `promptTokens` and output at most `outputTokens` (each token
    * at the highest price of its family), at the dearest tier the prompt bound reaches. `others`: bounds of the other
-   * classes at the top of a family, by name (none yet: every class is part of the prompt or of the output).
+   * classes at the top of a family, by name (generated images: `{ images: n }`).
    */
   worstCase(promptTokens: number, outputTokens: number, others: Readonly<Record<string, number>> = {}): number {
     return Math.max(

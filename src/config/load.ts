@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from 'yaml';
 import { parseUsd } from '../money';
-import { PRICE_KEYS, USAGE_CLASSES, familyOf, type PriceKey } from '../usage';
+import { FLAT_PRICE_KEYS, GRADED_PRICE_KEYS, USAGE_CLASSES, familyOf, type PriceKey, type UsageClass } from '../usage';
 import { COMMON_PROVIDER_SETTINGS, DEFAULT_TIMEOUTS, configSchema } from './schema';
 import {
   ConfigError,
@@ -147,8 +147,8 @@ interface RawConfig {
   models: RawModel[];
 }
 
-/** Prices as written: USD per million units, by price key. */
-type RawRates = Partial<Record<PriceKey, number>>;
+/** Prices as written: USD per million units, by price key; a graded key's (`images`): USD per unit, by grade. */
+type RawRates = Partial<Record<PriceKey, number | Record<string, number>>>;
 
 type RawModel = Omit<Partial<ModelConfig>, 'price' | 'routes'> & {
   id: string;
@@ -279,6 +279,7 @@ function model(m: RawModel, i: number, { providers, catalog, fail, notices }: Mo
       fail,
     }),
     max_output_tokens: m.max_output_tokens ?? 4096,
+    ...imageTables(m, i, fail),
     image_tokens: m.image_tokens ?? DEFAULT_IMAGE_TOKENS,
     file_tokens: m.file_tokens ?? DEFAULT_FILE_TOKENS,
     extra_output_tokens: m.extra_output_tokens ?? 0,
@@ -306,7 +307,8 @@ interface PriceContext {
  * the operator did not mean.
  */
 function priceConfig(m: RawModel, at: (string | number)[], ctx: PriceContext): PriceConfig {
-  const base = rates(m.id, m.price ?? {}, null, at, ctx);
+  const grades = gradedPrices(m.price ?? {}, at, ctx.fail);
+  const base: PriceConfig = { ...rates(m.id, m.price ?? {}, null, at, ctx, undefined, grades), ...grades };
   if (!m.price?.tiers?.length) return base;
   const tiers: PriceTier[] = [];
   m.price.tiers.forEach((t, j) => {
@@ -318,14 +320,58 @@ function priceConfig(m: RawModel, at: (string | number)[], ctx: PriceContext): P
         `tiers must be in ascending order of above_prompt_tokens: ${t.above_prompt_tokens} is not above ${below.above_prompt_tokens} (the tier before it)`,
       );
     }
-    if (!PRICE_KEYS.some((k) => t[k] !== undefined))
-      ctx.fail(where, `a tier must set at least one price (${PRICE_KEYS.join(', ')})`);
+    if (!FLAT_PRICE_KEYS.some((k) => t[k] !== undefined))
+      ctx.fail(where, `a tier must set at least one price (${FLAT_PRICE_KEYS.join(', ')})`);
     tiers.push({
       ...rates(m.id, t, below ?? base, where, ctx, t.above_prompt_tokens),
       above_prompt_tokens: t.above_prompt_tokens,
     });
   });
   return { ...base, tiers };
+}
+
+/**
+ * The graded prices (`price.images`: USD per image by `<size>/<quality>`), as micro-USD per million units: one unit
+ * priced like every other class, so that billing adds images to tokens in one exact sum.
+ */
+function gradedPrices(raw: RawRates, at: (string | number)[], fail: Fail): Pick<PriceConfig, 'grades'> {
+  const grades: NonNullable<PriceConfig['grades']> = {};
+  for (const key of GRADED_PRICE_KEYS) {
+    const table = raw[key] as Record<string, number> | undefined;
+    if (!table) continue;
+    grades[key] = Object.fromEntries(
+      Object.entries(table).map(([g, v]) => [g, usdMicros(v, '0', [...at, key, g], fail) * 1_000_000]),
+    );
+  }
+  return Object.keys(grades).length ? { grades } : {};
+}
+
+/**
+ * An image model's tables by grade: what sizes and qualities it is sold at (the keys of `price.images` and of
+ * `image_output_tokens`, which must agree when both are given), and the most output tokens an image of each costs
+ * when its output is priced by tokens — without them a hold could not know what `n` images may cost.
+ */
+function imageTables(m: RawModel, i: number, fail: Fail): Pick<ModelConfig, 'image_output_tokens'> {
+  const prices = m.price?.images as Record<string, number> | undefined;
+  const tokens = m.image_output_tokens;
+  if (m.kind !== 'image') {
+    if (prices) fail(['models', i, 'price', 'images'], 'only image models (kind: image) have prices per image');
+    if (tokens) fail(['models', i, 'image_output_tokens'], 'only image models (kind: image) have it');
+    return {};
+  }
+  if (!prices && !tokens)
+    fail(
+      ['models', i, 'price'],
+      'an image model needs price.images (USD per image by <size>/<quality>, e.g. 1024x1024/standard: 0.04) or image_output_tokens (the most output tokens an image of each size and quality costs)',
+    );
+  if (!tokens && m.price?.output)
+    fail(
+      ['models', i, 'image_output_tokens'],
+      'an image model whose output is priced by tokens needs the most output tokens an image of each size and quality costs (gpt-image-1: 1024x1024/high: 4160...)',
+    );
+  const differ = prices && tokens && Object.keys(prices).sort().join() !== Object.keys(tokens).sort().join();
+  if (differ) fail(['models', i, 'image_output_tokens'], 'must list the same sizes and qualities as price.images');
+  return tokens ? { image_output_tokens: tokens } : {};
 }
 
 /**
@@ -340,17 +386,27 @@ function rates(
   at: (string | number)[],
   ctx: PriceContext,
   tier?: number,
+  graded: Pick<PriceConfig, 'grades'> = {},
 ): Rates {
-  const out = {} as Rates;
-  for (const c of USAGE_CLASSES) {
+  const out: Partial<Record<PriceKey, number>> = {};
+  for (const c of USAGE_CLASSES as readonly UsageClass[]) {
     if (c.price === null) continue;
-    const key = c.price;
+    const key = c.price as PriceKey;
+    if (c.graded) {
+      // a tier does not change it (a graded price is per unit, not per prompt size); without a grade: the dearest
+      const table = graded.grades?.[key];
+      const v = below ? below[key] : table && Math.max(...Object.values(table));
+      if (v !== undefined) out[key] = v;
+      continue;
+    }
     const read = (v: number) => usdMicros(v, '0', [...at, key], ctx.fail);
     const family = familyOf(c, USAGE_CLASSES).price;
-    if (c.partOf === null) out[key] = raw[key] === undefined ? (below?.[key] ?? 0) : read(raw[key]);
-    else out[key] = partPrice({ model, key, tier }, raw[key], family === null ? 0 : out[family], ctx, read);
+    const own = raw[key] as number | undefined;
+    if (c.partOf === null) out[key] = own === undefined ? (below?.[key] ?? 0) : read(own);
+    else
+      out[key] = partPrice({ model, key, tier }, own, family === null ? 0 : (out[family as PriceKey] ?? 0), ctx, read);
   }
-  return out;
+  return out as Rates;
 }
 
 /**

@@ -3,8 +3,8 @@
  * type's own settings are allowed on its providers only.
  */
 import { MODEL_KINDS } from '../contract';
-import { PRICE_KEYS } from '../usage';
-import { FEATURES, type ProviderCatalog, type Timeouts } from './types';
+import { FLAT_PRICE_KEYS, GRADED_PRICE_KEYS } from '../usage';
+import { FEATURES, GRADE, type ProviderCatalog, type Timeouts } from './types';
 
 export const DEFAULT_TIMEOUTS: Timeouts = {
   connect_ms: 10_000,
@@ -109,10 +109,21 @@ const CONSOLE = object({
   ),
 });
 
-/** USD per million units by price key (usage.ts), and tiers of the same prices above a prompt size (load.ts checks their order). */
-const RATES = Object.fromEntries(PRICE_KEYS.map((k) => [k, usd]));
+/** A table by grade (`<size>/<quality>`, config/types.ts GRADE) of image prices or output bounds. */
+const byGrade = (value: object) => ({
+  type: 'object',
+  minProperties: 1,
+  propertyNames: { pattern: GRADE.source },
+  additionalProperties: value,
+});
+/**
+ * USD per million units by price key (usage.ts), USD per unit by grade for a graded one (`images`), and tiers of the
+ * flat prices above a prompt size (load.ts checks their order).
+ */
+const RATES = Object.fromEntries(FLAT_PRICE_KEYS.map((k) => [k, usd]));
 const PRICE = object({
   ...RATES,
+  ...Object.fromEntries(GRADED_PRICE_KEYS.map((k) => [k, byGrade(usd)])),
   tiers: { type: 'array', items: object({ above_prompt_tokens: int(1), ...RATES }, ['above_prompt_tokens']) },
 });
 
@@ -149,6 +160,7 @@ export function configSchema(catalog: ProviderCatalog): object {
             image_tokens: int(0),
             file_tokens: int(0),
             extra_output_tokens: int(0),
+            image_output_tokens: byGrade(int(1)),
             allow: { type: 'array', items: { enum: [...FEATURES] }, uniqueItems: true },
             routes: {
               type: 'array',

@@ -1,6 +1,6 @@
 /** The configuration as the rest of the gateway sees it: read, checked and with every default filled in. */
 import type { ModelKind } from '../contract';
-import type { PriceKey } from '../usage';
+import type { FlatPriceKey, GradedPriceKey, PriceKey } from '../usage';
 
 /** What a model does (`kind`): the contract's ModelKind; which operations serve it is the contract's too. */
 export type { ModelKind };
@@ -66,7 +66,7 @@ export interface RouteConfig {
  * multipliers of its family's price (CacheMultipliers), or at that price when none of the model's providers bills the
  * class apart.
  */
-export type Rates = Record<PriceKey, number>;
+export type Rates = Record<FlatPriceKey, number> & Partial<Record<GradedPriceKey, number>>;
 
 /** A model's prices above a prompt size: the prices left out are those of the tier below, the cache ones derived. */
 export interface PriceTier extends Rates {
@@ -74,8 +74,21 @@ export interface PriceTier extends Rates {
   above_prompt_tokens: number;
 }
 
-/** A model's prices: its base rates, and the tiers above them by prompt size (ascending), when it has any. */
-export type PriceConfig = Rates & { tiers?: PriceTier[] };
+/**
+ * A model's prices: its base rates, and the tiers above them by prompt size (ascending), when it has any. A graded
+ * class (usage.ts: generated images) has its prices by grade in `grades`, micro-USD per million units; its rate in
+ * Rates is the dearest grade's, what it costs when the grade is not known.
+ */
+export type PriceConfig = Rates & {
+  tiers?: PriceTier[];
+  grades?: Partial<Record<PriceKey, Readonly<Record<string, number>>>>;
+};
+
+/**
+ * A generated image's grade, `<size>/<quality>` (`1024x1024/hd`): what an image model's prices and output bounds are
+ * keyed by, and what a request's `size` and `quality` pick from.
+ */
+export const GRADE = /^([1-9][0-9]*x[1-9][0-9]*)\/([a-z]+)$/;
 
 /** What a provider bills for the classes it bills apart from their family, in thousandths of the family's price (Anthropic: 100, 1250, 2000). */
 export type CacheMultipliers = Partial<Record<PriceKey, number>>;
@@ -113,6 +126,11 @@ export interface ModelConfig {
    * 32,768 tokens beyond max_tokens): held on top of every choice's allowance. 0 by default.
    */
   extra_output_tokens: number;
+  /**
+   * Image models priced by tokens: the most output tokens one image of each grade (`<size>/<quality>`) costs, held per
+   * image (gpt-image-1: 6,240 at 1536x1024 in high quality).
+   */
+  image_output_tokens?: Readonly<Record<string, number>>;
   /** Price-raising features the configured prices already cover (otherwise refused or stripped). */
   allow: Feature[];
   routes: RouteConfig[];

@@ -78,13 +78,14 @@ export class Gateway {
     finish();
     const { plan, sent, res } = value;
     const reported = plan.reader.usage(res);
-    const meter: Meter = reported
-      ? { provider: route.provider, usage: reported, counted: 'upstream' }
-      : {
-          provider: route.provider,
-          usage: await this.count(plan.reader, sent, plan.reader.answerText(res)),
-          counted: 'tokenizer',
-        };
+    const used = reported ?? (await this.count(plan.reader, sent, plan.reader.answerText(res)));
+    const grade = plan.reader.grade?.(res, sent);
+    const meter: Meter = {
+      provider: route.provider,
+      usage: { ...used, ...plan.reader.units?.(res) },
+      counted: reported ? 'upstream' : 'tokenizer',
+      ...(grade ? { grade } : {}),
+    };
     const answer = (plan.bridge ? plan.bridge.answer(res, body) : res) as Res;
     return {
       body: op.present(

@@ -10,6 +10,8 @@ export type CompletionRequest = S['CreateCompletionRequest'];
 export type CompletionResponse = S['CreateCompletionResponse'];
 export type EmbeddingRequest = S['CreateEmbeddingRequest'];
 export type EmbeddingResponse = S['CreateEmbeddingResponse'];
+export type ImageRequest = S['CreateImageRequest'];
+export type ImagesResponse = S['ImagesResponse'];
 export type OpenAIUsage = S['CompletionUsage'];
 export type Model = S['Model'];
 export type ChatMessage = S['ChatCompletionRequestMessage'];
@@ -34,6 +36,8 @@ export interface Meter {
   usage: Usage;
   /** `upstream`: the upstream reported the usage; `tokenizer`: it did not (or the stream was cut), so we counted. */
   counted: 'upstream' | 'tokenizer';
+  /** The grade (`<size>/<quality>`) its images were made at, when the answer or the request says. */
+  grade?: string;
 }
 
 export type UpstreamFailure =

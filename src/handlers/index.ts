@@ -16,6 +16,7 @@ import { createCheckout } from './createCheckout';
 import { createCompletion } from './createCompletion';
 import { createConsoleKey } from './createConsoleKey';
 import { createEmbedding } from './createEmbedding';
+import { createImage } from './createImage';
 import { createMessage } from './createMessage';
 import { createResponse } from './createResponse';
 import { deleteConsoleKey } from './deleteConsoleKey';
@@ -48,6 +49,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createChatCompletion,
   createCompletion,
   createEmbedding,
+  createImage,
   listModels,
   retrieveModel,
   getConsoleConfig,

@@ -166,7 +166,7 @@ export class Metered {
   private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>) {
     const { principal, grant } = call;
     const { model, body, headers } = this.policy(op, call);
-    const { perChoice, choices } = op.output(body, model);
+    const { perChoice, choices, others, grades, lowerable } = op.output(body, model);
     const extra = perChoice > 0 ? model.extra_output_tokens : 0;
     const asked = (Math.min(perChoice, MAX_ALLOWANCE) + extra) * choices;
     const reserved = tokenEstimate(call.profile, model) + asked;
@@ -182,6 +182,9 @@ export class Metered {
         choices,
         extraPerChoice: extra,
         promptBytes: call.profile.textBytes,
+        others,
+        grades,
+        lowerable,
       });
       const allowance = choices ? Math.floor(admission.outputTokens / choices) - extra : 0;
       return { model, body, headers, admission, allowance, reserved };

@@ -100,6 +100,7 @@ export function defaultPlan(r: Received): Plan {
     return { kind: 'sse', events };
   }
   if (r.path.endsWith('/responses')) return responsesPlan(body);
+  if (r.path.endsWith('/images/generations')) return imagesPlan(body);
   if (r.path.endsWith('/embeddings')) {
     const inputs: unknown[] =
       typeof body.input === 'string' || typeof body.input?.[0] === 'number' ? [body.input] : body.input;
@@ -243,4 +244,70 @@ function responsesPlan(body: any): Plan {
   const res = responseObject(body, `Echo: ${lastInputText(body)}`);
   if (!body.stream) return { kind: 'json', body: res };
   return { kind: 'sse', events: responseEvents(res).map(responseFrame), done: false };
+}
+
+/** A valid 1×1 PNG, base64: the image every fake generation answers. */
+export const FAKE_PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mPwrzn5HwAFRgKU6ZW+jgAAAABJRU5ErkJggg==';
+
+/** The output tokens of one gpt-image-1 image, by size and quality (OpenAI's table). */
+export const GPT_IMAGE_TOKENS: Record<string, number> = {
+  '1024x1024/low': 272,
+  '1024x1024/medium': 1056,
+  '1024x1024/high': 4160,
+  '1536x1024/low': 408,
+  '1536x1024/medium': 1584,
+  '1536x1024/high': 6240,
+  '1024x1536/low': 408,
+  '1024x1536/medium': 1584,
+  '1024x1536/high': 6240,
+};
+
+/**
+ * Images as OpenAI makes them. The GPT image models answer base64 with the size and quality they chose and their
+ * token usage, and refuse `response_format`; DALL·E answers URLs unless asked for b64_json, and reports no usage.
+ */
+export function imagesPlan(body: any): Plan {
+  const n = body.n ?? 1;
+  if (/^gpt-image/.test(body.model)) {
+    if ('response_format' in body)
+      return {
+        kind: 'json',
+        status: 400,
+        body: {
+          error: {
+            message: "Unknown parameter: 'response_format'.",
+            type: 'invalid_request_error',
+            param: 'response_format',
+            code: 'unknown_parameter',
+          },
+        },
+      };
+    const size = !body.size || body.size === 'auto' ? '1024x1024' : body.size;
+    const quality = !body.quality || body.quality === 'auto' ? 'medium' : body.quality;
+    const input = String(body.prompt).split(' ').length;
+    const output = n * GPT_IMAGE_TOKENS[`${size}/${quality}`];
+    return {
+      kind: 'json',
+      body: {
+        created: CREATED,
+        data: Array.from({ length: n }, () => ({ b64_json: FAKE_PNG })),
+        background: 'opaque',
+        output_format: 'png',
+        size,
+        quality,
+        usage: {
+          input_tokens: input,
+          input_tokens_details: { text_tokens: input, image_tokens: 0 },
+          output_tokens: output,
+          total_tokens: input + output,
+        },
+      },
+    };
+  }
+  const image = (i: number) =>
+    body.response_format === 'b64_json'
+      ? { b64_json: FAKE_PNG, revised_prompt: `Revised: ${body.prompt}` }
+      : { url: `https://images.example/img-${i}.png?sig=secret`, revised_prompt: `Revised: ${body.prompt}` };
+  return { kind: 'json', body: { created: CREATED, data: Array.from({ length: n }, (_x, i) => image(i)) } };
 }

@@ -241,7 +241,7 @@ describe('keys', () => {
       enabled: true,
       quota_usd: null,
       models: null,
-      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'],
+      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images'],
     });
     expect(a.key).not.toBe(created.key);
   });

@@ -41,6 +41,7 @@ models:
   - { id: instruct, kind: completion, price: { input: 1.5, output: 2 }, routes: [ { provider: oa } ] }
   - { id: embed, kind: embedding, price: { input: 0.02 }, routes: [ { provider: oa } ] }
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
+  - { id: dalle, kind: image, price: { images: { 1024x1024/standard: 0.04 } }, routes: [ { provider: oa, model: dall-e-3 } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
@@ -244,6 +245,26 @@ const OPS: Record<Metered, Op> = {
     rules: Object.fromEntries(
       RULES.map((r) => [r, 'embeddings are priced per input token and take text only']),
     ) as Record<Rule, string>,
+  },
+  createImage: {
+    path: '/v1/images/generations',
+    get upstream() {
+      return openai;
+    },
+    base: { model: 'dalle', prompt: 'hi', size: '1024x1024', quality: 'standard' },
+    rules: {
+      // An image answered as a URL is kept in the operator's upstream account (for an hour) and fetched from there.
+      stored: [{ body: { response_format: 'url' }, refused: 'response_format' }],
+      priority: [
+        { body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') },
+      ],
+      audio: 'a generation takes a text prompt only',
+      web_search: 'a generation searches nothing',
+      server_tools: 'a generation runs no tools',
+      long_context: NO_OPENAI_SWITCH,
+      data_residency: NO_OPENAI_SWITCH,
+      cache_1h: 'OpenAI bills no cache writes',
+    },
   },
   createMessage: {
     path: '/v1/messages',

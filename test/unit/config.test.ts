@@ -316,6 +316,49 @@ models:
   });
 });
 
+describe('image models', () => {
+  const yaml = (model: string, kind = 'image') => `
+providers:
+  up: { type: openai, base_url: https://api.example.com/v1 }
+models:
+  - { id: m, kind: ${kind}, ${model}, routes: [ { provider: up } ] }`;
+
+  test('price.images: USD per image by size/quality, read as micro-USD per million images; without a grade, the dearest', () => {
+    const c = parseConfig(yaml('price: { images: { 1024x1024/standard: 0.04, 1792x1024/hd: 0.12 } }'), null, {});
+    expect(c.models[0].price).toMatchObject({
+      input: 0,
+      output: 0,
+      images: 120_000_000_000,
+      grades: { images: { '1024x1024/standard': 40_000_000_000, '1792x1024/hd': 120_000_000_000 } },
+    });
+  });
+
+  test('token-priced: the most output tokens an image of each size and quality costs', () => {
+    const c = parseConfig(
+      yaml('price: { input: 5, output: 40 }, image_output_tokens: { 1024x1024/low: 272, 1536x1024/high: 6240 }'),
+      null,
+      {},
+    );
+    expect(c.models[0].image_output_tokens).toEqual({ '1024x1024/low': 272, '1536x1024/high': 6240 });
+    expect(c.models[0].price).not.toHaveProperty('images');
+  });
+
+  test.each([
+    ['price: { input: 5 }', /models\[0\]\.price: an image model needs price\.images/],
+    ['price: { output: 40, images: { 1024x1024/low: 0.01 } }', /image_output_tokens: an image model whose output/],
+    [
+      'price: { images: { 1024x1024/low: 0.01 } }, image_output_tokens: { 1024x1024/high: 4160 }',
+      /must list the same sizes and qualities as price\.images/,
+    ],
+    ['price: { images: { 1024/low: 0.01 } }', /price\.images: must match pattern/],
+    ['price: { images: { 1024x1024/low: 0.0000001 } }', /price\.images\.1024x1024\/low: must be a USD amount/],
+    ['price: { images: { 1024x1024/low: 0.01 } }', /only image models \(kind: image\) have prices per image/, 'chat'],
+    ['image_output_tokens: { 1024x1024/low: 272 }', /only image models \(kind: image\) have it/, 'chat'],
+  ])('%s (%#) is refused', (model, message, kind = 'image') => {
+    expect(configError(yaml(model, kind as string))).toMatch(message);
+  });
+});
+
 describe('environment variables', () => {
   const text = `
 providers:
@@ -386,7 +429,7 @@ models:
     kind: chatt
     routes: [ { provider: mock } ]
 `;
-    expect(configError(text)).toBe('gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding');
+    expect(configError(text)).toBe('gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding, image');
   });
 
   test('a bad provider type', () => {
@@ -516,6 +559,7 @@ describe('loadConfig', () => {
     expect(c.models.map((m) => [m.id, m.kind, m.owned_by])).toEqual([
       ['mock-chat', 'chat', 'switchyard'],
       ['mock-embedding', 'embedding', 'switchyard'],
+      ['mock-image', 'image', 'switchyard'],
     ]);
     expect(c.models[1].routes).toMatchObject([{ provider: 'mock', model: 'mock-embedding' }]);
   });

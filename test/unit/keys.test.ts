@@ -66,7 +66,7 @@ describe('createKey', () => {
       quota_micros: null,
       used_micros: 0,
       models: null,
-      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'],
+      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images'],
       last_used_at: null,
     });
     expect(JSON.stringify(key)).not.toContain(secret);

@@ -54,6 +54,7 @@ describe('the table', () => {
       cache_write_1h_tokens: 0,
       completion_tokens: 20,
       reasoning_tokens: 5,
+      images: 0,
     });
   });
 });
@@ -62,20 +63,20 @@ describe('Price reads the table', () => {
   const rates = (r: Record<string, number>) => r as unknown as PriceConfig;
   const used = (u: Usage, more: Record<string, number>) => ({ ...u, ...more }) as Usage;
 
-  test('a class counted in images, priced per million images, apart from the tokens', () => {
+  test('a class counted in seconds, priced per million seconds, apart from the tokens', () => {
     const table: UsageClass[] = [
       ...USAGE_CLASSES,
       {
-        name: 'image',
-        field: 'images',
-        unit: 'image',
-        price: 'image',
+        name: 'audio_seconds',
+        field: 'audioSeconds',
+        unit: 'second',
+        price: 'audio_second',
         partOf: null,
-        column: 'images',
-        label: 'generated',
+        column: 'audio_seconds',
+        label: 'transcribed',
       },
     ];
-    // 0.04 USD an image: 40,000 USD per million images
+    // 0.0001 USD a second: 100 USD per million seconds
     const price = new Price(
       rates({
         input: 1_000_000,
@@ -83,16 +84,39 @@ describe('Price reads the table', () => {
         cached_input: 1_000_000,
         cache_write: 1_000_000,
         cache_write_1h: 1_000_000,
-        image: 40_000_000_000,
+        audio_second: 100_000_000,
       }),
       true,
       table,
     );
-    // 100 prompt tokens × 1 + 3 images × 40,000 µUSD
-    expect(price.cost(used(usage(100, 0), { images: 3 }))).toBe(100 + 120_000);
-    // a hold counts the images' bound like any family's
-    expect(price.worstCase(100, 10, { image: 3 })).toBe(100 + 40 + 120_000);
-    expect(price.affordableOutput(100, 120_100 + 8, { image: 3 })).toBe(2);
+    // 100 prompt tokens × 1 + 600 seconds × 100 µUSD
+    expect(price.cost(used(usage(100, 0), { audioSeconds: 600 }))).toBe(100 + 60_000);
+    // a hold counts the seconds' bound like any family's
+    expect(price.worstCase(100, 10, { audio_seconds: 600 })).toBe(100 + 40 + 60_000);
+    expect(price.affordableOutput(100, 60_100 + 8, { audio_seconds: 600 })).toBe(2);
+  });
+
+  test('generated images: priced by grade (size/quality), held at the dearest allowed, charged at the one made', () => {
+    // as config/load.ts reads `price.images` in USD per image: micro-USD per million images
+    const perImage = (usd: number) => usd * 1_000_000 * 1_000_000;
+    const grades = {
+      '1024x1024/standard': perImage(0.04),
+      '1024x1024/hd': perImage(0.08),
+      '1792x1024/hd': perImage(0.12),
+    };
+    const price = new Price({ ...rates({ input: 0, output: 0 }), images: perImage(0.12), grades: { images: grades } });
+    const three = used(usage(0, 0), { images: 3 });
+    expect(price.graded(['1024x1024/standard']).cost(three)).toBe(120_000);
+    expect(price.graded(['1024x1024/standard', '1024x1024/hd']).worstCase(50, 0, { images: 10 })).toBe(800_000);
+    expect(price.worstCase(50, 0, { images: 10 })).toBe(1_200_000); // no grade known: the dearest
+    expect(price.graded(['512x512/standard']).cost(three)).toBe(0); // a grade it is not priced at costs nothing
+    expect(price.graded(['1024x1024/hd'])).toBe(price.graded(['1024x1024/hd'])); // made once
+  });
+
+  test('a token-priced image model: text in at input, image tokens out at output, images counted apart', () => {
+    const price = new Price(rates({ input: 5_000_000, output: 40_000_000 }));
+    // 9 × 5 + 1,056 × 40 = 45 + 42,240 µUSD; the images have no price of their own
+    expect(price.graded(['1024x1024/medium']).cost(used(usage(9, 1_056), { images: 1 }))).toBe(42_285);
   });
 
   test('a new part of the prompt is taken out of fresh input and billed at its own price; a hold counts it', () => {

@@ -4,11 +4,12 @@ import type { OperationName } from '../../contract';
 import { chat } from './chat';
 import { completions } from './completions';
 import { embeddings } from './embeddings';
+import { images } from './images';
 import { messages } from './messages';
 import { responses } from './responses';
 import type { Operation } from './types';
 
-export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, messages, responses };
+export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, images, messages, responses };
 
-export { chat, completions, embeddings, messages, responses };
+export { chat, completions, embeddings, images, messages, responses };
 export type { Operation, OperationName };

@@ -19,6 +19,15 @@ export interface Output {
   /** Tokens per choice: the request's own limit, or the model's default; 0 for operations that generate nothing. */
   perChoice: number;
   choices: number;
+  /** Bounds of the families other than prompt and output, by usage class (generated images: `{ images: n }`). */
+  others?: Readonly<Record<string, number>>;
+  /** The grades (`<size>/<quality>`) the request allows, for the classes priced by grade (images). */
+  grades?: readonly string[];
+  /**
+   * False: the upstream takes no output limit (an image is as many tokens as its size and quality make), so when the
+   * money is short the request is refused instead of being sent with a lower allowance.
+   */
+  lowerable?: boolean;
 }
 
 /** How the operation's answer reaches the client as a stream. */
@@ -79,6 +88,16 @@ export interface Reader<Req, Res, Chunk> {
   chunkText(chunk: Chunk): string;
   /** The chunk ends generation (a finish reason): it is held back until the usage that may follow it arrives. */
   final?(chunk: Chunk): boolean;
+  /**
+   * Counts the answer itself shows, whether or not the upstream reported usage (the images it carries): added to
+   * the usage, reported or counted.
+   */
+  units?(res: Res): Partial<Usage>;
+  /**
+   * The grade (`<size>/<quality>`) of what the answer made, for the classes priced by grade: the answer's own word,
+   * else the request's; null when neither says (the request left it to the upstream).
+   */
+  grade?(res: Res, body: Req): string | null;
 }
 
 /** Turns the chunks of the operation a stream went through into this operation's (possibly several per chunk). */

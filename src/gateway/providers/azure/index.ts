@@ -8,7 +8,16 @@
  */
 import type { SseEvent } from '../../sse';
 import type { ChatChunk, CompletionResponse } from '../../types';
-import { chatBody, completionBody, embeddingList, object, OUTPUT_LIMITS, untilDone } from '../openai';
+import {
+  chatBody,
+  completionBody,
+  embeddingList,
+  imageBody,
+  imageList,
+  object,
+  OUTPUT_LIMITS,
+  untilDone,
+} from '../openai';
 import { defineProvider, type CallContext } from '../types';
 
 /** The latest generally available data-plane version when this was written. */
@@ -56,6 +65,12 @@ export const azure = defineProvider({
       path: (ctx) => deployment(ctx, 'embeddings'),
       request: (body, ctx) => ({ ...body, model: ctx.model }),
       response: embeddingList,
+    },
+    // DALL·E 3 deployments from api-version 2024-02-01; gpt-image-1 ones need 2025-04-01-preview (`api_version`).
+    images: {
+      path: (ctx) => deployment(ctx, 'images/generations'),
+      request: imageBody,
+      response: imageList,
     },
   },
 });

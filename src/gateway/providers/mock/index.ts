@@ -13,6 +13,8 @@ import type {
   CompletionResponse,
   EmbeddingRequest,
   EmbeddingResponse,
+  ImageRequest,
+  ImagesResponse,
   OpenAIUsage,
 } from '../../types';
 import { openaiUsage, textOf } from '../shared';
@@ -20,6 +22,9 @@ import { defineProvider, type CallContext } from '../types';
 
 const CREATED = 1_735_689_600;
 const ECHO_CHARS = 200;
+/** A valid 1×1 PNG (one translucent blue pixel): what every mock image is. */
+export const MOCK_PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mPwrzn5HwAFRgKU6ZW+jgAAAABJRU5ErkJggg==';
 
 const wait = async (ctx: CallContext, signal: AbortSignal) => {
   if (ctx.config.latency_ms > 0) await sleep(ctx.config.latency_ms, undefined, { signal });
@@ -159,6 +164,16 @@ export const mock = defineProvider({
             0,
           );
           return { object: 'list', data, model: ctx.model, usage: { prompt_tokens: tokens, total_tokens: tokens } };
+        },
+      },
+    },
+    // Like DALL·E: `n` images and no usage (the gateway counts them, and prices them by the size and quality asked).
+    images: {
+      local: {
+        async send(body: ImageRequest, ctx, signal): Promise<ImagesResponse> {
+          await wait(ctx, signal);
+          const image = { b64_json: MOCK_PNG, revised_prompt: body.prompt.slice(0, ECHO_CHARS) };
+          return { created: CREATED, data: Array.from({ length: body.n ?? 1 }, () => image) };
         },
       },
     },

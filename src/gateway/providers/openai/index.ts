@@ -11,11 +11,12 @@ import {
   type ChatRequest,
   type CompletionRequest,
   type CompletionResponse,
+  type ImageRequest,
   type ResponseEvent,
   type ResponsesRequest,
 } from '../../types';
 import { eventObject } from '../http';
-import { str } from '../shared';
+import { isObject, str } from '../shared';
 import { defineProvider, type CallContext } from '../types';
 
 export const OUTPUT_LIMITS = ['max_completion_tokens', 'max_tokens', 'both'] as const;
@@ -105,6 +106,29 @@ export function embeddingList<T>(json: unknown): T {
   return json as T;
 }
 
+/**
+ * OpenAI's GPT image models (and Azure deployments named after them): they always answer base64 and refuse
+ * `response_format` ("Unknown parameter"); DALL·E and other servers answer a URL unless asked for b64_json.
+ */
+const GPT_IMAGE = /^gpt-image/i;
+
+/** The images body for the upstream: its model id, and base64 asked for wherever the model takes the field. */
+export function imageBody(body: ImageRequest, ctx: CallContext): object {
+  const { response_format: _asked, ...rest } = body;
+  return { ...rest, model: ctx.model, ...(GPT_IMAGE.test(ctx.model) ? {} : { response_format: 'b64_json' }) };
+}
+
+/**
+ * An images answer: a list of base64 images. One of URLs (an upstream that ignored response_format) cannot be
+ * passed on — the gateway hosts no images —: a protocol failure.
+ */
+export function imageList<T>(json: unknown): T {
+  const data = object<{ data?: unknown }>(json).data;
+  if (!Array.isArray(data) || !data.every((d) => isObject(d) && typeof d.b64_json === 'string'))
+    throw new UpstreamError('protocol', 'the upstream answer is not a list of base64 images (b64_json)');
+  return json as T;
+}
+
 /** The events of a Responses stream, as OpenAI sent them, until the one that ends it; an error event ends it too. */
 async function* responseEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<ResponseEvent> {
   for await (const ev of source) {
@@ -154,6 +178,11 @@ export const openai = defineProvider({
       path: () => '/embeddings',
       request: (body, ctx) => ({ ...body, model: ctx.model }),
       response: embeddingList,
+    },
+    images: {
+      path: () => '/images/generations',
+      request: imageBody,
+      response: imageList,
     },
     responses: {
       path: () => '/responses',
