@@ -220,7 +220,7 @@ export function Usage() {
                           </td>
                           {tops.map((c) => (
                             <td key={c.name} class="num">
-                              {int(r.usage[c.name] ?? 0)}
+                              {amount(c, r.usage[c.name] ?? 0)}
                               <Parts of={c} classes={classes} usage={r.usage} />
                             </td>
                           ))}
@@ -274,6 +274,11 @@ function heading(c: UsageClass): string {
   return `${c.label.charAt(0).toUpperCase()}${c.label.slice(1)} ${unitName(c.unit)}`;
 }
 
+/** A count of a class at the top: tokens as a number under their heading, other units with theirs ("3 images"). */
+function amount(c: UsageClass, n: number): string {
+  return c.unit === 'token' ? int(n) : quantity(n, c.unit);
+}
+
 /** The classes within `of` (its parts, and theirs), in the API's order. */
 function partsOf(of: UsageClass, classes: UsageClass[]): UsageClass[] {
   const within = (c: UsageClass): boolean =>
@@ -323,7 +328,7 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
                 <td class="num">{int(t.requests)}</td>
                 {tops.map((c) => (
                   <td key={c.name} class="num">
-                    {int(t.usage[c.name] ?? 0)}
+                    {amount(c, t.usage[c.name] ?? 0)}
                     <Parts of={c} classes={classes} usage={t.usage} />
                   </td>
                 ))}
@@ -338,7 +343,7 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
                 <td class="num">{int(totals.reduce((a, t) => a + t.requests, 0))}</td>
                 {tops.map((c) => (
                   <td key={c.name} class="num">
-                    {int(sum(c.name))}
+                    {amount(c, sum(c.name))}
                   </td>
                 ))}
                 <td class="num">
