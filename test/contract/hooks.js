@@ -47,6 +47,7 @@ const UNREACHABLE = {
   createChatCompletion: 'unreachable-chat',
   createCompletion: 'unreachable-completion',
   createEmbedding: 'unreachable-embedding',
+  createImage: 'unreachable-image',
   createMessage: 'unreachable-chat',
   countMessageTokens: 'unreachable-claude',
   createResponse: 'unreachable-chat',
@@ -89,6 +90,7 @@ hooks.beforeEach((t, done) => {
   if (status === '400' && body) t.request.body = JSON.stringify({ ...body, temperature: 7 });
   if (status === '400' && op === 'createEmbedding')
     t.request.body = JSON.stringify({ ...body, encoding_format: 'hex' });
+  if (status === '400' && op === 'createImage') t.request.body = JSON.stringify({ ...body, n: 11 });
   if (status === '404')
     t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/models\/[^/?]+/, '/v1/models/no-such-model');
   if (status === '413') t.request.body = JSON.stringify({ ...body, padding: 'x'.repeat(11 * 1024 * 1024) });
