@@ -2895,6 +2895,13 @@ export interface components {
             owned_by: string;
             input_usd_per_million: components["schemas"]["Usd"];
             output_usd_per_million: components["schemas"]["Usd"];
+            /**
+             * @description Image models priced per image: USD per image by `<size>/<quality>`
+             *     (`1024x1024/hd`), the sizes and qualities the model is sold at.
+             */
+            usd_per_image?: {
+                [key: string]: components["schemas"]["Usd"];
+            };
         };
         ConsoleModelList: {
             data: components["schemas"]["ConsoleModel"][];

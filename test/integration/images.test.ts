@@ -90,6 +90,13 @@ describe('the SDK gets its images, and the balance changes by exactly the price'
     expect(page.classes).toContainEqual({ name: 'images', label: 'generated', unit: 'image', part_of: null });
     const after = (await owner.get('/console/api/account')).body;
     expect(Number(before.balance_usd) - Number(after.balance_usd)).toBeCloseTo(0.06, 6);
+    // the console's model list says what an image costs, by size and quality
+    const models = (await owner.get('/console/api/models')).body.data;
+    expect(models.find((m: { id: string }) => m.id === 'dall-e-3')).toMatchObject({
+      kind: 'image',
+      usd_per_image: { '1024x1024/standard': '0.040000', '1792x1024/hd': '0.120000' },
+    });
+    expect(models.find((m: { id: string }) => m.id === 'gpt-image-1')).not.toHaveProperty('usd_per_image');
   });
 
   test('gpt-image-1: its prompt at input and its image tokens at output, from the usage it reports', async () => {

@@ -31,6 +31,13 @@ function price(v: string | number | null | undefined): string {
   return `$${n < 0.01 && n > 0 ? n.toPrecision(2) : n.toFixed(2)}`;
 }
 
+/** An image model's prices per image, cheapest to dearest ("$0.04–$0.12 / image"). */
+function imagePrice(byGrade: Record<string, string>): string {
+  const all = Object.values(byGrade).map(num);
+  const [low, high] = [Math.min(...all), Math.max(...all)];
+  return `${price(low)}${high > low ? `–${price(high)}` : ''} / image`;
+}
+
 function greeting(): string {
   const h = new Date().getHours();
   return h < 12 ? 'Good morning' : h < 18 ? 'Good afternoon' : 'Good evening';
@@ -178,7 +185,7 @@ export function Dashboard() {
               <Skeleton h={40} />
             )}
           </Card>
-          <Card title="Models" subtitle="USD per million tokens, input / output" pad={false}>
+          <Card title="Models" subtitle="USD per million tokens, input / output; image models per image" pad={false}>
             {models.error ? (
               <div class="card-body">
                 <Alert>{models.error}</Alert>
@@ -198,8 +205,14 @@ export function Dashboard() {
                       <span class="muted">{m.kind}</span>
                     </span>
                     <span class="model-price">
-                      {price(m.input_usd_per_million)}
-                      {m.kind !== 'embedding' && <span class="muted"> / {price(m.output_usd_per_million)}</span>}
+                      {m.usd_per_image ? (
+                        imagePrice(m.usd_per_image)
+                      ) : (
+                        <>
+                          {price(m.input_usd_per_million)}
+                          {m.kind !== 'embedding' && <span class="muted"> / {price(m.output_usd_per_million)}</span>}
+                        </>
+                      )}
                     </span>
                   </li>
                 ))}
