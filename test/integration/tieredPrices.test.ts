@@ -67,10 +67,17 @@ async function record(id: string) {
   return rows.body.data.find((r: { request_id: string }) => r.request_id === id);
 }
 
+/**
+ * A prompt as long as the usage the fakes report for it (250,000 bytes: a prompt bound of as many tokens), so that
+ * its hold covers what the upstream bills. A fake that reported 200,001 tokens for 'x' would bill beyond the hold,
+ * and the charge would then be capped at what the key's lease had free (a shortfall), not the tier's price.
+ */
+const LONG = 'x'.repeat(250_000);
+
 /** Asks `model` on /v1/chat/completions; the request id. */
 async function ask(model: string, stream = false): Promise<string> {
   const { data, response } = await client.chat.completions
-    .create({ model, messages: [{ role: 'user', content: 'x' }], stream })
+    .create({ model, messages: [{ role: 'user', content: LONG }], stream })
     .withResponse();
   if (stream) for await (const _c of data as AsyncIterable<unknown>) void _c;
   return response.headers.get('x-request-id')!;
