@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { LineCounter, isMap, isNode, isScalar, parseDocument } from 'yaml';
 import { parseUsd } from '../money';
-import { PRICE_KEYS, USAGE_CLASSES, familyOf, type PriceKey } from '../usage';
+import { PRICE_KEYS, USAGE_CLASSES, familyOf, type PriceKey, type UsageClass } from '../usage';
 import { COMMON_PROVIDER_SETTINGS, DEFAULT_TIMEOUTS, configSchema } from './schema';
 import {
   ConfigError,
@@ -348,7 +348,9 @@ function rates(
     const read = (v: number) => usdMicros(v, '0', [...at, key], ctx.fail);
     const family = familyOf(c, USAGE_CLASSES).price;
     if (c.partOf === null) out[key] = raw[key] === undefined ? (below?.[key] ?? 0) : read(raw[key]);
-    else out[key] = partPrice({ model, key, tier }, raw[key], family === null ? 0 : out[family], ctx, read);
+    else out[key] = partPrice({ model, key, tier }, raw[key], family === null ? 0 : (out[family] ?? 0), ctx, read);
+    // A later class's price that comes to nothing is left out, as a Usage leaves out its count (Price reads 0).
+    if (!out[key] && !(c as UsageClass).apiField) delete out[key];
   }
   return out;
 }

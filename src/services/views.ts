@@ -6,7 +6,7 @@ import type { ApiKey, BudgetPeriod } from '../accounts/keys';
 import { periodEnd, spentThisPeriod } from '../billing/budgets';
 import { formatUsd, parseUsd } from '../money';
 import { errors } from '../errors';
-import { USAGE_CLASSES } from '../usage';
+import { USAGE_CLASSES, type UsageClass } from '../usage';
 import type { UsageCounts } from '../db/queries/usage';
 
 type Schemas = components['schemas'];
@@ -23,7 +23,7 @@ export function usageCountsView(r: UsageCounts): Pick<Schemas['UsageRecord'], Fi
   const usage: Schemas['UsageCounts'] = {};
   for (const c of USAGE_CLASSES) {
     usage[c.name] = r[c.column];
-    if (c.apiField) fields[c.column] = r[c.column];
+    if ((c as UsageClass).apiField) fields[c.column as FieldColumn] = r[c.column];
   }
   return { ...(fields as Record<FieldColumn, number>), usage };
 }

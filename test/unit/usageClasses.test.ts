@@ -54,6 +54,7 @@ describe('the table', () => {
       cache_write_1h_tokens: 0,
       completion_tokens: 20,
       reasoning_tokens: 5,
+      characters: 0,
     });
   });
 });
