@@ -108,7 +108,10 @@ type Json<T> = { content: { 'application/json': T } };
 type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
 type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
 
-/** The request, answer and stream event of each wire: those of the operation that goes through it. */
+/**
+ * The request, answer and stream event of each wire: those of the operation that goes through it. A wire whose answer
+ * is bytes (audio) has no JSON answer (`never`): its chunks are the bytes as they come, or its stream events.
+ */
 export interface Wire {
   chat: {
     req: JsonRequest<'createChatCompletion'>;
