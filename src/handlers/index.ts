@@ -18,6 +18,7 @@ import { createConsoleKey } from './createConsoleKey';
 import { createEmbedding } from './createEmbedding';
 import { createMessage } from './createMessage';
 import { createResponse } from './createResponse';
+import { createSpeech } from './createSpeech';
 import { deleteConsoleKey } from './deleteConsoleKey';
 import { deleteResponse } from './deleteResponse';
 import { getAccount } from './getAccount';
@@ -48,6 +49,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createChatCompletion,
   createCompletion,
   createEmbedding,
+  createSpeech,
   listModels,
   retrieveModel,
   getConsoleConfig,

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../src/config';
+import { MODEL_KINDS } from '../../src/contract';
 import { loadConfig, parseConfig } from '../../src/services/app';
 import { PRICE_KEYS } from '../../src/usage';
 
@@ -388,7 +389,7 @@ models:
     kind: chatt
     routes: [ { provider: mock } ]
 `;
-    expect(configError(text)).toBe('gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding');
+    expect(configError(text)).toBe(`gw.yaml:8:11: models[1].kind: must be one of ${MODEL_KINDS.join(', ')}`);
   });
 
   test('a bad provider type', () => {
@@ -518,7 +519,9 @@ describe('loadConfig', () => {
     expect(c.models.map((m) => [m.id, m.kind, m.owned_by])).toEqual([
       ['mock-chat', 'chat', 'switchyard'],
       ['mock-embedding', 'embedding', 'switchyard'],
+      ['mock-tts', 'speech', 'switchyard'],
     ]);
     expect(c.models[1].routes).toMatchObject([{ provider: 'mock', model: 'mock-embedding' }]);
+    expect(c.models[2].price).toMatchObject({ characters: 15_000_000, input: 0, output: 0 }); // micro-USD per million
   });
 });

@@ -2,12 +2,22 @@ import type { Knex } from 'knex';
 
 /**
  * Speech (`POST /v1/audio/speech`): the characters a request had read aloud, a usage class of its own (OpenAI bills
- * tts-1 per million characters).
+ * tts-1 per million characters), and the scope `audio`. A key that had every scope there was (what a key gets unless
+ * its scopes are chosen) gets the new one too; a key whose scopes were chosen keeps what was chosen.
  */
+const BEFORE = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'];
+
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('usage_records', (t) => {
     t.integer('characters').notNullable().defaultTo(0);
   });
+  for (const k of await db('api_keys').select('id', 'scopes')) {
+    const scopes = String(k.scopes).split(',').filter(Boolean);
+    if (BEFORE.every((s) => scopes.includes(s)) && !scopes.includes('audio'))
+      await db('api_keys')
+        .where('id', k.id)
+        .update({ scopes: [...scopes, 'audio'].join(',') });
+  }
 }
 
 export async function down(db: Knex): Promise<void> {

@@ -6,9 +6,10 @@ import { completions } from './completions';
 import { embeddings } from './embeddings';
 import { messages } from './messages';
 import { responses } from './responses';
+import { speech } from './speech';
 import type { Operation } from './types';
 
-export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, messages, responses };
+export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, speech, messages, responses };
 
-export { chat, completions, embeddings, messages, responses };
+export { chat, completions, embeddings, speech, messages, responses };
 export type { Operation, OperationName };

@@ -8,7 +8,7 @@
  */
 import type { SseEvent } from '../../sse';
 import type { ChatChunk, CompletionResponse } from '../../types';
-import { chatBody, completionBody, embeddingList, object, OUTPUT_LIMITS, untilDone } from '../openai';
+import { chatBody, completionBody, embeddingList, object, OUTPUT_LIMITS, speechAdapter, untilDone } from '../openai';
 import { defineProvider, type CallContext } from '../types';
 
 /** The latest generally available data-plane version when this was written. */
@@ -57,5 +57,7 @@ export const azure = defineProvider({
       request: (body, ctx) => ({ ...body, model: ctx.model }),
       response: embeddingList,
     },
+    // Speech needs an api_version that has it (2025-03-01-preview and later for gpt-4o-mini-tts).
+    speech: { path: (ctx) => deployment(ctx, 'audio/speech'), ...speechAdapter },
   },
 });
