@@ -106,6 +106,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audio/speech": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create speech
+         * @description Generates audio from the input text, as OpenAI's `/v1/audio/speech`.
+         *     The answer is the audio itself, streamed as it is generated, of the
+         *     media type its `response_format` names (`mp3` audio/mpeg, `opus`
+         *     audio/opus, `aac` audio/aac, `flac` audio/flac, `wav` audio/wav, `pcm`
+         *     audio/pcm: 24 kHz 16-bit little-endian mono samples without a header);
+         *     with `stream_format: sse` it is a `text/event-stream` of
+         *     `CreateSpeechResponseStreamEvent`s (base64 audio, then the usage).
+         *
+         *     Priced per million characters of `input` (the usage class
+         *     `characters`: `tts-1`), or by tokens (`gpt-4o-mini-tts`: text input
+         *     tokens, audio output tokens); the hold covers the input's characters
+         *     and the most audio the input can produce before anything is sent.
+         */
+        post: operations["createSpeech"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -2698,6 +2729,74 @@ export interface components {
             total_tokens: number;
         };
         /**
+         * @description Body of `POST /v1/audio/speech` (OpenAI's). Unknown top-level fields
+         *     are accepted and passed through to the upstream provider.
+         */
+        CreateSpeechRequest: {
+            /**
+             * @description ID of the speech model to use, as listed by `GET /v1/models`.
+             * @example tts-1
+             */
+            model: string;
+            /** @description The text to generate audio for, at most 4096 characters (OpenAI's limit). */
+            input: string;
+            /**
+             * @description The voice: a built-in voice name (`alloy`, `ash`, `ballad`,
+             *     `coral`, `echo`, `fable`, `onyx`, `nova`, `sage`, `shimmer`,
+             *     `verse`, `marin`, `cedar`...). A custom voice (`{"id": ...}`) is
+             *     stored in the operator's upstream account and is refused.
+             * @example alloy
+             */
+            voice: string | {
+                id: string;
+            };
+            /** @description How to speak (tone, pace); not read aloud. Not taken by `tts-1` and `tts-1-hd`. */
+            instructions?: string;
+            /**
+             * @description The audio format: `mp3` (audio/mpeg), `opus` (audio/opus), `aac`
+             *     (audio/aac), `flac` (audio/flac), `wav` (audio/wav) or `pcm`
+             *     (audio/pcm: 24 kHz 16-bit little-endian mono samples, no header).
+             * @default mp3
+             * @enum {string}
+             */
+            response_format?: "mp3" | "opus" | "aac" | "flac" | "wav" | "pcm";
+            /**
+             * @description The speed of the generated audio, from 0.25 to 4.
+             * @default 1
+             */
+            speed?: number;
+            /**
+             * @description `audio`: the audio's bytes as they are generated; `sse`: server-sent
+             *     events of base64 audio, then the usage (not taken by `tts-1` and
+             *     `tts-1-hd`).
+             * @default audio
+             * @enum {string}
+             */
+            stream_format?: "audio" | "sse";
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description An event of a speech stream (`stream_format: sse`). */
+        CreateSpeechResponseStreamEvent: components["schemas"]["SpeechAudioDeltaEvent"] | components["schemas"]["SpeechAudioDoneEvent"];
+        /** @description A chunk of the audio. */
+        SpeechAudioDeltaEvent: {
+            /** @enum {string} */
+            type: "speech.audio.delta";
+            /** @description Base64 of the audio's next bytes. */
+            audio: string;
+        };
+        /** @description The audio is complete; what the request used. */
+        SpeechAudioDoneEvent: {
+            /** @enum {string} */
+            type: "speech.audio.done";
+            usage: {
+                input_tokens: number;
+                /** @description Audio tokens. */
+                output_tokens: number;
+                total_tokens: number;
+            };
+        };
+        /**
          * @description An amount of USD with exactly six decimals (micro-USD precision).
          * @example 12.345678
          */
@@ -2794,13 +2893,13 @@ export interface components {
          *     operations may use it (`x-switchyard.kinds`).
          * @enum {string}
          */
-        ModelKind: "chat" | "completion" | "embedding" | "image";
+        ModelKind: "chat" | "completion" | "embedding" | "image" | "speech";
         /**
          * @description What an API key may call: each operation called with a key requires
          *     one scope (its `security`).
          * @enum {string}
          */
-        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses" | "images";
+        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses" | "images" | "audio";
         ConsoleKey: {
             id: number;
             name: string | null;
@@ -3662,6 +3761,51 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ImagesResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSpeech: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSpeechRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/*": string;
+                    /**
+                     * @example data: {"type":"speech.audio.delta","audio":"AAAAAAAA"}
+                     *
+                     *     data: {"type":"speech.audio.done","usage":{"input_tokens":14,"output_tokens":101,"total_tokens":115}}
+                     */
+                    "text/event-stream": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -30,6 +30,8 @@ export interface WireUse {
   kinds: string[];
   stream?: string;
   paid: boolean;
+  /** Its answer is bytes (audio), streamed as they come, rather than JSON: its chunks are those bytes (or events). */
+  binary: boolean;
 }
 
 export interface Tables {
@@ -188,12 +190,19 @@ function switchyard(op: Op, endpoint: Endpoint & { caller: 'key' }, known: Known
   const stream = typeof x.stream === 'string' && isObject(known.schemas[x.stream]) ? x.stream : undefined;
   if (x.stream !== undefined && !stream) fail('names in x-switchyard.stream no schema of components.schemas');
   const answer = isObject(op.def.responses) ? op.def.responses['200'] : undefined;
-  if (!json(op.def.requestBody) || !json(answer)) fail('has a wire, so it must take and answer (200) application/json');
+  const binary = !json(answer) && bytes(answer);
+  if (!json(op.def.requestBody) || !(json(answer) || binary))
+    fail('has a wire, so it must take application/json and answer (200) application/json or bytes (format: binary)');
   endpoint.wire = x.wire;
-  known.wires[x.wire] = { operationId: op.id, kinds: kinds ?? [], stream, paid: x.meter === 'paid' };
+  known.wires[x.wire] = { operationId: op.id, kinds: kinds ?? [], stream, paid: x.meter === 'paid', binary };
 }
 
 const json = (body: unknown) => isObject(body) && isObject(body.content) && isObject(body.content['application/json']);
+/** An answer whose body is bytes: a media type (audio/*) whose schema is a string of format binary. */
+const bytes = (body: unknown) =>
+  isObject(body) &&
+  isObject(body.content) &&
+  Object.values(body.content).some((c) => isObject(c) && isObject(c.schema) && c.schema.format === 'binary');
 
 /** The generated files, by path, from the contract's text. */
 export function generate(text: string): Record<(typeof GENERATED)[number], string> {
@@ -277,8 +286,11 @@ export type OperationId = keyof typeof ENDPOINTS;
 
 function wires(t: Tables): string {
   const wire = (w: string, u: WireUse) => {
-    const chunk = u.stream ? `components['schemas'][${q(u.stream)}]` : 'never';
-    return `  ${w}: {\n    req: JsonRequest<${q(u.operationId)}>;\n    res: JsonAnswer<${q(u.operationId)}>;\n    chunk: ${chunk};\n  };`;
+    // A binary answer has no JSON: it is streamed, its chunks its bytes (Uint8Array: the console reads this file too).
+    const events = u.stream ? [`components['schemas'][${q(u.stream)}]`] : [];
+    const chunk = [...events, ...(u.binary ? ['Uint8Array'] : [])].join(' | ') || 'never';
+    const res = u.binary ? 'never' : `JsonAnswer<${q(u.operationId)}>`;
+    return `  ${w}: {\n    req: JsonRequest<${q(u.operationId)}>;\n    res: ${res};\n    chunk: ${chunk};\n  };`;
   };
   return `/** The kinds of model each wire serves: a provider with an adapter for the wire serves them. */
 export const WIRES = {
@@ -295,7 +307,10 @@ type Json<T> = { content: { 'application/json': T } };
 type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
 type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
 
-/** The request, answer and stream event of each wire: those of the operation that goes through it. */
+/**
+ * The request, answer and stream event of each wire: those of the operation that goes through it. A wire whose answer
+ * is bytes (audio) has no JSON answer (\`never\`): its chunks are the bytes as they come, or its stream events.
+ */
 export interface Wire {
 ${Object.entries(t.wires)
   .map(([w, u]) => wire(w, u))

@@ -7,10 +7,10 @@
 import type { components, operations } from '../generated/openapi';
 
 /** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
-export const CONTRACT_SHA256 = 'ea4624073f8d0f5e7dffc9e0a76a78dc813202b0300ee6b5b11f17817aec36b0';
+export const CONTRACT_SHA256 = '320407e62f8275d9f479a0ed33ea7af8541515b10e44ea49e7a973da856389d4';
 
 /** The scopes an API key may have (KeyScope). */
-export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images'] as const;
+export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images', 'audio'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** What each scope lets a key call, as people read it (KeyScope's x-enumDescriptions). */
@@ -22,10 +22,11 @@ export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
   messages: 'Messages (Anthropic; Claude Code)',
   responses: 'Responses (Codex)',
   images: 'Image generation',
+  audio: 'Audio (speech)',
 };
 
 /** The kinds of model (ModelKind). */
-export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'image'] as const;
+export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'image', 'speech'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
 /**
@@ -50,6 +51,7 @@ export const ENDPOINTS = {
   createCompletion: { caller: 'key', scope: 'completions', anthropicKey: false, meter: 'paid', wire: 'completions' },
   createEmbedding: { caller: 'key', scope: 'embeddings', anthropicKey: false, meter: 'paid', wire: 'embeddings' },
   createImage: { caller: 'key', scope: 'images', anthropicKey: false, meter: 'paid', wire: 'images' },
+  createSpeech: { caller: 'key', scope: 'audio', anthropicKey: false, meter: 'paid', wire: 'speech' },
   listModels: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
   retrieveModel: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
   getConsoleConfig: { caller: 'public' },
@@ -98,6 +100,7 @@ export const WIRES = {
   completions: ['completion'],
   embeddings: ['embedding'],
   images: ['image'],
+  speech: ['speech'],
   messages: ['chat'],
   count_tokens: ['chat'],
   responses: ['chat'],
@@ -105,13 +108,16 @@ export const WIRES = {
 export type UpstreamOp = keyof typeof WIRES;
 
 /** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
-export type OperationName = 'chat' | 'completions' | 'embeddings' | 'images' | 'messages' | 'responses';
+export type OperationName = 'chat' | 'completions' | 'embeddings' | 'images' | 'speech' | 'messages' | 'responses';
 
 type Json<T> = { content: { 'application/json': T } };
 type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
 type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
 
-/** The request, answer and stream event of each wire: those of the operation that goes through it. */
+/**
+ * The request, answer and stream event of each wire: those of the operation that goes through it. A wire whose answer
+ * is bytes (audio) has no JSON answer (`never`): its chunks are the bytes as they come, or its stream events.
+ */
 export interface Wire {
   chat: {
     req: JsonRequest<'createChatCompletion'>;
@@ -132,6 +138,11 @@ export interface Wire {
     req: JsonRequest<'createImage'>;
     res: JsonAnswer<'createImage'>;
     chunk: never;
+  };
+  speech: {
+    req: JsonRequest<'createSpeech'>;
+    res: never;
+    chunk: components['schemas']['CreateSpeechResponseStreamEvent'] | Uint8Array;
   };
   messages: {
     req: JsonRequest<'createMessage'>;

@@ -127,6 +127,17 @@ export const USAGE_CLASSES = [
     label: 'generated',
     graded: true,
   },
+  // The characters of the text a speech model reads aloud: OpenAI bills tts-1 per million characters of its `input`,
+  // known before anything is sent (and so held and charged exactly, whatever the audio).
+  {
+    name: 'characters',
+    field: 'characters',
+    unit: 'character',
+    price: 'characters',
+    partOf: null,
+    column: 'characters',
+    label: 'input',
+  },
 ] as const satisfies readonly UsageClass[];
 
 type Entry = (typeof USAGE_CLASSES)[number];
@@ -134,6 +145,11 @@ export type UsageField = Entry['field'];
 export type UsageColumn = Entry['column'];
 /** The configuration's price keys: `input`, `output`, `cached_input`... */
 export type PriceKey = NonNullable<Entry['price']>;
+/**
+ * The price keys of the first classes (those with fields of their own in the console API), which every set of rates
+ * written out has; a later class's may be left out of one (Price reads it as 0), as a Usage may leave out its count.
+ */
+export type BasePriceKey = NonNullable<Extract<Entry, { apiField: true }>['price']>;
 export const PRICE_KEYS = USAGE_CLASSES.flatMap((c) => (c.price === null ? [] : [c.price])) as PriceKey[];
 /** The price keys whose price is a table by grade (`images`), and the others (one number per million units). */
 export type GradedPriceKey = NonNullable<Extract<Entry, { graded: true }>['price']>;
@@ -184,6 +200,16 @@ export const NO_USAGE: Usage = Object.freeze(usage(0, 0));
 
 /** What a usage says of one class (0 when it says nothing). */
 export const countOf = (u: Usage, c: Pick<UsageClass, 'field'>): number => fields(u)[c.field] ?? 0;
+
+/** The counts a usage gives, by class name (what Price's holds take as the bounds of classes other than tokens). */
+export function byClass(u: Partial<Usage>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of USAGE_CLASSES) {
+    const n = countOf(u as Usage, c);
+    if (n) out[c.name] = n;
+  }
+  return out;
+}
 
 /** A usage as the usage_records columns that store it. */
 export function usageColumns(u: Usage): Record<UsageColumn, number> {

@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import type { KeyPrincipal } from '../accounts/keys';
 import type { BillingConfig, ModelConfig } from '../config';
 import { ApiError } from '../errors';
-import { NO_USAGE, usage, type Usage } from '../usage';
+import { NO_USAGE, byClass, usage, type Usage } from '../usage';
 import { priceOf, type Price } from './prices';
 import * as store from './store';
 
@@ -59,6 +59,13 @@ export interface AdmitRequest {
   choices?: number;
   /** Of each choice's share, tokens the upstream generates beyond the limit it is sent (the model's extra_output_tokens). */
   extraPerChoice?: number;
+  /**
+   * The output is a bound, not a limit the upstream is sent (speech): held whole, never lowered to what the money
+   * covers (the request is refused instead).
+   */
+  fixedOutput?: boolean;
+  /** What it uses whatever its answer, counted from the request (a speech input's characters): held at their price. */
+  units?: Partial<Usage>;
   /** UTF-8 bytes of its prompt text, for checkpoint estimates. */
   promptBytes: number;
   /** Bounds of the families other than prompt and output, by class name (generated images: `{ images: n }`). */
@@ -211,7 +218,7 @@ export class Billing {
 
   async admit(r: AdmitRequest): Promise<Admission> {
     const price = r.grades ? priceOf(r.model).graded(r.grades) : priceOf(r.model);
-    const full = price.worstCase(r.promptTokens, r.outputTokens, r.others);
+    const full = price.worstCase(r.promptTokens, r.outputTokens, othersOf(r));
     const lease = full > 0 ? await this.leaseFor(r.principal, full) : null;
     let hold = full;
     let outputTokens = r.outputTokens;
@@ -436,11 +443,12 @@ export class Billing {
     });
     if (await store.hold(this.db, row(full), this.expiry(), this.now()))
       return { hold: full, outputTokens: r.outputTokens };
-    if (r.outputTokens === 0 || r.lowerable === false) throw await this.refusal(r.principal);
+    if (r.outputTokens === 0 || r.lowerable === false || r.fixedOutput) throw await this.refusal(r.principal);
+    const others = othersOf(r);
     const fits = price.affordableOutput(
       r.promptTokens,
       await store.available(this.db, r.principal.accountId, r.principal.key.id),
-      r.others,
+      others,
     );
     // Each choice gets at least a token: an upstream limit of 0 is no limit at all for some (an unset proto field).
     if (
@@ -449,7 +457,7 @@ export class Billing {
     )
       throw await this.refusal(r.principal);
     const lowered = Math.min(fits, r.outputTokens);
-    const amount = price.worstCase(r.promptTokens, lowered, r.others);
+    const amount = price.worstCase(r.promptTokens, lowered, others);
     if (!(await store.hold(this.db, row(amount), this.expiry(), this.now()))) throw await this.refusal(r.principal);
     return { hold: amount, outputTokens: lowered };
   }
@@ -641,7 +649,8 @@ export class Billing {
   /** What a request in flight has certainly cost: its upstream usage if known, else about a token per 4 bytes. */
   private progressOf(live: Live): { progress_micros: number; prompt_tokens: number; completion_tokens: number } {
     const p = live.progress?.() ?? { usage: null, generatedBytes: 0 };
-    const u = p.usage ?? usage(Math.ceil(live.admitted.promptBytes / 4), Math.ceil(p.generatedBytes / 4));
+    const counted = p.usage ?? usage(Math.ceil(live.admitted.promptBytes / 4), Math.ceil(p.generatedBytes / 4));
+    const u = { ...counted, ...live.admitted.units }; // a speech input's characters are spent once it is sent
     return {
       progress_micros: Math.min(live.hold, live.price.cost(u)),
       prompt_tokens: u.prompt,
@@ -707,6 +716,16 @@ export class Billing {
   private expiry(): number {
     return this.now() + this.config.hold_ttl_ms;
   }
+}
+
+/**
+ * A request's bounds of the families other than prompt and output, by class name: those it states (`others`:
+ * generated images) and what it uses whatever its answer (`units`: a speech input's characters), added up.
+ */
+function othersOf(r: AdmitRequest): Record<string, number> {
+  const out: Record<string, number> = { ...r.others };
+  for (const [name, n] of Object.entries(byClass(r.units ?? {}))) out[name] = (out[name] ?? 0) + n;
+  return out;
 }
 
 const pair = (p: KeyPrincipal) => `${p.accountId}:${p.key.id}`;

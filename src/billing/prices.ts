@@ -84,7 +84,7 @@ export class Price {
   /**
    * The most a request can cost whose prompt is at most `promptTokens` and output at most `outputTokens` (each token
    * at the highest price of its family), at the dearest tier the prompt bound reaches. `others`: bounds of the other
-   * classes at the top of a family, by name (generated images: `{ images: n }`).
+   * classes at the top of a family, by name (generated images: `{ images: n }`; a speech input's `characters`).
    */
   worstCase(promptTokens: number, outputTokens: number, others: Readonly<Record<string, number>> = {}): number {
     return Math.max(

@@ -405,6 +405,8 @@ function rates(
     if (c.partOf === null) out[key] = own === undefined ? (below?.[key] ?? 0) : read(own);
     else
       out[key] = partPrice({ model, key, tier }, own, family === null ? 0 : (out[family as PriceKey] ?? 0), ctx, read);
+    // A later class's price that comes to nothing is left out, as a Usage leaves out its count (Price reads 0).
+    if (!out[key] && !c.apiField) delete out[key];
   }
   return out as Rates;
 }

@@ -1,6 +1,6 @@
 /** The configuration as the rest of the gateway sees it: read, checked and with every default filled in. */
 import type { ModelKind } from '../contract';
-import type { FlatPriceKey, GradedPriceKey, PriceKey } from '../usage';
+import type { BasePriceKey, PriceKey } from '../usage';
 
 /** What a model does (`kind`): the contract's ModelKind; which operations serve it is the contract's too. */
 export type { ModelKind };
@@ -66,7 +66,7 @@ export interface RouteConfig {
  * multipliers of its family's price (CacheMultipliers), or at that price when none of the model's providers bills the
  * class apart.
  */
-export type Rates = Record<FlatPriceKey, number> & Partial<Record<GradedPriceKey, number>>;
+export type Rates = Record<BasePriceKey, number> & Partial<Record<PriceKey, number>>;
 
 /** A model's prices above a prompt size: the prices left out are those of the tier below, the cache ones derived. */
 export interface PriceTier extends Rates {

@@ -12,6 +12,10 @@ export type EmbeddingRequest = S['CreateEmbeddingRequest'];
 export type EmbeddingResponse = S['CreateEmbeddingResponse'];
 export type ImageRequest = S['CreateImageRequest'];
 export type ImagesResponse = S['ImagesResponse'];
+export type SpeechRequest = S['CreateSpeechRequest'];
+export type SpeechEvent = S['CreateSpeechResponseStreamEvent'];
+/** A speech answer as it streams: its audio's bytes as they come, or (`stream_format: sse`) its events. */
+export type SpeechChunk = SpeechEvent | Uint8Array;
 export type OpenAIUsage = S['CompletionUsage'];
 export type Model = S['Model'];
 export type ChatMessage = S['ChatCompletionRequestMessage'];

@@ -19,6 +19,7 @@ import { createEmbedding } from './createEmbedding';
 import { createImage } from './createImage';
 import { createMessage } from './createMessage';
 import { createResponse } from './createResponse';
+import { createSpeech } from './createSpeech';
 import { deleteConsoleKey } from './deleteConsoleKey';
 import { deleteResponse } from './deleteResponse';
 import { getAccount } from './getAccount';
@@ -50,6 +51,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createCompletion,
   createEmbedding,
   createImage,
+  createSpeech,
   listModels,
   retrieveModel,
   getConsoleConfig,

@@ -75,6 +75,8 @@ export type Reply = (
   | { status?: number; body: unknown }
   /** Server-sent events: each item is one frame, already framed (`data: ...\n\n`). */
   | { sse: AsyncIterable<string> }
+  /** Bytes of this media type (audio), written as they come. */
+  | { binary: AsyncIterable<Uint8Array>; contentType: string }
 ) & {
   headers?: Record<string, string>;
   /** What the request used at an upstream; for a stream, read once the stream has ended. */

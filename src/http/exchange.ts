@@ -144,20 +144,17 @@ export function sendError(app: App, ex: Exchange, e: unknown): void {
   sendJson(ex, shaped.status, shaped.body, err.headers);
 }
 
-/** Writes a handler's Reply: JSON, or server-sent events as they come. */
+/** Writes a handler's Reply: JSON, or server-sent events or bytes (audio) as they come. */
 export function sendReply(ex: Exchange, out: Reply): Promise<void> | void {
   ex.meter = out.meter;
-  if (!('sse' in out)) return sendJson(ex, out.status ?? 200, out.body, out.headers);
+  if ('body' in out) return sendJson(ex, out.status ?? 200, out.body, out.headers);
+  const [type, frames] = 'sse' in out ? ['text/event-stream; charset=utf-8', out.sse] : [out.contentType, out.binary];
+  // No content-length: the answer is chunked, each frame sent as it comes; proxies are asked not to buffer it.
   ex.res.writeHead(
     200,
-    answerHead(ex, {
-      ...out.headers,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-    }),
+    answerHead(ex, { ...out.headers, 'content-type': type, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }),
   );
-  return pump(out.sse, ex.res);
+  return pump(frames, ex.res);
 }
 
 /** Whether the client's connection closed before its answer was complete. */
@@ -175,11 +172,13 @@ export function clientGone(res: ServerResponse): AbortSignal {
 }
 
 /**
- * Writes the frames as they come, waiting for the client when it reads slowly; when the client is gone (even before
- * the stream started) the frame source is closed, so its clean-up — cancelling the upstream call, settling what was
- * used — always runs. Node sends the head with the first frame, in one packet.
+ * Writes the frames as they come, waiting for the client when it reads slowly (and so, not reading on, for the
+ * upstream); when the client is gone (even before the stream started) the frame source is closed, so its clean-up —
+ * cancelling the upstream call, settling what was used — always runs. Node sends the head with the first frame, in
+ * one packet. A source that fails (a binary answer cannot frame its error) breaks the connection: the client sees an
+ * incomplete answer, never one that merely ends early.
  */
-async function pump(frames: AsyncIterable<string>, res: ServerResponse): Promise<void> {
+async function pump(frames: AsyncIterable<string | Uint8Array>, res: ServerResponse): Promise<void> {
   const it = frames[Symbol.asyncIterator]();
   let left = gone(res);
   let wake = () => {};
@@ -188,6 +187,7 @@ async function pump(frames: AsyncIterable<string>, res: ServerResponse): Promise
     wake();
   };
   res.once('close', onClose);
+  let broken = false;
   try {
     for (let r = await it.next(); !r.done && !left; r = await it.next()) {
       if (res.write(r.value)) continue;
@@ -199,10 +199,11 @@ async function pump(frames: AsyncIterable<string>, res: ServerResponse): Promise
       res.removeListener('drain', wake);
     }
   } catch {
-    // the stream's own error event was already framed; anything else means the client is gone
+    broken = true; // an SSE stream's own error event was already framed: this is a failure it could not frame
   } finally {
     res.removeListener('close', onClose);
     await it.return?.()?.catch(() => undefined);
-    res.end();
+    if (broken) res.destroy();
+    else res.end();
   }
 }

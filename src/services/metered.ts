@@ -18,8 +18,15 @@ import type { Operation } from '../gateway/operations';
 import { UpstreamError, type Meter, type Model } from '../gateway/types';
 import { usage } from '../usage';
 
-/** What the HTTP layer writes out: a JSON answer or SSE frames, the rate-limit headers, and the usage for the log. */
-export type Served = ({ status?: number; body: unknown } | { sse: AsyncIterable<string> }) & {
+/**
+ * What the HTTP layer writes out: a JSON answer, SSE frames or bytes of a media type (audio) as they come, the
+ * rate-limit headers, and the usage for the log.
+ */
+export type Served = (
+  | { status?: number; body: unknown }
+  | { sse: AsyncIterable<string> }
+  | { binary: AsyncIterable<Uint8Array>; contentType: string }
+) & {
   headers: Record<string, string>;
   meter?: () => Meter | null;
 };
@@ -114,48 +121,67 @@ export class Metered {
   }
 
   async serve<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>): Promise<Served> {
-    const { grant } = call;
-    const { model, body, headers, admission, allowance, reserved } = await this.admit(op, call);
-    const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
-    const upstream = { requestId: call.requestId, allowance, headers };
+    const a = await this.admit(op, call);
     const started = Date.now();
     try {
-      if (op.streams(body)) {
-        const streamed = await this.gateway.stream(op, model, body, { ...upstream, signal: call.client.signal });
-        admission.track(streamed.progress);
-        let meter: Meter | null = null;
-        void streamed.meter.then((m) => (meter = m));
-        const frames = this.frames(op, streamed, {
-          model: model.id,
-          requestId: call.requestId,
-          admission,
-          ttfbMs: Date.now() - started,
-          ended,
-          onAnswer: call.onAnswer,
-        });
-        return { sse: frames, headers: grant.headers, meter: () => meter };
-      }
+      if (op.streams(a.body)) return await this.stream(op, call, a, started);
       // A client that leaves does not stop an answer that is not streamed: the upstream generates it and bills it
       // anyway (it notices a closed connection only when it writes), so the call runs to its end and its usage is
       // charged — exactly what the upstream billed, never a guess.
-      const answer = await this.gateway.call(op, model, body, upstream); // no signal: it runs to its end
-      await admission.settle({
-        status: call.client.left() ? 499 : 200,
-        used: answer.meter,
-        ttfbMs: Date.now() - started,
-      });
-      ended(answer.meter);
+      const upstream = { requestId: call.requestId, allowance: a.allowance, headers: a.headers }; // no signal
+      const answer = await this.gateway.call(op, a.model, a.body, upstream);
+      const used = withUnits(op, a.body, answer.meter);
+      await a.admission.settle({ status: call.client.left() ? 499 : 200, used, ttfbMs: Date.now() - started });
+      a.ended(used);
       await call.onAnswer?.(answer.body);
-      return { body: answer.body, headers: grant.headers, meter: () => answer.meter };
+      return { body: answer.body, headers: call.grant.headers, meter: () => used };
     } catch (e) {
       const status = e instanceof ApiError ? e.status : 500;
       // A client that leaves before a stream's first chunk pays for its prompt, which the upstream has been sent (the
       // stream is cancelled); an upstream that failed to answer costs nothing.
-      const used = status === 499 ? await this.promptOnly(op, model, body) : null;
-      await admission.settle({ status, used });
-      ended(used);
-      throw withHeaders(e, grant);
+      const used = status === 499 ? withUnits(op, a.body, await this.promptOnly(op, a.model, a.body)) : null;
+      await a.admission.settle({ status, used });
+      a.ended(used);
+      throw withHeaders(e, call.grant);
     }
+  }
+
+  /**
+   * A streamed answer, server-sent events or bytes (`op.binary`): started once its first chunk is in, written as the
+   * rest comes, and settled when it ends, however it ends — for what the upstream reported, or (`op.unreported`)
+   * what a stream cut before its usage costs.
+   */
+  private async stream<Req extends { model: string }>(
+    op: Operation<Req>,
+    call: PaidCall<Req>,
+    a: Admitted<Req>,
+    started: number,
+  ): Promise<Served> {
+    const upstream = { requestId: call.requestId, allowance: a.allowance, headers: a.headers };
+    const streamed = await this.gateway.stream(op, a.model, a.body, { ...upstream, signal: call.client.signal });
+    a.admission.track(streamed.progress);
+    const charged = (m: Meter) => {
+      const counted =
+        m.counted === 'upstream' || !op.unreported ? m : { ...m, usage: op.unreported(m.usage, a.body, a.allowance) };
+      return withUnits(op, a.body, counted)!;
+    };
+    let meter: Meter | null = null;
+    void streamed.meter.then((m) => (meter = charged(m)));
+    const contentType = op.binary?.(a.body) ?? null;
+    const frames = this.frames(op, streamed, {
+      model: a.model.id,
+      requestId: call.requestId,
+      admission: a.admission,
+      ttfbMs: Date.now() - started,
+      binary: contentType !== null,
+      charged,
+      ended: a.ended,
+      onAnswer: call.onAnswer,
+    });
+    const served = contentType
+      ? { binary: frames as AsyncIterable<Uint8Array>, contentType }
+      : { sse: frames as AsyncIterable<string> };
+    return { ...served, headers: call.grant.headers, meter: () => meter };
   }
 
   /**
@@ -163,10 +189,10 @@ export class Metered {
    * minute and the hold of its prompt bound and output allowance — what an upstream generates beyond the limit it
    * is sent (`extra_output_tokens`) included, though never sent as part of that limit.
    */
-  private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>) {
+  private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>): Promise<Admitted<Req>> {
     const { principal, grant } = call;
     const { model, body, headers } = this.policy(op, call);
-    const { perChoice, choices, others, grades, lowerable } = op.output(body, model);
+    const { perChoice, choices, fixed, others, grades, lowerable } = op.output(body, model);
     const extra = perChoice > 0 ? model.extra_output_tokens : 0;
     const asked = (Math.min(perChoice, MAX_ALLOWANCE) + extra) * choices;
     const reserved = tokenEstimate(call.profile, model) + asked;
@@ -181,13 +207,16 @@ export class Metered {
         outputTokens: asked,
         choices,
         extraPerChoice: extra,
+        fixedOutput: fixed,
+        units: op.units?.(body),
         promptBytes: call.profile.textBytes,
         others,
         grades,
         lowerable,
       });
       const allowance = choices ? Math.floor(admission.outputTokens / choices) - extra : 0;
-      return { model, body, headers, admission, allowance, reserved };
+      const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
+      return { model, body, headers, admission, allowance, ended };
     } catch (e) {
       grant.refund(reserved);
       throw withHeaders(e, grant);
@@ -216,15 +245,20 @@ export class Metered {
     }
   }
 
-  /** The stream as SSE frames; when it ends, however it ends, what it used is settled. */
+  /**
+   * The stream as frames (SSE, or the bytes of a binary answer); when it ends, however it ends, what it used is
+   * settled. A binary answer that fails after it started has no way to say so in its bytes: it breaks off (throws)
+   * instead, so that the client sees a broken answer rather than audio that merely stops.
+   */
   private async *frames<Req extends { model: string }>(
     op: Operation<Req>,
     streamed: Streamed<unknown>,
     o: StreamEnd,
-  ): AsyncGenerator<string> {
+  ): AsyncGenerator<string | Uint8Array> {
     const { admission, ttfbMs, ended } = o;
     let status = 499; // unless the stream completes or fails, its client went away
     let last: unknown;
+    let broken: { e: unknown } | null = null;
     try {
       for await (const chunk of streamed.chunks) {
         const whole = o.onAnswer && op.finalAnswer?.(chunk);
@@ -235,12 +269,14 @@ export class Metered {
       if (op.framing.done) yield op.framing.done;
     } catch (e) {
       status = e instanceof UpstreamError && e.reason === 'aborted' ? 499 : 502;
-      yield op.framing.error(e, { last, model: o.model, requestId: o.requestId });
+      if (o.binary) broken = { e };
+      else yield op.framing.error(e, { last, model: o.model, requestId: o.requestId });
     } finally {
-      const m = await streamed.meter;
+      const m = o.charged(await streamed.meter);
       await admission.settle({ status, used: m, ttfbMs });
       ended(m);
     }
+    if (broken) throw broken.e;
   }
 
   private async promptOnly<Req extends { model: string }>(
@@ -257,13 +293,35 @@ export class Metered {
   }
 }
 
+/** A request admitted: the model, the body as it goes upstream, its admission and allowance. */
+interface Admitted<Req> {
+  model: ModelConfig;
+  body: Req;
+  headers: Record<string, string>;
+  admission: Admission;
+  /** Output tokens per choice the upstream may generate. */
+  allowance: number;
+  /** Gives back the tokens per minute the request reserved and did not use. */
+  ended: (m: Meter | null) => void;
+}
+
 interface StreamEnd {
   model: string;
   requestId: string;
   admission: Admission;
   ttfbMs: number;
+  /** The answer is bytes: a failure breaks it off rather than being framed. */
+  binary: boolean;
+  /** What the stream is charged for what it used (see Metered.stream). */
+  charged: (m: Meter) => Meter;
   ended: (m: Meter) => void;
   onAnswer?: (answer: unknown) => Promise<void>;
+}
+
+/** A request's usage with the units the operation counts from the request itself (a speech input's characters). */
+function withUnits<Req extends { model: string }>(op: Operation<Req>, body: Req, m: Meter | null): Meter | null {
+  const units = m && op.units?.(body);
+  return units ? { ...m, usage: { ...m.usage, ...units } } : m;
 }
 
 /** The request headers an operation passes on, by their (lower-case) names. */

@@ -48,6 +48,7 @@ const UNREACHABLE = {
   createCompletion: 'unreachable-completion',
   createEmbedding: 'unreachable-embedding',
   createImage: 'unreachable-image',
+  createSpeech: 'unreachable-speech',
   createMessage: 'unreachable-chat',
   countMessageTokens: 'unreachable-claude',
   createResponse: 'unreachable-chat',
@@ -91,12 +92,15 @@ hooks.beforeEach((t, done) => {
   if (status === '400' && op === 'createEmbedding')
     t.request.body = JSON.stringify({ ...body, encoding_format: 'hex' });
   if (status === '400' && op === 'createImage') t.request.body = JSON.stringify({ ...body, n: 11 });
+  if (status === '400' && op === 'createSpeech') t.request.body = JSON.stringify({ ...body, speed: 7 });
   if (status === '404')
     t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/models\/[^/?]+/, '/v1/models/no-such-model');
   if (status === '413') t.request.body = JSON.stringify({ ...body, padding: 'x'.repeat(11 * 1024 * 1024) });
   if (status === '502') t.request.body = JSON.stringify({ ...body, model: UNREACHABLE[op] });
   if (String(t.expected.headers['Content-Type']).startsWith('text/event-stream') && body) {
-    t.request.body = JSON.stringify({ ...body, stream: true });
+    t.request.body = JSON.stringify(
+      op === 'createSpeech' ? { ...body, stream_format: 'sse' } : { ...body, stream: true },
+    );
   }
   if (op === 'createMessage' && status === '400') t.request.body = JSON.stringify({ ...body, max_tokens: 0 });
   if (op === 'countMessageTokens' && status === '400')
@@ -166,6 +170,14 @@ hooks.beforeEachValidation((t, done) => {
     // Checked above with Ajv 2020-12. Where the contract gives no example, Dredd makes one up from the schema and
     // compares keys with it, taking the first branch of a union (an output item is a message OR a function call).
     if (!hasExample(op, status)) t.expected.body = t.real.body;
+  } else if (op && /^audio\//.test(real) && expected === 'audio/*') {
+    // Speech: the audio itself, in the media type of its response_format (audio/mpeg for the default mp3).
+    if (status === 200 && !t.real.body) t.fail = 'no audio';
+    t.real.headers['content-type'] = expected;
+    t.expected.body = t.real.body;
+  } else if (op && real.startsWith('text/event-stream') && op.operationId === 'createSpeech') {
+    t.fail = speechStream(t.real.body) || t.fail;
+    t.expected.body = t.real.body;
   } else if (op && real.startsWith('text/event-stream') && TYPED_STREAMS[op.operationId]) {
     t.fail = typedStream(t.real.body, TYPED_STREAMS[op.operationId], op.operationId) || t.fail;
     t.expected.body = t.real.body;
@@ -182,6 +194,17 @@ hooks.beforeEachValidation((t, done) => {
   }
   done();
 });
+
+/** Speech's events (`stream_format: sse`): `data:` frames of audio, the last `speech.audio.done` with the usage. */
+function speechStream(text) {
+  const frames = text.split('\n\n').filter(Boolean);
+  for (const frame of frames) {
+    const errors = checkSchema(JSON.parse(frame.replace(/^data: /, '')), 'CreateSpeechResponseStreamEvent');
+    if (errors) return `event: ${errors}`;
+  }
+  const last = JSON.parse(frames[frames.length - 1].replace(/^data: /, ''));
+  return last.type === 'speech.audio.done' ? null : `the stream ends with ${last.type}, not speech.audio.done`;
+}
 
 /** A stream of typed events: each frame an `event:` line naming the type of its `data:` line, no `[DONE]`. */
 function typedStream(text, schema, op) {

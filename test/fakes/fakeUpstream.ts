@@ -19,6 +19,9 @@ export interface Received {
 /** A stream item: an event (framed as the provider frames it), raw bytes, or a pause. */
 export type Item<E> = E | string | { delayMs: number };
 
+/** A piece of a binary answer: bytes, a pause, or a promise to wait for. */
+export type Piece = Buffer | { delayMs: number } | { wait: Promise<unknown> };
+
 export type Plan<E = unknown> =
   /** `wait`: answer only once it resolves (an upstream still generating). */
   | { kind: 'json'; status?: number; body: unknown; wait?: Promise<unknown> }
@@ -26,6 +29,12 @@ export type Plan<E = unknown> =
   | { kind: 'sse'; events: Item<E>[]; done?: boolean; delayMs?: number }
   /** Answer 200 with a stream, send `events`, then stall forever (until the client closes). */
   | { kind: 'stall'; events: Item<E>[] }
+  /**
+   * Answer 200 with bytes of media type `type` (audio), piece by piece: a piece, a pause, or a promise to wait for
+   * (the test resolves it once it has read what came before: the answer is streamed, not gathered); `cut` breaks the
+   * connection after the pieces instead of ending the answer.
+   */
+  | { kind: 'bytes'; type: string; pieces: Piece[]; cut?: boolean }
   /** Accept the request and never answer. */
   | { kind: 'hang' }
   /** Destroy the socket without answering. */
@@ -118,6 +127,8 @@ export class FakeUpstream<E = unknown> {
         res.writeHead(plan.status ?? 200, { ...headers, 'content-type': w.jsonType ?? 'application/json' });
         res.end(JSON.stringify(plan.body, null, w.jsonIndent));
         return;
+      case 'bytes':
+        return writeBytes(req, res, plan, headers);
       case 'hang':
         return;
       case 'reset':
@@ -147,3 +158,21 @@ export class FakeUpstream<E = unknown> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Writes a binary answer's pieces as they come (see Plan `bytes`). */
+async function writeBytes(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  plan: Extract<Plan, { kind: 'bytes' }>,
+  headers: http.OutgoingHttpHeaders | undefined,
+): Promise<void> {
+  res.writeHead(200, { ...headers, 'content-type': plan.type });
+  for (const p of plan.pieces) {
+    if (res.destroyed) return;
+    if (Buffer.isBuffer(p)) res.write(p);
+    else if ('wait' in p) await p.wait;
+    else await sleep(p.delayMs);
+  }
+  if (plan.cut) req.socket.destroy();
+  else res.end();
+}

@@ -101,6 +101,7 @@ export function defaultPlan(r: Received): Plan {
   }
   if (r.path.endsWith('/responses')) return responsesPlan(body);
   if (r.path.endsWith('/images/generations')) return imagesPlan(body);
+  if (r.path.endsWith('/audio/speech')) return speechPlan(body);
   if (r.path.endsWith('/embeddings')) {
     const inputs: unknown[] =
       typeof body.input === 'string' || typeof body.input?.[0] === 'number' ? [body.input] : body.input;
@@ -310,4 +311,57 @@ export function imagesPlan(body: any): Plan {
       ? { b64_json: FAKE_PNG, revised_prompt: `Revised: ${body.prompt}` }
       : { url: `https://images.example/img-${i}.png?sig=secret`, revised_prompt: `Revised: ${body.prompt}` };
   return { kind: 'json', body: { created: CREATED, data: Array.from({ length: n }, (_x, i) => image(i)) } };
+}
+
+/** The media type of each speech format, as OpenAI sends it. */
+export const SPEECH_TYPES: Record<string, string> = {
+  mp3: 'audio/mpeg',
+  opus: 'audio/opus',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
+};
+
+/** The fake's audio for a speech request: bytes that say what they are (a test compares them byte for byte). */
+export const speechAudio = (body: any) => Buffer.from(`FAKE-AUDIO ${body.response_format ?? 'mp3'}: ${body.input}`);
+
+/** The usage the fake reports at the end of a speech stream of events. */
+export const SPEECH_USAGE = { input_tokens: 7, output_tokens: 50, total_tokens: 57 };
+
+/** Speech events as OpenAI sends them (`stream_format: sse`): the audio in base64 pieces, then the usage. */
+export function speechEvents(audio: Buffer, usage: object = SPEECH_USAGE): unknown[] {
+  const half = Math.ceil(audio.length / 2);
+  return [
+    ...[audio.subarray(0, half), audio.subarray(half)].map((a) => ({
+      type: 'speech.audio.delta',
+      audio: a.toString('base64'),
+    })),
+    { type: 'speech.audio.done', usage },
+  ];
+}
+
+/** Speech: the audio as bytes in two pieces, or (`stream_format: sse`) as events; tts-1 takes no events (OpenAI's). */
+function speechPlan(body: any): Plan {
+  const audio = speechAudio(body);
+  if (body.stream_format !== 'sse')
+    return {
+      kind: 'bytes',
+      type: SPEECH_TYPES[body.response_format ?? 'mp3'],
+      pieces: [audio.subarray(0, 4), audio.subarray(4)],
+    };
+  if (/^tts-1/.test(body.model))
+    return {
+      kind: 'json',
+      status: 400,
+      body: {
+        error: {
+          message: 'sse is not supported for tts-1',
+          type: 'invalid_request_error',
+          param: 'stream_format',
+          code: null,
+        },
+      },
+    };
+  return { kind: 'sse', events: speechEvents(audio), done: false };
 }

@@ -15,6 +15,7 @@ import { FakeStripe, checkoutEvent } from '../fakes/stripeApi';
 import { createCodes } from '../../src/billing/redemption';
 import { post, DuplicateLedgerEntry } from '../../src/db/ledger';
 import { verifyLedger } from '../../src/billing/verify';
+import { SCOPES } from '../../src/contract';
 
 const MODELS = `
 providers: { local: { type: mock }, slow: { type: mock, latency_ms: 300 } }
@@ -484,7 +485,7 @@ describe('keys', () => {
       name: null,
       quota_usd: null,
       models: null,
-      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images'],
+      scopes: [...SCOPES],
     });
   });
 
@@ -919,6 +920,7 @@ describe('usage, daily usage and ledger', () => {
         completion: 0,
         reasoning: 0,
         images: 0,
+        characters: 0,
       },
       counted: expect.stringMatching(/^(upstream|tokenizer)$/),
       cost_usd: expect.stringMatching(/^\d+\.\d{6}$/),
@@ -963,6 +965,7 @@ describe('usage, daily usage and ledger', () => {
       completion: chat.completion_tokens,
       reasoning: 0,
       images: 0,
+      characters: 0,
     });
     expect(r.body.classes).toEqual([
       { name: 'prompt', label: 'input', unit: 'token', part_of: null },
@@ -972,6 +975,7 @@ describe('usage, daily usage and ledger', () => {
       { name: 'completion', label: 'output', unit: 'token', part_of: null },
       { name: 'reasoning', label: 'reasoning', unit: 'token', part_of: 'completion' },
       { name: 'images', label: 'generated', unit: 'image', part_of: null },
+      { name: 'characters', label: 'input', unit: 'character', part_of: null },
     ]);
     const spent = (await c.get('/console/api/account')).body.totals;
     const sum = r.body.data.reduce((a: number, x: any) => a + Math.round(Number(x.cost_usd) * 1e6), 0);

@@ -40,6 +40,7 @@ models:
   - { id: gpt, kind: chat, price: { input: 1, output: 4 }, routes: [ { provider: oa } ] }
   - { id: instruct, kind: completion, price: { input: 1.5, output: 2 }, routes: [ { provider: oa } ] }
   - { id: embed, kind: embedding, price: { input: 0.02 }, routes: [ { provider: oa } ] }
+  - { id: tts, kind: speech, price: { characters: 15 }, routes: [ { provider: oa } ] }
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
   - { id: dalle, kind: image, price: { images: { 1024x1024/standard: 0.04 } }, routes: [ { provider: oa, model: dall-e-3 } ] }
 `,
@@ -262,6 +263,25 @@ const OPS: Record<Metered, Op> = {
       web_search: 'a generation searches nothing',
       server_tools: 'a generation runs no tools',
       long_context: NO_OPENAI_SWITCH,
+      data_residency: NO_OPENAI_SWITCH,
+      cache_1h: 'OpenAI bills no cache writes',
+    },
+  },
+  createSpeech: {
+    path: '/v1/audio/speech',
+    get upstream() {
+      return openai;
+    },
+    base: { model: 'tts', input: 'hi', voice: 'alloy' },
+    rules: {
+      stored: [{ body: { voice: { id: 'voice_1234' } }, refused: 'voice' }],
+      priority: [
+        { body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') },
+      ],
+      audio: "audio out is what speech is: the model's own prices (characters, audio tokens) are what it costs",
+      web_search: 'speech reads the text it is given: no tools',
+      server_tools: 'speech reads the text it is given: no tools',
+      long_context: 'the input is at most 4096 characters (the contract)',
       data_residency: NO_OPENAI_SWITCH,
       cache_1h: 'OpenAI bills no cache writes',
     },

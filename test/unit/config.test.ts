@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../src/config';
+import { MODEL_KINDS } from '../../src/contract';
 import { loadConfig, parseConfig } from '../../src/services/app';
+import { FLAT_PRICE_KEYS } from '../../src/usage';
 
 /** The message of the ConfigError that parsing `text` throws (fails the test if it parses, or throws something else). */
 function configError(text: string, env: NodeJS.ProcessEnv = {}): string {
@@ -295,7 +297,8 @@ models:
     ],
     [
       '{ input: 1, tiers: [ { above_prompt_tokens: 1000 } ] }',
-      /models\[0\]\.price\.tiers\[0\]: a tier must set at least one price \(input, cached_input, cache_write, cache_write_1h, output\)/,
+      // every price key of the usage classes but the graded ones (per image, not per prompt size)
+      `models[0].price.tiers[0]: a tier must set at least one price (${FLAT_PRICE_KEYS.join(', ')})`,
     ],
     [
       '{ input: 1, tiers: [ { input: 2 } ] }',
@@ -429,7 +432,7 @@ models:
     kind: chatt
     routes: [ { provider: mock } ]
 `;
-    expect(configError(text)).toBe('gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding, image');
+    expect(configError(text)).toBe(`gw.yaml:8:11: models[1].kind: must be one of ${MODEL_KINDS.join(', ')}`);
   });
 
   test('a bad provider type', () => {
@@ -560,7 +563,9 @@ describe('loadConfig', () => {
       ['mock-chat', 'chat', 'switchyard'],
       ['mock-embedding', 'embedding', 'switchyard'],
       ['mock-image', 'image', 'switchyard'],
+      ['mock-tts', 'speech', 'switchyard'],
     ]);
     expect(c.models[1].routes).toMatchObject([{ provider: 'mock', model: 'mock-embedding' }]);
+    expect(c.models[3].price).toMatchObject({ characters: 15_000_000, input: 0, output: 0 }); // micro-USD per million
   });
 });

@@ -73,7 +73,7 @@ test('who may call each operation follows its security; what is checked of a key
       adminList: { caller: 'admin' },
       login: { caller: 'public' },
     },
-    wires: { chat: { operationId: 'createChat', kinds: ['chat'], stream: 'Chunk', paid: true } },
+    wires: { chat: { operationId: 'createChat', kinds: ['chat'], stream: 'Chunk', paid: true, binary: false } },
   });
   const anthropic = { ...chat(), security: [{ bearerAuth: ['chat'] }, { anthropicApiKey: ['chat'] }] };
   expect(derive(spec({ '/v1/chat': { post: anthropic } })).endpoints.createChat).toMatchObject({
@@ -148,6 +148,21 @@ test("scopes, kinds and stream events must be the contract's own; a wire is one 
   expect(problems(spec({ '/v1/chat': { post: images } }))).toEqual([
     "createChat (POST /v1/chat) requires the scope 'images', which KeyScope does not list",
     "the scope 'chat' of KeyScope is required by no operation",
+  ]);
+});
+
+test('a wire takes JSON and answers JSON or bytes (audio: a binary answer, streamed, typed as its chunks)', () => {
+  const bytes = { content: { 'audio/*': { schema: { type: 'string', format: 'binary' } } } };
+  const speech = { ...chat(), responses: { '200': bytes } };
+  expect(derive(spec({ '/v1/chat': { post: speech } })).wires.chat).toMatchObject({ binary: true });
+  const wire = generate(YAML.stringify(spec({ '/v1/chat': { post: speech } })))['src/contract.ts'];
+  expect(wire).toContain("    res: never;\n    chunk: components['schemas']['Chunk'] | Uint8Array;");
+  const text = { content: { 'text/plain': { schema: { type: 'string' } } } };
+  expect(problems(spec({ '/v1/chat': { post: { ...chat(), responses: { '200': text } } } }))).toEqual([
+    'createChat (POST /v1/chat) has a wire, so it must take application/json and answer (200) application/json or bytes (format: binary)',
+  ]);
+  expect(problems(spec({ '/v1/chat': { post: { ...chat(), requestBody: bytes } } }))).toEqual([
+    'createChat (POST /v1/chat) has a wire, so it must take application/json and answer (200) application/json or bytes (format: binary)',
   ]);
 });
 

@@ -14,6 +14,7 @@ import {
   keyAllowsModel,
   setKeyEnabled,
 } from '../../src/accounts/keys';
+import { SCOPES, type Scope } from '../../src/contract';
 import { connect, migrate } from '../../src/db';
 
 let dir: string;
@@ -66,7 +67,7 @@ describe('createKey', () => {
       quota_micros: null,
       used_micros: 0,
       models: null,
-      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images'],
+      scopes: [...SCOPES], // every scope the contract lists
       last_used_at: null,
     });
     expect(JSON.stringify(key)).not.toContain(secret);
@@ -167,5 +168,31 @@ describe('authenticate', () => {
 
   test('setKeyEnabled on an unknown key fails', async () => {
     await expect(setKeyEnabled(db, 987654321, false)).rejects.toThrow('no key 987654321');
+  });
+});
+
+describe('scopes added after keys were made (images, migration 015; audio, 016)', () => {
+  test('a key that had every scope there was gets them; a key whose scopes were chosen keeps them', async () => {
+    const old = connect(`sqlite:${path.join(dir, 'before-audio.db')}`);
+    try {
+      while ((await old.migrate.currentVersion()) !== '014') await old.migrate.up();
+      const owner = await createAccount(old, 'before-audio@example.com', 0);
+      const before = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] as Scope[];
+      const every = await createKey(old, { accountId: owner.id, scopes: before });
+      const chosen = await createKey(old, { accountId: owner.id, scopes: ['chat', 'models'] });
+      await old.migrate.up(); // 015: images
+      expect(await old.migrate.currentVersion()).toBe('015');
+      // made once images existed, with every scope but images: chosen, so it does not get audio either
+      const noImages = await createKey(old, { accountId: owner.id, scopes: before });
+      const withImages = await createKey(old, { accountId: owner.id, scopes: [...before, 'images'] });
+      await migrate(old);
+      const scopes = async (id: number) => (await old('api_keys').where('id', id).first()).scopes;
+      expect(await scopes(every.key.id)).toBe([...before, 'images', 'audio'].join(','));
+      expect(await scopes(chosen.key.id)).toBe('chat,models');
+      expect(await scopes(noImages.key.id)).toBe(before.join(','));
+      expect(await scopes(withImages.key.id)).toBe([...before, 'images', 'audio'].join(','));
+    } finally {
+      await old.destroy();
+    }
   });
 });

@@ -11,6 +11,7 @@ const registry = new ModelRegistry({
     { id: 'a-chat', kind: 'chat' },
     { id: 'a-completion', kind: 'completion' },
     { id: 'an-embedding', kind: 'embedding' },
+    { id: 'a-speech', kind: 'speech' },
   ] as ModelConfig[],
 } as Config);
 
@@ -38,6 +39,7 @@ test("an operation takes the models of its wire's kinds, and through its bridge 
     chat: ['a-chat'],
     completions: ['a-chat', 'a-completion'],
     embeddings: ['an-embedding'],
+    speech: ['a-speech'],
     messages: ['a-chat'],
     responses: ['a-chat'],
   });
@@ -61,6 +63,10 @@ test("each wire's request, answer and chunk are its contract operation's (not ne
     true satisfies Same<Wire['count_tokens']['res'], { input_tokens: number }>,
     true satisfies Same<Wire['responses']['res'], T.ResponseObject>,
     true satisfies Same<Wire['responses']['chunk'], T.ResponseEvent>,
+    // a binary answer: no JSON, its chunks the audio's bytes or its events
+    true satisfies Same<Wire['speech']['req'], T.SpeechRequest>,
+    true satisfies Same<Wire['speech']['res'], never>,
+    true satisfies Same<Wire['speech']['chunk'], T.SpeechChunk>,
   ];
   expect(same).not.toContain(false);
 });

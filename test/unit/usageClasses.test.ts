@@ -55,6 +55,7 @@ describe('the table', () => {
       completion_tokens: 20,
       reasoning_tokens: 5,
       images: 0,
+      characters: 0,
     });
   });
 });

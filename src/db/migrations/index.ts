@@ -15,6 +15,7 @@ import * as m012 from './012_key_budgets';
 import * as m013 from './013_login_addresses';
 import * as m014 from './014_cache_write_1h';
 import * as m015 from './015_images';
+import * as m016 from './016_speech';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -32,6 +33,7 @@ const migrations: Record<string, Knex.Migration> = {
   '013_login_addresses': m013,
   '014_cache_write_1h': m014,
   '015_images': m015,
+  '016_speech': m016,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

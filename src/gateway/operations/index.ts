@@ -7,9 +7,10 @@ import { embeddings } from './embeddings';
 import { images } from './images';
 import { messages } from './messages';
 import { responses } from './responses';
+import { speech } from './speech';
 import type { Operation } from './types';
 
-export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, images, messages, responses };
+export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, images, speech, messages, responses };
 
-export { chat, completions, embeddings, images, messages, responses };
+export { chat, completions, embeddings, images, speech, messages, responses };
 export type { Operation, OperationName };

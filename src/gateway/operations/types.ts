@@ -28,11 +28,17 @@ export interface Output {
    * money is short the request is refused instead of being sent with a lower allowance.
    */
   lowerable?: boolean;
+  /**
+   * The upstream takes no limit (speech): the allowance is a bound of what it may generate, not a limit it is sent,
+   * so it is held whole — a balance that covers less refuses the request rather than lowering it.
+   */
+  fixed?: boolean;
 }
 
 /** How the operation's answer reaches the client as a stream. */
 export interface Framing {
-  frame(chunk: unknown): string;
+  /** An event as server-sent events frame it, or the bytes of a binary answer as they are. */
+  frame(chunk: unknown): string | Uint8Array;
   /** Written after the last frame (OpenAI's `data: [DONE]`). */
   done: string;
   /** The frame(s) that end a stream which failed after it started. */
@@ -145,6 +151,21 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
    * body without them). Attachments were checked from the profile already.
    */
   features(body: Req, model: ModelConfig, profile: BodyProfile): Req;
+  /**
+   * What the request uses whatever its answer, counted from the request itself (a speech input's characters): held,
+   * and charged with what the answer used once the upstream was called.
+   */
+  units?(body: Req): Partial<Usage>;
+  /**
+   * What to charge when the upstream reported no usage (a stream cut before it), given what was counted and the
+   * output allowance per choice; by default what was counted.
+   */
+  unreported?(counted: Usage, body: Req, allowance: number): Usage;
+  /**
+   * The media type of the answer when it is bytes (audio) rather than JSON or server-sent events, for this request;
+   * null (or absent) otherwise. A binary answer always streams.
+   */
+  binary?(body: Req): string | null;
   present(res: Res, p: Presented, body: Req): Res;
   /** A chunk as the client gets it, or null to hold it back; `includeUsage`: the client asked for the usage chunk. */
   presentChunk(chunk: Chunk, c: ChunkContext): Chunk | null;

@@ -59,15 +59,29 @@ export class UpstreamHttp {
   }
 
   /** The answer's events (server-sent events unless `framing` says otherwise), as `read` turns them into values. */
-  async *stream<T>(
+  stream<T>(
     req: OutgoingRequest,
     signal: AbortSignal,
     read: (events: AsyncIterable<SseEvent>) => AsyncIterable<T>,
     framing: (body: AsyncIterable<Buffer>) => AsyncIterable<SseEvent> = parseSse,
   ): AsyncGenerator<T> {
+    return this.body(req, signal, (body) => read(framing(body)));
+  }
+
+  /** The answer's bytes as they arrive (a binary answer: audio), never gathered whole. */
+  bytes(req: OutgoingRequest, signal: AbortSignal): AsyncGenerator<Buffer> {
+    return this.body(req, signal, (body) => body);
+  }
+
+  /** A successful answer's body, as `read` turns it into values; the connection is closed when reading stops. */
+  private async *body<T>(
+    req: OutgoingRequest,
+    signal: AbortSignal,
+    read: (body: AsyncIterable<Buffer>) => AsyncIterable<T>,
+  ): AsyncGenerator<T> {
     const res = await this.send(req, signal);
     try {
-      yield* read(framing(res as AsyncIterable<Buffer>));
+      yield* read(res as AsyncIterable<Buffer>);
     } catch (e) {
       throw failure(e, signal);
     } finally {

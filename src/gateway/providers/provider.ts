@@ -50,7 +50,11 @@ export class Provider {
   async send<Op extends UpstreamOp>(op: Op, body: Wire[Op]['req'], call: Call): Promise<Wire[Op]['res']> {
     const adapter = this.adapter(op);
     const ctx = this.context(call, false);
-    if ('local' in adapter) return adapter.local.send(body, ctx, call.signal);
+    if ('local' in adapter) {
+      if (!adapter.local.send) throw unsupported(this.descriptor.type, op, 'unstreamed requests');
+      return adapter.local.send(body, ctx, call.signal);
+    }
+    if (!adapter.response) throw unsupported(this.descriptor.type, op, 'unstreamed requests');
     const req = await this.request(adapter, body, ctx);
     return adapter.response(await this.http!.json(req, call.signal), ctx, body);
   }
@@ -61,6 +65,11 @@ export class Provider {
     if ('local' in adapter) {
       if (!adapter.local.stream) throw unsupported(this.descriptor.type, op, 'streams');
       yield* adapter.local.stream(body, ctx, call.signal);
+      return;
+    }
+    if (adapter.bytes?.(body, ctx)) {
+      // Chunks of the operation's answer as they come: the wire's chunk type says that bytes are among them.
+      yield* this.http!.bytes(await this.request(adapter, body, ctx, '*/*'), call.signal) as AsyncIterable<never>;
       return;
     }
     if (!adapter.stream) throw unsupported(this.descriptor.type, op, 'streams');
@@ -89,10 +98,12 @@ export class Provider {
     };
   }
 
+  /** The request for the upstream; `accept`: the media types of a binary answer, in place of JSON and events. */
   private async request<Req>(
     adapter: HttpAdapter<Req, unknown, unknown>,
     body: Req,
     ctx: CallContext,
+    accept?: string,
   ): Promise<OutgoingRequest> {
     const upstream = adapter.request(body, ctx);
     let text: string;
@@ -110,7 +121,7 @@ export class Provider {
     const req: OutgoingRequest = {
       method: 'POST',
       url: `${this.config.base_url}${adapter.path(ctx, body)}`,
-      headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers) },
+      headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers), ...(accept && { accept }) },
       body: text,
     };
     if (this.descriptor.sign) Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config)));

@@ -34,10 +34,18 @@ export interface HttpAdapter<Req, Res, Chunk, State = unknown> {
   path(ctx: CallContext<State>, body: Req): string;
   /** The upstream's request body. */
   request(body: Req, ctx: CallContext<State>): unknown;
-  /** The upstream's JSON answer → the operation's answer (`body`: the request it answers). */
-  response(json: unknown, ctx: CallContext<State>, body: Req): Res;
+  /**
+   * The upstream's JSON answer → the operation's answer (`body`: the request it answers); absent for an operation
+   * whose answer always streams (speech).
+   */
+  response?(json: unknown, ctx: CallContext<State>, body: Req): Res;
   /** The upstream's stream, already split into SSE events → the operation's chunks (it ends the stream when done). */
   stream?(events: AsyncIterable<SseEvent>, ctx: CallContext<State>): AsyncIterable<Chunk>;
+  /**
+   * The answer to this request is bytes (audio), not events: the stream's chunks are then the body's bytes as they
+   * arrive, passed on as they are.
+   */
+  bytes?(body: Req, ctx: CallContext<State>): boolean;
   /** How the streamed body is framed; server-sent events unless the upstream uses something else. */
   framing?: (body: AsyncIterable<Buffer>) => AsyncIterable<SseEvent>;
 }
@@ -45,7 +53,8 @@ export interface HttpAdapter<Req, Res, Chunk, State = unknown> {
 /** An adapter that answers in the process (the mock provider). */
 export interface LocalAdapter<Req, Res, Chunk, State = unknown> {
   local: {
-    send(body: Req, ctx: CallContext<State>, signal: AbortSignal): Promise<Res>;
+    /** Absent for an operation whose answer always streams (speech). */
+    send?(body: Req, ctx: CallContext<State>, signal: AbortSignal): Promise<Res>;
     stream?(body: Req, ctx: CallContext<State>, signal: AbortSignal): AsyncIterable<Chunk>;
   };
 }

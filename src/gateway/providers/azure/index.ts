@@ -16,6 +16,7 @@ import {
   imageList,
   object,
   OUTPUT_LIMITS,
+  speechAdapter,
   untilDone,
 } from '../openai';
 import { defineProvider, type CallContext } from '../types';
@@ -72,5 +73,7 @@ export const azure = defineProvider({
       request: imageBody,
       response: imageList,
     },
+    // Speech needs an api_version that has it (2025-03-01-preview and later for gpt-4o-mini-tts).
+    speech: { path: (ctx) => deployment(ctx, 'audio/speech'), ...speechAdapter },
   },
 });

@@ -16,8 +16,12 @@ import type {
   ImageRequest,
   ImagesResponse,
   OpenAIUsage,
+  SpeechChunk,
+  SpeechRequest,
 } from '../../types';
+import { UpstreamError } from '../../types';
 import { openaiUsage, textOf } from '../shared';
+import { mockAudio, mockFormat } from './audio';
 import { defineProvider, type CallContext } from '../types';
 
 const CREATED = 1_735_689_600;
@@ -177,8 +181,36 @@ export const mock = defineProvider({
         },
       },
     },
+    speech: { local: { stream: speak } },
   },
 });
+
+/** Audio bytes in each chunk of a speech stream (a stream of several chunks, as an upstream's). */
+const SPEECH_CHUNK = 4_096;
+
+/**
+ * Speech: a tone (or MP3 silence) of about 60 ms a character, at most 3 s, streamed in chunks — as bytes, or as
+ * OpenAI's events with the usage (text tokens by the estimate, audio at 20 tokens a second) at the end.
+ */
+async function* speak(body: SpeechRequest, ctx: CallContext, signal: AbortSignal): AsyncGenerator<SpeechChunk> {
+  const format = body.response_format ?? 'mp3';
+  if (!mockFormat(format))
+    throw new UpstreamError('invalid', `mock speech in ${format}`, 400, 'The mock provider speaks mp3, wav and pcm');
+  const ms = Math.min(3_000, 300 + 60 * body.input.length);
+  const audio = mockAudio(format, ms);
+  const events = body.stream_format === 'sse';
+  for (let at = 0; at < audio.length; at += SPEECH_CHUNK) {
+    await wait(ctx, signal);
+    const piece = audio.subarray(at, at + SPEECH_CHUNK);
+    yield events ? { type: 'speech.audio.delta', audio: piece.toString('base64') } : piece;
+  }
+  if (!events) return;
+  const [input, output] = [estimate(`${body.instructions ?? ''}${body.input}`), Math.ceil(ms / 50)];
+  yield {
+    type: 'speech.audio.done',
+    usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
+  };
+}
 
 /** About four bytes a token, as for English text. */
 const estimate = (s: string) => Math.ceil(Buffer.byteLength(s) / 4);

@@ -14,6 +14,8 @@ import {
   type ImageRequest,
   type ResponseEvent,
   type ResponsesRequest,
+  type SpeechEvent,
+  type SpeechRequest,
 } from '../../types';
 import { eventObject } from '../http';
 import { isObject, str } from '../shared';
@@ -151,6 +153,36 @@ async function* responseEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<
   throw new UpstreamError('protocol', 'the upstream stream ended without response.completed');
 }
 
+/**
+ * The events of a speech stream (`stream_format: sse`) until `speech.audio.done`, which carries the usage; an error
+ * event, or a stream that ends before it (the audio is incomplete), is a failure.
+ */
+export async function* speechEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<SpeechEvent> {
+  for await (const ev of source) {
+    if (ev.data === '[DONE]') break;
+    const parsed = eventObject(ev.data) as { type?: unknown; audio?: unknown; error?: { message?: unknown } };
+    if (parsed.type === 'error' || parsed.error)
+      throw new UpstreamError(
+        'protocol',
+        'the upstream reported an error inside the stream',
+        undefined,
+        str(parsed.error?.message),
+      );
+    if (parsed.type === 'speech.audio.delta' && typeof parsed.audio !== 'string')
+      throw new UpstreamError('protocol', 'the upstream sent audio that is not base64 text');
+    yield parsed as SpeechEvent;
+    if (parsed.type === 'speech.audio.done') return;
+  }
+  throw new UpstreamError('protocol', 'the upstream stream ended without speech.audio.done');
+}
+
+/** Speech for the upstream: its model id; the audio comes as bytes unless events were asked for. */
+export const speechAdapter = {
+  request: (body: SpeechRequest, ctx: CallContext) => ({ ...body, model: ctx.model }),
+  bytes: (body: SpeechRequest) => body.stream_format !== 'sse',
+  stream: (events: AsyncIterable<SseEvent>) => speechEvents(events),
+};
+
 /** A Responses request for the upstream: its model id, the allowance, and nothing stored there (the gateway stores). */
 const responsesBody = (body: ResponsesRequest, ctx: CallContext) => {
   const { previous_response_id: _expanded, ...rest } = body;
@@ -184,6 +216,7 @@ export const openai = defineProvider({
       request: imageBody,
       response: imageList,
     },
+    speech: { path: () => '/audio/speech', ...speechAdapter },
     responses: {
       path: () => '/responses',
       request: responsesBody,
