@@ -109,6 +109,27 @@ export const USAGE_CLASSES = [
     apiField: true,
     label: 'reasoning',
   },
+  // A moderation request (POST /v1/moderations). OpenAI's are free: `price.moderation` is 0 unless configured.
+  {
+    name: 'moderation',
+    field: 'moderations',
+    unit: 'request',
+    price: 'moderation',
+    partOf: null,
+    column: 'moderation_requests',
+    label: 'moderation',
+  },
+  // Cohere's unit of rerank: a query over up to 100 documents. Counted by the gateway from the request, so that a
+  // hold covers it exactly (POST /v1/rerank).
+  {
+    name: 'search_unit',
+    field: 'searchUnits',
+    unit: 'search_unit',
+    price: 'search_unit',
+    partOf: null,
+    column: 'search_units',
+    label: 'rerank',
+  },
 ] as const satisfies readonly UsageClass[];
 
 type Entry = (typeof USAGE_CLASSES)[number];
@@ -160,6 +181,24 @@ export const countOf = (u: Usage, c: Pick<UsageClass, 'field'>): number => field
 /** A usage as the usage_records columns that store it. */
 export function usageColumns(u: Usage): Record<UsageColumn, number> {
   return Object.fromEntries(USAGE_CLASSES.map((c) => [c.column, countOf(u, c)])) as Record<UsageColumn, number>;
+}
+
+/** Counts of some classes, by usage field (what an operation knows it uses before it is sent: operations/types.ts). */
+export type Units = Partial<Record<UsageField, number>>;
+
+/**
+ * Counts by field, summed by the family they belong to (by the name of the class at its top): the bounds
+ * Price.worstCase takes besides the prompt and the output.
+ */
+export function familyBounds(units: Units, classes: readonly UsageClass[] = USAGE_CLASSES): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [field, n] of Object.entries(units)) {
+    const c = classes.find((k) => k.field === field);
+    if (!c || !n) continue;
+    const family = familyOf(c, classes).name;
+    out[family] = (out[family] ?? 0) + n;
+  }
+  return out;
 }
 
 /** The class at the top of `c`'s `partOf` chain (itself when it is part of nothing). */

@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import type { KeyPrincipal } from '../accounts/keys';
 import type { BillingConfig, ModelConfig } from '../config';
 import { ApiError } from '../errors';
-import { NO_USAGE, usage, type Usage } from '../usage';
+import { NO_USAGE, familyBounds, usage, type Units, type Usage } from '../usage';
 import { priceOf, type Price } from './prices';
 import * as store from './store';
 
@@ -61,6 +61,8 @@ export interface AdmitRequest {
   extraPerChoice?: number;
   /** UTF-8 bytes of its prompt text, for checkpoint estimates. */
   promptBytes: number;
+  /** What it uses of the classes not counted in tokens (a moderation request, search units), by usage field. */
+  units?: Units;
 }
 
 /** What a request used at an upstream (the gateway's Meter), or null when no upstream answered. */
@@ -200,7 +202,7 @@ export class Billing {
 
   async admit(r: AdmitRequest): Promise<Admission> {
     const price = priceOf(r.model);
-    const full = price.worstCase(r.promptTokens, r.outputTokens);
+    const full = price.worstCase(r.promptTokens, r.outputTokens, familyBounds(r.units ?? {}));
     const lease = full > 0 ? await this.leaseFor(r.principal, full) : null;
     let hold = full;
     let outputTokens = r.outputTokens;
@@ -426,9 +428,11 @@ export class Billing {
     if (await store.hold(this.db, row(full), this.expiry(), this.now()))
       return { hold: full, outputTokens: r.outputTokens };
     if (r.outputTokens === 0) throw await this.refusal(r.principal);
+    const others = familyBounds(r.units ?? {});
     const fits = price.affordableOutput(
       r.promptTokens,
       await store.available(this.db, r.principal.accountId, r.principal.key.id),
+      others,
     );
     // Each choice gets at least a token: an upstream limit of 0 is no limit at all for some (an unset proto field).
     if (
@@ -437,7 +441,7 @@ export class Billing {
     )
       throw await this.refusal(r.principal);
     const lowered = Math.min(fits, r.outputTokens);
-    const amount = price.worstCase(r.promptTokens, lowered);
+    const amount = price.worstCase(r.promptTokens, lowered, others);
     if (!(await store.hold(this.db, row(amount), this.expiry(), this.now()))) throw await this.refusal(r.principal);
     return { hold: amount, outputTokens: lowered };
   }

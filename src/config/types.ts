@@ -69,13 +69,19 @@ export interface RouteConfig {
 export type Rates = Record<PriceKey, number>;
 
 /** A model's prices above a prompt size: the prices left out are those of the tier below, the cache ones derived. */
-export interface PriceTier extends Rates {
+export interface PriceTier extends PriceRates {
   /** The tier applies to requests whose prompt (every prompt token, cached ones included) is above this many tokens. */
   above_prompt_tokens: number;
 }
 
+/**
+ * Rates as a price reads them: a loaded configuration gives every key (Rates), but a price left out costs 0, so that
+ * prices written for a purpose (tests, tools) need not list every class there is, nor change when a class is added.
+ */
+export type PriceRates = Partial<Rates>;
+
 /** A model's prices: its base rates, and the tiers above them by prompt size (ascending), when it has any. */
-export type PriceConfig = Rates & { tiers?: PriceTier[] };
+export type PriceConfig = PriceRates & { tiers?: PriceTier[] };
 
 /** What a provider bills for the classes it bills apart from their family, in thousandths of the family's price (Anthropic: 100, 1250, 2000). */
 export type CacheMultipliers = Partial<Record<PriceKey, number>>;

@@ -8,8 +8,8 @@ export const listConsoleModels: Handler<'listConsoleModels'> = async ({ app }) =
       id: m.id,
       kind: m.kind,
       owned_by: m.owned_by,
-      input_usd_per_million: formatUsd(m.price.input),
-      output_usd_per_million: formatUsd(m.price.output),
+      input_usd_per_million: formatUsd(m.price.input ?? 0),
+      output_usd_per_million: formatUsd(m.price.output ?? 0),
     })),
   },
 });

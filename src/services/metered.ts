@@ -16,7 +16,7 @@ import type { Gateway, Streamed } from '../gateway/gateway';
 import { toModel } from '../gateway/models';
 import type { Operation } from '../gateway/operations';
 import { UpstreamError, type Meter, type Model } from '../gateway/types';
-import { usage } from '../usage';
+import { usage, type Units } from '../usage';
 
 /** What the HTTP layer writes out: a JSON answer or SSE frames, the rate-limit headers, and the usage for the log. */
 export type Served = ({ status?: number; body: unknown } | { sse: AsyncIterable<string> }) & {
@@ -117,11 +117,13 @@ export class Metered {
     const { grant } = call;
     const { model, body, headers, admission, allowance, reserved } = await this.admit(op, call);
     const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
+    const billed = withUnits(op.units?.(body));
     const upstream = { requestId: call.requestId, allowance, headers };
     const started = Date.now();
     try {
       if (op.streams(body)) {
-        const streamed = await this.gateway.stream(op, model, body, { ...upstream, signal: call.client.signal });
+        const opened = await this.gateway.stream(op, model, body, { ...upstream, signal: call.client.signal });
+        const streamed = { ...opened, meter: opened.meter.then(billed) };
         admission.track(streamed.progress);
         let meter: Meter | null = null;
         void streamed.meter.then((m) => (meter = m));
@@ -139,14 +141,11 @@ export class Metered {
       // anyway (it notices a closed connection only when it writes), so the call runs to its end and its usage is
       // charged — exactly what the upstream billed, never a guess.
       const answer = await this.gateway.call(op, model, body, upstream); // no signal: it runs to its end
-      await admission.settle({
-        status: call.client.left() ? 499 : 200,
-        used: answer.meter,
-        ttfbMs: Date.now() - started,
-      });
-      ended(answer.meter);
+      const meter = billed(answer.meter);
+      await admission.settle({ status: call.client.left() ? 499 : 200, used: meter, ttfbMs: Date.now() - started });
+      ended(meter);
       await call.onAnswer?.(answer.body);
-      return { body: answer.body, headers: grant.headers, meter: () => answer.meter };
+      return { body: answer.body, headers: grant.headers, meter: () => meter };
     } catch (e) {
       const status = e instanceof ApiError ? e.status : 500;
       // A client that leaves before a stream's first chunk pays for its prompt, which the upstream has been sent (the
@@ -177,8 +176,9 @@ export class Metered {
         principal,
         model,
         endpoint: op.name,
-        promptTokens: promptBound(call.profile, model),
+        promptTokens: op.promptBound ? op.promptBound(body, call.profile, model) : promptBound(call.profile, model),
         outputTokens: asked,
+        units: op.units?.(body),
         choices,
         extraPerChoice: extra,
         promptBytes: call.profile.textBytes,
@@ -262,6 +262,15 @@ interface StreamEnd {
   ended: (m: Meter) => void;
   onAnswer?: (answer: unknown) => Promise<void>;
 }
+
+/**
+ * A meter with the units an operation knows its request uses (operations/types.ts, `units`), billed whenever an
+ * upstream answered: a request that reached none (no meter) uses none.
+ */
+const withUnits =
+  (units: Units | undefined) =>
+  <M extends Meter | null>(m: M): M =>
+    (m && units ? { ...m, usage: { ...m.usage, ...units } } : m) as M;
 
 /** The request headers an operation passes on, by their (lower-case) names. */
 function forwarded(

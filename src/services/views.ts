@@ -23,7 +23,7 @@ export function usageCountsView(r: UsageCounts): Pick<Schemas['UsageRecord'], Fi
   const usage: Schemas['UsageCounts'] = {};
   for (const c of USAGE_CLASSES) {
     usage[c.name] = r[c.column];
-    if (c.apiField) fields[c.column] = r[c.column];
+    if ('apiField' in c && c.apiField) fields[c.column] = r[c.column];
   }
   return { ...(fields as Record<FieldColumn, number>), usage };
 }

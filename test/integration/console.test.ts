@@ -918,6 +918,8 @@ describe('usage, daily usage and ledger', () => {
         cache_write_1h: 0,
         completion: 0,
         reasoning: 0,
+        moderation: 0,
+        search_unit: 0,
       },
       counted: expect.stringMatching(/^(upstream|tokenizer)$/),
       cost_usd: expect.stringMatching(/^\d+\.\d{6}$/),
@@ -961,6 +963,8 @@ describe('usage, daily usage and ledger', () => {
       cache_write_1h: 0,
       completion: chat.completion_tokens,
       reasoning: 0,
+      moderation: 0,
+      search_unit: 0,
     });
     expect(r.body.classes).toEqual([
       { name: 'prompt', label: 'input', unit: 'token', part_of: null },
@@ -969,6 +973,8 @@ describe('usage, daily usage and ledger', () => {
       { name: 'cache_write_1h', label: '1-hour cache write', unit: 'token', part_of: 'cache_write' },
       { name: 'completion', label: 'output', unit: 'token', part_of: null },
       { name: 'reasoning', label: 'reasoning', unit: 'token', part_of: 'completion' },
+      { name: 'moderation', label: 'moderation', unit: 'request', part_of: null },
+      { name: 'search_unit', label: 'rerank', unit: 'search_unit', part_of: null },
     ]);
     const spent = (await c.get('/console/api/account')).body.totals;
     const sum = r.body.data.reduce((a: number, x: any) => a + Math.round(Number(x.cost_usd) * 1e6), 0);

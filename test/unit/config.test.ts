@@ -122,6 +122,8 @@ ${models}`;
       cached_input: 300_000,
       cache_write: 3_750_000,
       cache_write_1h: 6_000_000,
+      moderation: 0,
+      search_unit: 0,
     });
     expect(c.priceNotices).toEqual([
       {
@@ -164,6 +166,8 @@ ${models}`;
       cached_input: 1_000_000,
       cache_write: 1_000_000,
       cache_write_1h: 1_000_000,
+      moderation: 0,
+      search_unit: 0,
     });
     // reads: OpenAI's route may bill them at input; writes: Anthropic's bills more than input
     expect(c.models[1].price).toMatchObject({
@@ -227,6 +231,8 @@ models:
       cached_input: 310_000,
       cache_write: 1_250_000,
       cache_write_1h: 1_250_000,
+      moderation: 0,
+      search_unit: 0,
       tiers: [
         {
           above_prompt_tokens: 200_000,
@@ -235,6 +241,8 @@ models:
           cached_input: 625_000,
           cache_write: 2_500_000,
           cache_write_1h: 2_500_000,
+          moderation: 0,
+          search_unit: 0,
         },
       ],
     });
@@ -254,6 +262,8 @@ models:
         cached_input: 600_000,
         cache_write: 7_500_000,
         cache_write_1h: 12_000_000,
+        moderation: 0,
+        search_unit: 0,
       },
     ]);
     expect(c.priceNotices.filter((n) => n.tier !== undefined).map((n) => `${n.class} ${n.tier} ${n.price}`)).toEqual([
@@ -295,7 +305,7 @@ models:
     ],
     [
       '{ input: 1, tiers: [ { above_prompt_tokens: 1000 } ] }',
-      /models\[0\]\.price\.tiers\[0\]: a tier must set at least one price \(input, cached_input, cache_write, cache_write_1h, output\)/,
+      /models\[0\]\.price\.tiers\[0\]: a tier must set at least one price \(input, cached_input, cache_write, cache_write_1h, output, moderation, search_unit\)/,
     ],
     [
       '{ input: 1, tiers: [ { input: 2 } ] }',

@@ -54,6 +54,8 @@ describe('the table', () => {
       cache_write_1h_tokens: 0,
       completion_tokens: 20,
       reasoning_tokens: 5,
+      moderation_requests: 0,
+      search_units: 0,
     });
   });
 });

@@ -14,6 +14,7 @@ import * as m011 from './011_registration_address';
 import * as m012 from './012_key_budgets';
 import * as m013 from './013_login_addresses';
 import * as m014 from './014_cache_write_1h';
+import * as m015 from './015_moderation_rerank';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -30,6 +31,7 @@ const migrations: Record<string, Knex.Migration> = {
   '012_key_budgets': m012,
   '013_login_addresses': m013,
   '014_cache_write_1h': m014,
+  '015_moderation_rerank': m015,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

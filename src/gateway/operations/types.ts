@@ -7,7 +7,7 @@
  */
 import type { ModelConfig } from '../../config';
 import type { OperationName, UpstreamOp, Wire } from '../../contract';
-import type { Usage } from '../../usage';
+import type { Units, Usage } from '../../usage';
 import type { BodyProfile } from '../bound';
 import type { CountJob } from '../tokenizer';
 
@@ -121,6 +121,17 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
   includeUsage(body: Req): boolean;
   /** The output allowance the request asks for. */
   output(body: Req, model: ModelConfig): Output;
+  /**
+   * The prompt tokens the request cannot exceed, when the body's bound (bound.ts, `promptBound`) is not it: a
+   * reranker reads the query once with every document.
+   */
+  promptBound?(body: Req, profile: BodyProfile, model: ModelConfig): number;
+  /**
+   * What the request uses of the classes not counted in tokens (a moderation: one request; a rerank: its search
+   * units), by usage field, known from the body before it is sent: the hold covers them exactly, and they are billed
+   * with whatever the upstream answered (nothing when no upstream answered).
+   */
+  units?(body: Req): Units;
   /**
    * Price-raising features, per the model's `allow` list: refused (throws a 400 ApiError) or stripped (returns the
    * body without them). Attachments were checked from the profile already.
