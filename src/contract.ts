@@ -7,10 +7,10 @@
 import type { components, operations } from '../generated/openapi';
 
 /** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
-export const CONTRACT_SHA256 = '2160456f4e871ace67942a5667c2371d4651319b8d0e8c89f1df0efdb45f4371';
+export const CONTRACT_SHA256 = '03356cf03dcf467d2bf188f66a9258b32bb95d237a186930d266df94e5d0df18';
 
 /** The scopes an API key may have (KeyScope). */
-export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'] as const;
+export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'moderations'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** What each scope lets a key call, as people read it (KeyScope's x-enumDescriptions). */
@@ -21,10 +21,11 @@ export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
   models: 'List models',
   messages: 'Messages (Anthropic; Claude Code)',
   responses: 'Responses (Codex)',
+  moderations: 'Moderations',
 };
 
 /** The kinds of model (ModelKind). */
-export const MODEL_KINDS = ['chat', 'completion', 'embedding'] as const;
+export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'moderation'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
 /**
@@ -48,6 +49,7 @@ export const ENDPOINTS = {
   createChatCompletion: { caller: 'key', scope: 'chat', anthropicKey: false, meter: 'paid', wire: 'chat' },
   createCompletion: { caller: 'key', scope: 'completions', anthropicKey: false, meter: 'paid', wire: 'completions' },
   createEmbedding: { caller: 'key', scope: 'embeddings', anthropicKey: false, meter: 'paid', wire: 'embeddings' },
+  createModeration: { caller: 'key', scope: 'moderations', anthropicKey: false, meter: 'paid', wire: 'moderations' },
   listModels: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
   retrieveModel: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
   getConsoleConfig: { caller: 'public' },
@@ -95,6 +97,7 @@ export const WIRES = {
   chat: ['chat'],
   completions: ['completion'],
   embeddings: ['embedding'],
+  moderations: ['moderation'],
   messages: ['chat'],
   count_tokens: ['chat'],
   responses: ['chat'],
@@ -102,7 +105,7 @@ export const WIRES = {
 export type UpstreamOp = keyof typeof WIRES;
 
 /** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
-export type OperationName = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
+export type OperationName = 'chat' | 'completions' | 'embeddings' | 'moderations' | 'messages' | 'responses';
 
 type Json<T> = { content: { 'application/json': T } };
 type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
@@ -123,6 +126,11 @@ export interface Wire {
   embeddings: {
     req: JsonRequest<'createEmbedding'>;
     res: JsonAnswer<'createEmbedding'>;
+    chunk: never;
+  };
+  moderations: {
+    req: JsonRequest<'createModeration'>;
+    res: JsonAnswer<'createModeration'>;
     chunk: never;
   };
   messages: {

@@ -17,6 +17,7 @@ import { createCompletion } from './createCompletion';
 import { createConsoleKey } from './createConsoleKey';
 import { createEmbedding } from './createEmbedding';
 import { createMessage } from './createMessage';
+import { createModeration } from './createModeration';
 import { createResponse } from './createResponse';
 import { deleteConsoleKey } from './deleteConsoleKey';
 import { deleteResponse } from './deleteResponse';
@@ -48,6 +49,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createChatCompletion,
   createCompletion,
   createEmbedding,
+  createModeration,
   listModels,
   retrieveModel,
   getConsoleConfig,

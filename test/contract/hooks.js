@@ -47,6 +47,7 @@ const UNREACHABLE = {
   createChatCompletion: 'unreachable-chat',
   createCompletion: 'unreachable-completion',
   createEmbedding: 'unreachable-embedding',
+  createModeration: 'unreachable-moderation',
   createMessage: 'unreachable-chat',
   countMessageTokens: 'unreachable-claude',
   createResponse: 'unreachable-chat',
@@ -99,6 +100,8 @@ hooks.beforeEach((t, done) => {
   if (op === 'createMessage' && status === '400') t.request.body = JSON.stringify({ ...body, max_tokens: 0 });
   if (op === 'countMessageTokens' && status === '400')
     t.request.body = JSON.stringify({ ...body, messages: 'not a list' });
+  // (neither reads temperature: it would pass through as an unknown field)
+  if (op === 'createModeration' && status === '400') t.request.body = JSON.stringify({ ...body, input: 42 });
   if (op === 'retrieveResponse' || op === 'deleteResponse') {
     const id = status === '404' ? 'resp_nobodys0000000000000000000000' : STORED[op];
     t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/responses\/[^/?]+/, `/v1/responses/${id}`);

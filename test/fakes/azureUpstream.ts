@@ -1,17 +1,18 @@
 /**
  * A fake Azure OpenAI resource on loopback, as Azure answers: per deployment
- * (`POST /openai/deployments/{deployment}/{chat/completions|completions|embeddings}?api-version=...`), the key in an
+ * (`POST /openai/deployments/{deployment}/{chat/completions|completions|embeddings|moderations}?api-version=...`), the key in an
  * `api-key` header, OpenAI's body shapes plus Azure's content-filter results (a stream starts with a chunk whose
  * `choices` is empty and carries `prompt_filter_results`), and Azure's errors (`{"error":{"code","message"}}`:
  * 401 for a wrong key, 404 DeploymentNotFound, 400 for an api-version it does not know, or for max_tokens and
  * max_completion_tokens together).
  */
 import { FakeUpstream, type Plan, type Received } from './fakeUpstream';
+import { moderation } from './openaiUpstream';
 
 export type { Plan, Received };
 
 export const AZURE_KEY = 'azure-fake-key-0123456789';
-export const DEPLOYMENTS = ['gpt4o-prod', 'embed-prod'];
+export const DEPLOYMENTS = ['gpt4o-prod', 'embed-prod', 'moderation-prod'];
 const VERSIONS = ['2024-10-21', '2025-01-01-preview'];
 const CREATED = 1_735_689_600;
 const FILTER = {
@@ -30,9 +31,10 @@ const error = (status: number, code: string, message: string): Plan => ({
 function check(r: Received): Plan | null {
   if (r.headers['api-key'] !== AZURE_KEY)
     return error(401, '401', 'Access denied due to invalid subscription key or wrong API endpoint.');
-  const m = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|completions|embeddings)\?api-version=([^&]+)$/.exec(
-    r.path,
-  );
+  const m =
+    /^\/openai\/deployments\/([^/]+)\/(chat\/completions|completions|embeddings|moderations)\?api-version=([^&]+)$/.exec(
+      r.path,
+    );
   if (!m) return error(404, '404', 'Resource not found');
   if (!VERSIONS.includes(decodeURIComponent(m[3]))) return error(400, 'BadRequest', 'API version not supported');
   if (!DEPLOYMENTS.includes(decodeURIComponent(m[1])))
@@ -50,6 +52,8 @@ function check(r: Received): Plan | null {
 function defaultPlan(r: Received): Plan {
   const body = r.body ?? {};
   const deployment = decodeURIComponent(r.path.split('/')[3]);
+  if (r.path.includes('/moderations?'))
+    return { kind: 'json', body: { ...(moderation(body) as object), model: 'omni' } };
   if (r.path.includes('/embeddings?')) {
     const inputs: unknown[] = typeof body.input === 'string' ? [body.input] : body.input;
     return {

@@ -122,10 +122,30 @@ export function defaultPlan(r: Received): Plan {
       },
     };
   }
+  if (r.path.endsWith('/moderations')) return { kind: 'json', body: moderation(body) };
   return {
     kind: 'json',
     status: 404,
     body: { error: { message: 'Unknown path', type: 'invalid_request_error', param: null, code: 'unknown_url' } },
+  };
+}
+
+/** OpenAI's moderation answer (no usage: OpenAI reports none): a string that says "kill" is flagged for violence. */
+export function moderation(body: any): object {
+  const inputs: unknown[] = typeof body.input === 'string' ? [body.input] : body.input;
+  const texts = inputs.every((x) => typeof x === 'string') ? (inputs as string[]) : [JSON.stringify(inputs)];
+  return {
+    id: 'modr-fake1',
+    model: body.model,
+    results: texts.map((t) => {
+      const violent = /kill/i.test(t);
+      return {
+        flagged: violent,
+        categories: { harassment: false, violence: violent },
+        category_scores: { harassment: 0.0001, violence: violent ? 0.99 : 0.0002 },
+        category_applied_input_types: { harassment: ['text'], violence: ['text'] },
+      };
+    }),
   };
 }
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import { CHANNEL } from '../../src/accounts/keyCache';
+import { SCOPES } from '../../src/contract';
 import { connect } from '../../src/db';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -241,7 +242,7 @@ describe('keys', () => {
       enabled: true,
       quota_usd: null,
       models: null,
-      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'],
+      scopes: [...SCOPES], // every scope there is
     });
     expect(a.key).not.toBe(created.key);
   });

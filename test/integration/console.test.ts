@@ -15,6 +15,7 @@ import { FakeStripe, checkoutEvent } from '../fakes/stripeApi';
 import { createCodes } from '../../src/billing/redemption';
 import { post, DuplicateLedgerEntry } from '../../src/db/ledger';
 import { verifyLedger } from '../../src/billing/verify';
+import { SCOPES } from '../../src/contract';
 
 const MODELS = `
 providers: { local: { type: mock }, slow: { type: mock, latency_ms: 300 } }
@@ -484,7 +485,7 @@ describe('keys', () => {
       name: null,
       quota_usd: null,
       models: null,
-      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'],
+      scopes: [...SCOPES], // every scope there is
     });
   });
 

@@ -41,6 +41,7 @@ models:
   - { id: instruct, kind: completion, price: { input: 1.5, output: 2 }, routes: [ { provider: oa } ] }
   - { id: embed, kind: embedding, price: { input: 0.02 }, routes: [ { provider: oa } ] }
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
+  - { id: moderate, kind: moderation, price: { moderation: 1000 }, routes: [ { provider: oa } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
@@ -244,6 +245,30 @@ const OPS: Record<Metered, Op> = {
     rules: Object.fromEntries(
       RULES.map((r) => [r, 'embeddings are priced per input token and take text only']),
     ) as Record<Rule, string>,
+  },
+  createModeration: {
+    path: '/v1/moderations',
+    get upstream() {
+      return openai;
+    },
+    base: { model: 'moderate', input: 'hi' },
+    rules: {
+      // the contract takes text and image URLs, nothing stored
+      stored: [{ body: { input: [{ type: 'file', file: { file_id: 'file-abc' } }] }, refused: null }],
+      priority: 'a moderation is priced per request: OpenAI has no field that raises it',
+      // an "image" whose data is audio is audio, which the model does not allow
+      audio: [
+        {
+          body: { input: [{ type: 'image_url', image_url: { url: 'data:audio/wav;base64,UklGRg==' } }] },
+          refused: null,
+        },
+      ],
+      web_search: 'a moderation searches nothing',
+      server_tools: 'a moderation takes no tools',
+      long_context: NO_OPENAI_SWITCH,
+      data_residency: NO_OPENAI_SWITCH,
+      cache_1h: 'OpenAI bills no cache writes',
+    },
   },
   createMessage: {
     path: '/v1/messages',

@@ -396,7 +396,9 @@ models:
     kind: chatt
     routes: [ { provider: mock } ]
 `;
-    expect(configError(text)).toBe('gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding');
+    expect(configError(text)).toBe(
+      'gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding, moderation',
+    );
   });
 
   test('a bad provider type', () => {

@@ -14,6 +14,7 @@ import {
   keyAllowsModel,
   setKeyEnabled,
 } from '../../src/accounts/keys';
+import { SCOPES } from '../../src/contract';
 import { connect, migrate } from '../../src/db';
 
 let dir: string;
@@ -66,7 +67,7 @@ describe('createKey', () => {
       quota_micros: null,
       used_micros: 0,
       models: null,
-      scopes: ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses'],
+      scopes: [...SCOPES], // by default, every scope there is
       last_used_at: null,
     });
     expect(JSON.stringify(key)).not.toContain(secret);

@@ -5,10 +5,11 @@ import { chat } from './chat';
 import { completions } from './completions';
 import { embeddings } from './embeddings';
 import { messages } from './messages';
+import { moderations } from './moderations';
 import { responses } from './responses';
 import type { Operation } from './types';
 
-export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, messages, responses };
+export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, moderations, messages, responses };
 
-export { chat, completions, embeddings, messages, responses };
+export { chat, completions, embeddings, moderations, messages, responses };
 export type { Operation, OperationName };

@@ -8,7 +8,7 @@
  */
 import type { SseEvent } from '../../sse';
 import type { ChatChunk, CompletionResponse } from '../../types';
-import { chatBody, completionBody, embeddingList, object, OUTPUT_LIMITS, untilDone } from '../openai';
+import { chatBody, completionBody, embeddingList, moderationList, object, OUTPUT_LIMITS, untilDone } from '../openai';
 import { defineProvider, type CallContext } from '../types';
 
 /** The latest generally available data-plane version when this was written. */
@@ -56,6 +56,12 @@ export const azure = defineProvider({
       path: (ctx) => deployment(ctx, 'embeddings'),
       request: (body, ctx) => ({ ...body, model: ctx.model }),
       response: embeddingList,
+    },
+    // Per deployment too, as the other gateways reach it: a resource serves it if it has a moderation deployment.
+    moderations: {
+      path: (ctx) => deployment(ctx, 'moderations'),
+      request: (body, ctx) => ({ ...body, model: ctx.model }),
+      response: moderationList,
     },
   },
 });

@@ -13,6 +13,8 @@ import type {
   CompletionResponse,
   EmbeddingRequest,
   EmbeddingResponse,
+  ModerationRequest,
+  ModerationResponse,
   OpenAIUsage,
 } from '../../types';
 import { openaiUsage, textOf } from '../shared';
@@ -162,8 +164,57 @@ export const mock = defineProvider({
         },
       },
     },
+    moderations: {
+      local: {
+        async send(body, ctx, signal): Promise<ModerationResponse> {
+          await wait(ctx, signal);
+          return { id: `modr-${digest(body).slice(0, 24)}`, model: ctx.model, results: moderationResults(body.input) };
+        },
+      },
+    },
   },
 });
+
+/** OpenAI's moderation categories; those it also scores images for are marked. */
+const CATEGORIES: [string, boolean][] = [
+  ['harassment', false],
+  ['harassment/threatening', false],
+  ['hate', false],
+  ['hate/threatening', false],
+  ['illicit', false],
+  ['illicit/violent', false],
+  ['self-harm', true],
+  ['self-harm/intent', true],
+  ['self-harm/instructions', true],
+  ['sexual', true],
+  ['sexual/minors', false],
+  ['violence', true],
+  ['violence/graphic', true],
+];
+
+/** Violent words flag `violence`, so that a demo can show a flagged result; nothing else is ever flagged. */
+const VIOLENT = /\b(kill|murder|attack)\b/i;
+
+/** One result per string, or one for a multimodal input (as OpenAI answers). */
+function moderationResults(input: ModerationRequest['input']): ModerationResponse['results'] {
+  const inputs = typeof input === 'string' ? [input] : input.every((x) => typeof x === 'string') ? input : [input];
+  return inputs.map((x) => {
+    const text =
+      typeof x === 'string' ? x : x.map((p) => (typeof p === 'object' && p.type === 'text' ? p.text : '')).join(' ');
+    const image = typeof x !== 'string' && x.some((p) => typeof p === 'object' && p.type === 'image_url');
+    const flagged = VIOLENT.test(text);
+    const score = (name: string) =>
+      flagged && name === 'violence' ? 0.97 : Number((vector(`${name}:${text}`, 1)[0] ** 2 / 100).toFixed(6));
+    return {
+      flagged,
+      categories: Object.fromEntries(CATEGORIES.map(([c]) => [c, flagged && c === 'violence'])),
+      category_scores: Object.fromEntries(CATEGORIES.map(([c]) => [c, score(c)])),
+      category_applied_input_types: Object.fromEntries(
+        CATEGORIES.map(([c, images]) => [c, [...(text ? ['text'] : []), ...(image && images ? ['image'] : [])]]),
+      ),
+    };
+  });
+}
 
 /** About four bytes a token, as for English text. */
 const estimate = (s: string) => Math.ceil(Buffer.byteLength(s) / 4);

@@ -105,6 +105,16 @@ export function embeddingList<T>(json: unknown): T {
   return json as T;
 }
 
+/** A moderation answer: a list of `results`, each saying whether it is `flagged`; else a protocol failure. */
+export function moderationList<T>(json: unknown): T {
+  const results = object<{ results?: unknown }>(json).results;
+  const ok =
+    Array.isArray(results) &&
+    results.every((r) => r && typeof r === 'object' && typeof (r as { flagged?: unknown }).flagged === 'boolean');
+  if (!ok) throw new UpstreamError('protocol', 'the upstream answer is not a list of moderation results');
+  return json as T;
+}
+
 /** The events of a Responses stream, as OpenAI sent them, until the one that ends it; an error event ends it too. */
 async function* responseEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<ResponseEvent> {
   for await (const ev of source) {
@@ -160,6 +170,11 @@ export const openai = defineProvider({
       request: responsesBody,
       response: object,
       stream: (events) => responseEvents(events),
+    },
+    moderations: {
+      path: () => '/moderations',
+      request: (body, ctx) => ({ ...body, model: ctx.model }),
+      response: moderationList,
     },
   },
 });
