@@ -98,6 +98,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rerank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rerank documents
+         * @description Orders `documents` by their relevance to `query`, in the shape Cohere,
+         *     Jina and vLLM share. Priced per input token (every document read
+         *     with the query, as a cross-encoder reads them) and, when the model
+         *     sets `price.search_unit`, per search unit: a query over up to 100
+         *     documents.
+         */
+        post: operations["createRerank"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -2671,6 +2695,89 @@ export interface components {
             }[];
         };
         /**
+         * @description Body of `POST /v1/rerank`, the shape Cohere, Jina and vLLM share.
+         *     Unknown top-level fields are accepted and passed through to the
+         *     upstream provider.
+         */
+        CreateRerankRequest: {
+            /**
+             * @description The rerank model, as listed by `GET /v1/models`.
+             * @example rerank-v3.5
+             */
+            model: string;
+            /** @description What the documents are ranked against. */
+            query: string;
+            /**
+             * @description The documents to rank: strings, or objects carrying their `text`
+             *     (and nothing else: a document the upstream would fetch, such as an
+             *     image URL, is not accepted).
+             */
+            documents: (string | {
+                text: string;
+            })[];
+            /** @description How many of the best documents to return (default all). */
+            top_n?: number;
+            /**
+             * @description Whether each result carries its document's text: true adds it
+             *     when the upstream leaves it out, false removes it; left out, as
+             *     the upstream answers.
+             */
+            return_documents?: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @example {
+         *       "id": "rerank-5f1f0c2e",
+         *       "model": "rerank-v3.5",
+         *       "results": [
+         *         {
+         *           "index": 0,
+         *           "relevance_score": 0.98,
+         *           "document": {
+         *             "text": "Paris is the capital of France."
+         *           }
+         *         },
+         *         {
+         *           "index": 2,
+         *           "relevance_score": 0.41,
+         *           "document": {
+         *             "text": "The Eiffel Tower is in Paris."
+         *           }
+         *         }
+         *       ],
+         *       "usage": {
+         *         "prompt_tokens": 42,
+         *         "total_tokens": 42,
+         *         "search_units": 1
+         *       }
+         *     }
+         */
+        CreateRerankResponse: {
+            id?: string;
+            /** @description The model id the request asked for. */
+            model: string;
+            /** @description The documents, most relevant first (at most `top_n`). */
+            results: {
+                /** @description The document's position in the request's `documents`. */
+                index: number;
+                relevance_score: number;
+                document?: {
+                    text: string;
+                };
+            }[];
+            /**
+             * @description What the request was billed for: its input tokens (every document
+             *     read with the query) and its search units (a query over up to 100
+             *     documents).
+             */
+            usage: {
+                prompt_tokens: number;
+                total_tokens: number;
+                search_units: number;
+            };
+        };
+        /**
          * @description An amount of USD with exactly six decimals (micro-USD precision).
          * @example 12.345678
          */
@@ -2767,13 +2874,13 @@ export interface components {
          *     operations may use it (`x-switchyard.kinds`).
          * @enum {string}
          */
-        ModelKind: "chat" | "completion" | "embedding" | "moderation";
+        ModelKind: "chat" | "completion" | "embedding" | "moderation" | "rerank";
         /**
          * @description What an API key may call: each operation called with a key requires
          *     one scope (its `security`).
          * @enum {string}
          */
-        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses" | "moderations";
+        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses" | "moderations" | "rerank";
         ConsoleKey: {
             id: number;
             name: string | null;
@@ -3628,6 +3735,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CreateModerationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRerank: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRerankRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateRerankResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -7,10 +7,10 @@
 import type { components, operations } from '../generated/openapi';
 
 /** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
-export const CONTRACT_SHA256 = '03356cf03dcf467d2bf188f66a9258b32bb95d237a186930d266df94e5d0df18';
+export const CONTRACT_SHA256 = '36862b091ee26ef26b8ca6059356d29b7a0808b6c1c92e862ffbf53cda9137c3';
 
 /** The scopes an API key may have (KeyScope). */
-export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'moderations'] as const;
+export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'moderations', 'rerank'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** What each scope lets a key call, as people read it (KeyScope's x-enumDescriptions). */
@@ -22,10 +22,11 @@ export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
   messages: 'Messages (Anthropic; Claude Code)',
   responses: 'Responses (Codex)',
   moderations: 'Moderations',
+  rerank: 'Rerank',
 };
 
 /** The kinds of model (ModelKind). */
-export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'moderation'] as const;
+export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'moderation', 'rerank'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
 /**
@@ -50,6 +51,7 @@ export const ENDPOINTS = {
   createCompletion: { caller: 'key', scope: 'completions', anthropicKey: false, meter: 'paid', wire: 'completions' },
   createEmbedding: { caller: 'key', scope: 'embeddings', anthropicKey: false, meter: 'paid', wire: 'embeddings' },
   createModeration: { caller: 'key', scope: 'moderations', anthropicKey: false, meter: 'paid', wire: 'moderations' },
+  createRerank: { caller: 'key', scope: 'rerank', anthropicKey: false, meter: 'paid', wire: 'rerank' },
   listModels: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
   retrieveModel: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
   getConsoleConfig: { caller: 'public' },
@@ -98,6 +100,7 @@ export const WIRES = {
   completions: ['completion'],
   embeddings: ['embedding'],
   moderations: ['moderation'],
+  rerank: ['rerank'],
   messages: ['chat'],
   count_tokens: ['chat'],
   responses: ['chat'],
@@ -105,7 +108,7 @@ export const WIRES = {
 export type UpstreamOp = keyof typeof WIRES;
 
 /** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
-export type OperationName = 'chat' | 'completions' | 'embeddings' | 'moderations' | 'messages' | 'responses';
+export type OperationName = 'chat' | 'completions' | 'embeddings' | 'moderations' | 'rerank' | 'messages' | 'responses';
 
 type Json<T> = { content: { 'application/json': T } };
 type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
@@ -131,6 +134,11 @@ export interface Wire {
   moderations: {
     req: JsonRequest<'createModeration'>;
     res: JsonAnswer<'createModeration'>;
+    chunk: never;
+  };
+  rerank: {
+    req: JsonRequest<'createRerank'>;
+    res: JsonAnswer<'createRerank'>;
     chunk: never;
   };
   messages: {

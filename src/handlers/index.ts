@@ -18,6 +18,7 @@ import { createConsoleKey } from './createConsoleKey';
 import { createEmbedding } from './createEmbedding';
 import { createMessage } from './createMessage';
 import { createModeration } from './createModeration';
+import { createRerank } from './createRerank';
 import { createResponse } from './createResponse';
 import { deleteConsoleKey } from './deleteConsoleKey';
 import { deleteResponse } from './deleteResponse';
@@ -50,6 +51,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createCompletion,
   createEmbedding,
   createModeration,
+  createRerank,
   listModels,
   retrieveModel,
   getConsoleConfig,

@@ -48,6 +48,7 @@ const UNREACHABLE = {
   createCompletion: 'unreachable-completion',
   createEmbedding: 'unreachable-embedding',
   createModeration: 'unreachable-moderation',
+  createRerank: 'unreachable-rerank',
   createMessage: 'unreachable-chat',
   countMessageTokens: 'unreachable-claude',
   createResponse: 'unreachable-chat',
@@ -102,6 +103,7 @@ hooks.beforeEach((t, done) => {
     t.request.body = JSON.stringify({ ...body, messages: 'not a list' });
   // (neither reads temperature: it would pass through as an unknown field)
   if (op === 'createModeration' && status === '400') t.request.body = JSON.stringify({ ...body, input: 42 });
+  if (op === 'createRerank' && status === '400') t.request.body = JSON.stringify({ ...body, documents: [] });
   if (op === 'retrieveResponse' || op === 'deleteResponse') {
     const id = status === '404' ? 'resp_nobodys0000000000000000000000' : STORED[op];
     t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/responses\/[^/?]+/, `/v1/responses/${id}`);

@@ -123,6 +123,7 @@ export function defaultPlan(r: Received): Plan {
     };
   }
   if (r.path.endsWith('/moderations')) return { kind: 'json', body: moderation(body) };
+  if (r.path.endsWith('/rerank')) return { kind: 'json', body: rerankAnswer(body) };
   return {
     kind: 'json',
     status: 404,
@@ -147,6 +148,23 @@ export function moderation(body: any): object {
       };
     }),
   };
+}
+
+/**
+ * vLLM's rerank answer: every document, in reverse order of position (the last is the most relevant), each with its
+ * document; usage as vLLM counts it, here 10 tokens for each (query, document) pair.
+ */
+export function rerankAnswer(body: any): object {
+  const docs: unknown[] = body.documents;
+  const results = docs
+    .map((d, index) => ({
+      index,
+      document: { text: typeof d === 'string' ? d : (d as { text: string }).text },
+      relevance_score: (index + 1) / docs.length,
+    }))
+    .reverse()
+    .slice(0, body.top_n ?? docs.length);
+  return { id: 'rerank-fake1', model: body.model, usage: { total_tokens: 10 * docs.length }, results };
 }
 
 /** The chunks OpenAI sends for a text answer: role, content pieces, finish, and (if asked) the usage chunk. */

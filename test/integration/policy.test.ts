@@ -42,6 +42,7 @@ models:
   - { id: embed, kind: embedding, price: { input: 0.02 }, routes: [ { provider: oa } ] }
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
   - { id: moderate, kind: moderation, price: { moderation: 1000 }, routes: [ { provider: oa } ] }
+  - { id: rank, kind: rerank, price: { input: 0.05 }, routes: [ { provider: oa } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
@@ -268,6 +269,24 @@ const OPS: Record<Metered, Op> = {
       long_context: NO_OPENAI_SWITCH,
       data_residency: NO_OPENAI_SWITCH,
       cache_1h: 'OpenAI bills no cache writes',
+    },
+  },
+  createRerank: {
+    path: '/v1/rerank',
+    get upstream() {
+      return openai;
+    },
+    base: { model: 'rank', query: 'hi', documents: ['a', 'b'] },
+    rules: {
+      // a document is text: the contract takes no other field of one (a stored file, an image to fetch)
+      stored: [{ body: { documents: [{ text: 'a', file_id: 'file-abc' }] }, refused: null }],
+      priority: 'rerank servers have no priced tier',
+      audio: 'documents are text only',
+      web_search: 'a rerank searches only the documents it is sent',
+      server_tools: 'a rerank takes no tools',
+      long_context: 'a rerank is priced per token of every (query, document) pair, however long',
+      data_residency: NO_OPENAI_SWITCH,
+      cache_1h: 'rerank servers bill no cache writes',
     },
   },
   createMessage: {

@@ -397,7 +397,7 @@ models:
     routes: [ { provider: mock } ]
 `;
     expect(configError(text)).toBe(
-      'gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding, moderation',
+      'gw.yaml:8:11: models[1].kind: must be one of chat, completion, embedding, moderation, rerank',
     );
   });
 

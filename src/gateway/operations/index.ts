@@ -6,10 +6,11 @@ import { completions } from './completions';
 import { embeddings } from './embeddings';
 import { messages } from './messages';
 import { moderations } from './moderations';
+import { rerank } from './rerank';
 import { responses } from './responses';
 import type { Operation } from './types';
 
-export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, moderations, messages, responses };
+export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, moderations, rerank, messages, responses };
 
-export { chat, completions, embeddings, moderations, messages, responses };
+export { chat, completions, embeddings, moderations, rerank, messages, responses };
 export type { Operation, OperationName };

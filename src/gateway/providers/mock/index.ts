@@ -16,6 +16,8 @@ import type {
   ModerationRequest,
   ModerationResponse,
   OpenAIUsage,
+  RerankRequest,
+  RerankResponse,
 } from '../../types';
 import { openaiUsage, textOf } from '../shared';
 import { defineProvider, type CallContext } from '../types';
@@ -172,6 +174,14 @@ export const mock = defineProvider({
         },
       },
     },
+    rerank: {
+      local: {
+        async send(body, ctx, signal): Promise<RerankResponse> {
+          await wait(ctx, signal);
+          return rerankAnswer(body, ctx.model);
+        },
+      },
+    },
   },
 });
 
@@ -214,6 +224,32 @@ function moderationResults(input: ModerationRequest['input']): ModerationRespons
       ),
     };
   });
+}
+
+/** Documents ranked by the share of the query's words they contain (ties: in their order); usage at 4 bytes a token. */
+function rerankAnswer(body: RerankRequest, model: string): RerankResponse {
+  const words = (s: string) => new Set(s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+  const asked = words(body.query);
+  const texts = body.documents.map((d) => (typeof d === 'string' ? d : d.text));
+  const ranked = texts
+    .map((text, index) => {
+      const found = [...words(text)].filter((w) => asked.has(w)).length;
+      return { index, relevance_score: asked.size ? Number((found / asked.size).toFixed(6)) : 0, text };
+    })
+    .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
+    .slice(0, body.top_n ?? texts.length);
+  // the query read with every document, as vLLM counts (estimated once: a long query must not stall the process)
+  const tokens = estimate(body.query) * texts.length + texts.reduce((n, t) => n + estimate(t), 0);
+  return {
+    id: `rerank-${digest(body).slice(0, 24)}`,
+    model,
+    results: ranked.map(({ index, relevance_score, text }) => ({
+      index,
+      relevance_score,
+      ...(body.return_documents ? { document: { text } } : {}),
+    })),
+    usage: { prompt_tokens: tokens, total_tokens: tokens, search_units: Math.ceil(texts.length / 100) },
+  };
 }
 
 /** About four bytes a token, as for English text. */
