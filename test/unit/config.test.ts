@@ -528,7 +528,10 @@ describe('loadConfig', () => {
     expect(c.models.map((m) => [m.id, m.kind, m.owned_by])).toEqual([
       ['mock-chat', 'chat', 'switchyard'],
       ['mock-embedding', 'embedding', 'switchyard'],
+      ['mock-moderation', 'moderation', 'switchyard'],
+      ['mock-rerank', 'rerank', 'switchyard'],
     ]);
+    expect(c.models[2].price.moderation).toBe(100_000_000); // 100 USD per million requests: 100 µUSD a request
     expect(c.models[1].routes).toMatchObject([{ provider: 'mock', model: 'mock-embedding' }]);
   });
 });
