@@ -137,6 +137,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/moderations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a moderation
+         * @description Classifies whether text and image inputs are potentially harmful, as
+         *     OpenAI's moderations do. `model` may be left out: it is then
+         *     `omni-moderation-latest`, as at OpenAI (a model of that id must be
+         *     configured). Priced per request (`price.moderation`, free unless the
+         *     operator sets it) and counted in usage like any paid call.
+         */
+        post: operations["createModeration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rerank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rerank documents
+         * @description Orders `documents` by their relevance to `query`, in the shape Cohere,
+         *     Jina and vLLM share. Priced per input token (every document read
+         *     with the query, as a cross-encoder reads them) and, when the model
+         *     sets `price.search_unit`, per search unit: a query over up to 100
+         *     documents.
+         */
+        post: operations["createRerank"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -2797,6 +2845,178 @@ export interface components {
             };
         };
         /**
+         * @description Body of `POST /v1/moderations`. Unknown top-level fields are accepted
+         *     and passed through to the upstream provider.
+         */
+        CreateModerationRequest: {
+            /**
+             * @description What to classify: a string, an array of strings, or an array of
+             *     text and image parts (images as URLs or data URLs).
+             */
+            input: string | string[] | (components["schemas"]["ModerationTextInput"] | components["schemas"]["ModerationImageInput"])[];
+            /**
+             * @description The moderation model, as listed by `GET /v1/models`; left out,
+             *     `omni-moderation-latest`.
+             * @default omni-moderation-latest
+             * @example omni-moderation-latest
+             */
+            model?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        ModerationTextInput: {
+            /** @constant */
+            type: "text";
+            text: string;
+        };
+        ModerationImageInput: {
+            /** @constant */
+            type: "image_url";
+            image_url: {
+                /** @description The image's URL, or a data URL of its base64 data. */
+                url: string;
+            };
+        };
+        /**
+         * @description Whether each input is potentially harmful.
+         * @example {
+         *       "id": "modr-0d9740456c391e43c445bf0f010940c7",
+         *       "model": "omni-moderation-latest",
+         *       "results": [
+         *         {
+         *           "flagged": true,
+         *           "categories": {
+         *             "harassment": true,
+         *             "violence": true
+         *           },
+         *           "category_scores": {
+         *             "harassment": 0.8189,
+         *             "violence": 0.9972
+         *           },
+         *           "category_applied_input_types": {
+         *             "harassment": [
+         *               "text"
+         *             ],
+         *             "violence": [
+         *               "text"
+         *             ]
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        CreateModerationResponse: {
+            id: string;
+            /** @description The model id the request asked for. */
+            model: string;
+            /** @description One result per input (one for a multimodal input). */
+            results: {
+                /** @description Whether any category is flagged. */
+                flagged: boolean;
+                /**
+                 * @description Each category (`hate`, `hate/threatening`, `harassment`,
+                 *     `harassment/threatening`, `illicit`, `illicit/violent`,
+                 *     `self-harm`, `self-harm/intent`, `self-harm/instructions`,
+                 *     `sexual`, `sexual/minors`, `violence`, `violence/graphic`)
+                 *     and whether it is flagged.
+                 */
+                categories: {
+                    [key: string]: boolean | null;
+                };
+                /** @description Each category's score, from 0 to 1. */
+                category_scores: {
+                    [key: string]: number;
+                };
+                /** @description For each category, the kinds of input (`text`, `image`) its score applies to. */
+                category_applied_input_types?: {
+                    [key: string]: string[];
+                };
+            }[];
+        };
+        /**
+         * @description Body of `POST /v1/rerank`, the shape Cohere, Jina and vLLM share.
+         *     Unknown top-level fields are accepted and passed through to the
+         *     upstream provider.
+         */
+        CreateRerankRequest: {
+            /**
+             * @description The rerank model, as listed by `GET /v1/models`.
+             * @example rerank-v3.5
+             */
+            model: string;
+            /** @description What the documents are ranked against. */
+            query: string;
+            /**
+             * @description The documents to rank: strings, or objects carrying their `text`
+             *     (and nothing else: a document the upstream would fetch, such as an
+             *     image URL, is not accepted).
+             */
+            documents: (string | {
+                text: string;
+            })[];
+            /** @description How many of the best documents to return (default all). */
+            top_n?: number;
+            /**
+             * @description Whether each result carries its document's text: true adds it
+             *     when the upstream leaves it out, false removes it; left out, as
+             *     the upstream answers.
+             */
+            return_documents?: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @example {
+         *       "id": "rerank-5f1f0c2e",
+         *       "model": "rerank-v3.5",
+         *       "results": [
+         *         {
+         *           "index": 0,
+         *           "relevance_score": 0.98,
+         *           "document": {
+         *             "text": "Paris is the capital of France."
+         *           }
+         *         },
+         *         {
+         *           "index": 2,
+         *           "relevance_score": 0.41,
+         *           "document": {
+         *             "text": "The Eiffel Tower is in Paris."
+         *           }
+         *         }
+         *       ],
+         *       "usage": {
+         *         "prompt_tokens": 42,
+         *         "total_tokens": 42,
+         *         "search_units": 1
+         *       }
+         *     }
+         */
+        CreateRerankResponse: {
+            id?: string;
+            /** @description The model id the request asked for. */
+            model: string;
+            /** @description The documents, most relevant first (at most `top_n`). */
+            results: {
+                /** @description The document's position in the request's `documents`. */
+                index: number;
+                relevance_score: number;
+                document?: {
+                    text: string;
+                };
+            }[];
+            /**
+             * @description What the request was billed for: its input tokens (every document
+             *     read with the query) and its search units (a query over up to 100
+             *     documents).
+             */
+            usage: {
+                prompt_tokens: number;
+                total_tokens: number;
+                search_units: number;
+            };
+        };
+        /**
          * @description An amount of USD with exactly six decimals (micro-USD precision).
          * @example 12.345678
          */
@@ -2893,13 +3113,13 @@ export interface components {
          *     operations may use it (`x-switchyard.kinds`).
          * @enum {string}
          */
-        ModelKind: "chat" | "completion" | "embedding" | "image" | "speech";
+        ModelKind: "chat" | "completion" | "embedding" | "image" | "speech" | "moderation" | "rerank";
         /**
          * @description What an API key may call: each operation called with a key requires
          *     one scope (its `security`).
          * @enum {string}
          */
-        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses" | "images" | "audio";
+        KeyScope: "chat" | "completions" | "embeddings" | "models" | "messages" | "responses" | "images" | "audio" | "moderations" | "rerank";
         ConsoleKey: {
             id: number;
             name: string | null;
@@ -3806,6 +4026,84 @@ export interface operations {
                      *     data: {"type":"speech.audio.done","usage":{"input_tokens":14,"output_tokens":101,"total_tokens":115}}
                      */
                     "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createModeration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateModerationRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateModerationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRerank: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRerankRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateRerankResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

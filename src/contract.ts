@@ -7,10 +7,10 @@
 import type { components, operations } from '../generated/openapi';
 
 /** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
-export const CONTRACT_SHA256 = '320407e62f8275d9f479a0ed33ea7af8541515b10e44ea49e7a973da856389d4';
+export const CONTRACT_SHA256 = '9e59425e1f32f0fbaea397953bd02a7ece3e7b416099aed502617178bdb5cb61';
 
 /** The scopes an API key may have (KeyScope). */
-export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images', 'audio'] as const;
+export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images', 'audio', 'moderations', 'rerank'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** What each scope lets a key call, as people read it (KeyScope's x-enumDescriptions). */
@@ -23,10 +23,12 @@ export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
   responses: 'Responses (Codex)',
   images: 'Image generation',
   audio: 'Audio (speech)',
+  moderations: 'Moderations',
+  rerank: 'Rerank',
 };
 
 /** The kinds of model (ModelKind). */
-export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'image', 'speech'] as const;
+export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'image', 'speech', 'moderation', 'rerank'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
 /**
@@ -52,6 +54,8 @@ export const ENDPOINTS = {
   createEmbedding: { caller: 'key', scope: 'embeddings', anthropicKey: false, meter: 'paid', wire: 'embeddings' },
   createImage: { caller: 'key', scope: 'images', anthropicKey: false, meter: 'paid', wire: 'images' },
   createSpeech: { caller: 'key', scope: 'audio', anthropicKey: false, meter: 'paid', wire: 'speech' },
+  createModeration: { caller: 'key', scope: 'moderations', anthropicKey: false, meter: 'paid', wire: 'moderations' },
+  createRerank: { caller: 'key', scope: 'rerank', anthropicKey: false, meter: 'paid', wire: 'rerank' },
   listModels: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
   retrieveModel: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
   getConsoleConfig: { caller: 'public' },
@@ -101,6 +105,8 @@ export const WIRES = {
   embeddings: ['embedding'],
   images: ['image'],
   speech: ['speech'],
+  moderations: ['moderation'],
+  rerank: ['rerank'],
   messages: ['chat'],
   count_tokens: ['chat'],
   responses: ['chat'],
@@ -108,7 +114,7 @@ export const WIRES = {
 export type UpstreamOp = keyof typeof WIRES;
 
 /** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
-export type OperationName = 'chat' | 'completions' | 'embeddings' | 'images' | 'speech' | 'messages' | 'responses';
+export type OperationName = 'chat' | 'completions' | 'embeddings' | 'images' | 'speech' | 'moderations' | 'rerank' | 'messages' | 'responses';
 
 type Json<T> = { content: { 'application/json': T } };
 type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
@@ -143,6 +149,16 @@ export interface Wire {
     req: JsonRequest<'createSpeech'>;
     res: never;
     chunk: components['schemas']['CreateSpeechResponseStreamEvent'] | Uint8Array;
+  };
+  moderations: {
+    req: JsonRequest<'createModeration'>;
+    res: JsonAnswer<'createModeration'>;
+    chunk: never;
+  };
+  rerank: {
+    req: JsonRequest<'createRerank'>;
+    res: JsonAnswer<'createRerank'>;
+    chunk: never;
   };
   messages: {
     req: JsonRequest<'createMessage'>;

@@ -138,6 +138,27 @@ export const USAGE_CLASSES = [
     column: 'characters',
     label: 'input',
   },
+  // A moderation request (POST /v1/moderations). OpenAI's are free: `price.moderation` is 0 unless configured.
+  {
+    name: 'moderation',
+    field: 'moderations',
+    unit: 'request',
+    price: 'moderation',
+    partOf: null,
+    column: 'moderation_requests',
+    label: 'moderation',
+  },
+  // Cohere's unit of rerank: a query over up to 100 documents. Counted by the gateway from the request, so that a
+  // hold covers it exactly (POST /v1/rerank).
+  {
+    name: 'search_unit',
+    field: 'searchUnits',
+    unit: 'search_unit',
+    price: 'search_unit',
+    partOf: null,
+    column: 'search_units',
+    label: 'rerank',
+  },
 ] as const satisfies readonly UsageClass[];
 
 type Entry = (typeof USAGE_CLASSES)[number];
@@ -201,19 +222,27 @@ export const NO_USAGE: Usage = Object.freeze(usage(0, 0));
 /** What a usage says of one class (0 when it says nothing). */
 export const countOf = (u: Usage, c: Pick<UsageClass, 'field'>): number => fields(u)[c.field] ?? 0;
 
-/** The counts a usage gives, by class name (what Price's holds take as the bounds of classes other than tokens). */
-export function byClass(u: Partial<Usage>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const c of USAGE_CLASSES) {
-    const n = countOf(u as Usage, c);
-    if (n) out[c.name] = n;
-  }
-  return out;
-}
-
 /** A usage as the usage_records columns that store it. */
 export function usageColumns(u: Usage): Record<UsageColumn, number> {
   return Object.fromEntries(USAGE_CLASSES.map((c) => [c.column, countOf(u, c)])) as Record<UsageColumn, number>;
+}
+
+/** Counts of some classes, by usage field (what an operation knows it uses before it is sent: operations/types.ts). */
+export type Units = Partial<Record<UsageField, number>>;
+
+/**
+ * Counts by field, summed by the family they belong to (by the name of the class at its top): the bounds
+ * Price.worstCase takes besides the prompt and the output.
+ */
+export function familyBounds(units: Units, classes: readonly UsageClass[] = USAGE_CLASSES): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [field, n] of Object.entries(units)) {
+    const c = classes.find((k) => k.field === field);
+    if (!c || !n) continue;
+    const family = familyOf(c, classes).name;
+    out[family] = (out[family] ?? 0) + n;
+  }
+  return out;
 }
 
 /** The class at the top of `c`'s `partOf` chain (itself when it is part of nothing). */

@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import type { KeyPrincipal } from '../accounts/keys';
 import type { BillingConfig, ModelConfig } from '../config';
 import { ApiError } from '../errors';
-import { NO_USAGE, byClass, usage, type Usage } from '../usage';
+import { NO_USAGE, familyBounds, usage, type Units, type Usage } from '../usage';
 import { priceOf, type Price } from './prices';
 import * as store from './store';
 
@@ -64,8 +64,11 @@ export interface AdmitRequest {
    * covers (the request is refused instead).
    */
   fixedOutput?: boolean;
-  /** What it uses whatever its answer, counted from the request (a speech input's characters): held at their price. */
-  units?: Partial<Usage>;
+  /**
+   * What it uses whatever its answer, counted from the request, by usage field (a speech input's characters, a
+   * moderation request, search units): held exactly, at their price.
+   */
+  units?: Units;
   /** UTF-8 bytes of its prompt text, for checkpoint estimates. */
   promptBytes: number;
   /** Bounds of the families other than prompt and output, by class name (generated images: `{ images: n }`). */
@@ -720,11 +723,12 @@ export class Billing {
 
 /**
  * A request's bounds of the families other than prompt and output, by class name: those it states (`others`:
- * generated images) and what it uses whatever its answer (`units`: a speech input's characters), added up.
+ * generated images) and what it uses whatever its answer (`units`: a speech input's characters, a moderation request,
+ * search units), by family (usage.ts, familyBounds), added up.
  */
 function othersOf(r: AdmitRequest): Record<string, number> {
   const out: Record<string, number> = { ...r.others };
-  for (const [name, n] of Object.entries(byClass(r.units ?? {}))) out[name] = (out[name] ?? 0) + n;
+  for (const [name, n] of Object.entries(familyBounds(r.units ?? {}))) out[name] = (out[name] ?? 0) + n;
   return out;
 }
 

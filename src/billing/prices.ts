@@ -3,7 +3,8 @@
  * key (usage.ts, USAGE_CLASSES); a request costs
  *   ceil(Σ units a class bills on its own × its price / 1,000,000)
  * micro-USD — fresh input × input + cache reads × cached_input + 5-minute cache writes × cache_write + 1-hour cache
- * writes × cache_write_1h + output × output, today — computed exactly (BigInt when a double would not be) and rounded
+ * writes × cache_write_1h + output × output + moderation requests × moderation + search units × search_unit,
+ * today — computed exactly (BigInt when a double would not be) and rounded
  * up once per request, never per token or per class.
  *
  * Tiers. A price may depend on the prompt's size: the prices of the highest tier whose `above_prompt_tokens` the
@@ -15,13 +16,13 @@
  * from the model's `price.images` table —: `graded(grades)` is the price with the class at the dearest of those grades.
  * A hold prices it at the dearest grade the request allows; settlement at the grade the upstream made.
  */
-import type { ModelConfig, PriceConfig, Rates } from '../config';
+import type { ModelConfig, PriceConfig, PriceRates } from '../config';
 import { USAGE_CLASSES, countOf, familyOf, type Usage, type UsageClass } from '../usage';
 
 interface Tier {
   /** The tier applies to prompts of more tokens than this (the base: -1, every prompt). */
   above: number;
-  rates: Readonly<Record<string, number>>;
+  rates: Readonly<Record<string, number | undefined>>;
   /** For each class at the top of a family: the highest price in its family, what a hold pays for each of its units. */
   top: Record<string, number>;
 }
@@ -44,8 +45,9 @@ export class Price {
   ) {
     const reaches = (c: UsageClass) =>
       !c.feature || allowed === true || (allowed !== false && allowed.includes(c.feature));
-    const tier = (above: number, prices: Rates): Tier => {
-      const rates: Readonly<Record<string, number>> = prices; // by price key: a test's table may have keys of its own
+    const tier = (above: number, prices: PriceRates): Tier => {
+      // by price key (a test's table may have keys of its own); a price left out is 0
+      const rates = prices as Readonly<Record<string, number | undefined>>;
       const top: Record<string, number> = {};
       for (const c of classes) {
         const family = familyOf(c, classes).name;
@@ -84,7 +86,8 @@ export class Price {
   /**
    * The most a request can cost whose prompt is at most `promptTokens` and output at most `outputTokens` (each token
    * at the highest price of its family), at the dearest tier the prompt bound reaches. `others`: bounds of the other
-   * classes at the top of a family, by name (generated images: `{ images: n }`; a speech input's `characters`).
+   * families, by the name of the class at their top (generated images: `{ images: n }`; a speech input's
+   * `characters`; a moderation request, search units: usage.ts, familyBounds).
    */
   worstCase(promptTokens: number, outputTokens: number, others: Readonly<Record<string, number>> = {}): number {
     return Math.max(

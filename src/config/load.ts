@@ -308,9 +308,12 @@ interface PriceContext {
  */
 function priceConfig(m: RawModel, at: (string | number)[], ctx: PriceContext): PriceConfig {
   const grades = gradedPrices(m.price ?? {}, at, ctx.fail);
-  const base: PriceConfig = { ...rates(m.id, m.price ?? {}, null, at, ctx, undefined, grades), ...grades };
+  const base: Rates & Pick<PriceConfig, 'grades'> = {
+    ...rates(m.id, m.price ?? {}, null, at, ctx, undefined, grades),
+    ...grades,
+  };
   if (!m.price?.tiers?.length) return base;
-  const tiers: PriceTier[] = [];
+  const tiers: (Rates & PriceTier)[] = []; // each with every price: the tier above reads the ones it leaves out here
   m.price.tiers.forEach((t, j) => {
     const where = [...at, 'tiers', j];
     const below = tiers.at(-1);

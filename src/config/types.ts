@@ -69,17 +69,24 @@ export interface RouteConfig {
 export type Rates = Record<BasePriceKey, number> & Partial<Record<PriceKey, number>>;
 
 /** A model's prices above a prompt size: the prices left out are those of the tier below, the cache ones derived. */
-export interface PriceTier extends Rates {
+export interface PriceTier extends PriceRates {
   /** The tier applies to requests whose prompt (every prompt token, cached ones included) is above this many tokens. */
   above_prompt_tokens: number;
 }
+
+/**
+ * Rates as a price reads them: a loaded configuration gives every key of the first classes (Rates), but a price left
+ * out costs 0, so that prices written for a purpose (tests, tools) need not list every class there is, nor change
+ * when a class is added.
+ */
+export type PriceRates = Partial<Rates>;
 
 /**
  * A model's prices: its base rates, and the tiers above them by prompt size (ascending), when it has any. A graded
  * class (usage.ts: generated images) has its prices by grade in `grades`, micro-USD per million units; its rate in
  * Rates is the dearest grade's, what it costs when the grade is not known.
  */
-export type PriceConfig = Rates & {
+export type PriceConfig = PriceRates & {
   tiers?: PriceTier[];
   grades?: Partial<Record<PriceKey, Readonly<Record<string, number>>>>;
 };

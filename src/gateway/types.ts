@@ -16,6 +16,10 @@ export type SpeechRequest = S['CreateSpeechRequest'];
 export type SpeechEvent = S['CreateSpeechResponseStreamEvent'];
 /** A speech answer as it streams: its audio's bytes as they come, or (`stream_format: sse`) its events. */
 export type SpeechChunk = SpeechEvent | Uint8Array;
+export type ModerationRequest = S['CreateModerationRequest'];
+export type ModerationResponse = S['CreateModerationResponse'];
+export type RerankRequest = S['CreateRerankRequest'];
+export type RerankResponse = S['CreateRerankResponse'];
 export type OpenAIUsage = S['CompletionUsage'];
 export type Model = S['Model'];
 export type ChatMessage = S['ChatCompletionRequestMessage'];

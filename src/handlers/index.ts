@@ -18,6 +18,8 @@ import { createConsoleKey } from './createConsoleKey';
 import { createEmbedding } from './createEmbedding';
 import { createImage } from './createImage';
 import { createMessage } from './createMessage';
+import { createModeration } from './createModeration';
+import { createRerank } from './createRerank';
 import { createResponse } from './createResponse';
 import { createSpeech } from './createSpeech';
 import { deleteConsoleKey } from './deleteConsoleKey';
@@ -52,6 +54,8 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createEmbedding,
   createImage,
   createSpeech,
+  createModeration,
+  createRerank,
   listModels,
   retrieveModel,
   getConsoleConfig,

@@ -203,7 +203,7 @@ export class Metered {
         principal,
         model,
         endpoint: op.name,
-        promptTokens: promptBound(call.profile, model),
+        promptTokens: op.promptBound ? op.promptBound(body, call.profile, model) : promptBound(call.profile, model),
         outputTokens: asked,
         choices,
         extraPerChoice: extra,
@@ -318,7 +318,11 @@ interface StreamEnd {
   onAnswer?: (answer: unknown) => Promise<void>;
 }
 
-/** A request's usage with the units the operation counts from the request itself (a speech input's characters). */
+/**
+ * A request's usage with the units the operation counts from the request itself (a speech input's characters, a
+ * moderation request, a rerank's search units), billed whenever an upstream was called: a request that reached none
+ * (no meter) uses none.
+ */
 function withUnits<Req extends { model: string }>(op: Operation<Req>, body: Req, m: Meter | null): Meter | null {
   const units = m && op.units?.(body);
   return units ? { ...m, usage: { ...m.usage, ...units } } : m;

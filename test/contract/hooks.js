@@ -49,6 +49,8 @@ const UNREACHABLE = {
   createEmbedding: 'unreachable-embedding',
   createImage: 'unreachable-image',
   createSpeech: 'unreachable-speech',
+  createModeration: 'unreachable-moderation',
+  createRerank: 'unreachable-rerank',
   createMessage: 'unreachable-chat',
   countMessageTokens: 'unreachable-claude',
   createResponse: 'unreachable-chat',
@@ -105,6 +107,9 @@ hooks.beforeEach((t, done) => {
   if (op === 'createMessage' && status === '400') t.request.body = JSON.stringify({ ...body, max_tokens: 0 });
   if (op === 'countMessageTokens' && status === '400')
     t.request.body = JSON.stringify({ ...body, messages: 'not a list' });
+  // (neither reads temperature: it would pass through as an unknown field)
+  if (op === 'createModeration' && status === '400') t.request.body = JSON.stringify({ ...body, input: 42 });
+  if (op === 'createRerank' && status === '400') t.request.body = JSON.stringify({ ...body, documents: [] });
   if (op === 'retrieveResponse' || op === 'deleteResponse') {
     const id = status === '404' ? 'resp_nobodys0000000000000000000000' : STORED[op];
     t.fullPath = t.request.uri = t.request.uri.replace(/\/v1\/responses\/[^/?]+/, `/v1/responses/${id}`);

@@ -1,19 +1,19 @@
 /**
  * A fake Azure OpenAI resource on loopback, as Azure answers: per deployment
- * (`POST /openai/deployments/{deployment}/{chat/completions|completions|embeddings|images/generations|audio/speech}
- * ?api-version=`), the key in an `api-key` header, OpenAI's body shapes plus Azure's content-filter results (a stream
- * starts with a chunk whose `choices` is empty and carries `prompt_filter_results`), and Azure's errors
- * (`{"error":{"code","message"}}`: 401 for a wrong key, 404 DeploymentNotFound, 400 for an api-version it does not
- * know, or for max_tokens and max_completion_tokens together). Images are DALL·E 3's (test/fakes/openaiUpstream.ts);
- * speech answers with the audio's bytes.
+ * (`POST /openai/deployments/{deployment}/{chat/completions|completions|embeddings|images/generations|audio/speech|
+ * moderations}?api-version=`), the key in an `api-key` header, OpenAI's body shapes plus Azure's content-filter
+ * results (a stream starts with a chunk whose `choices` is empty and carries `prompt_filter_results`), and Azure's
+ * errors (`{"error":{"code","message"}}`: 401 for a wrong key, 404 DeploymentNotFound, 400 for an api-version it does
+ * not know, or for max_tokens and max_completion_tokens together). Images are DALL·E 3's
+ * (test/fakes/openaiUpstream.ts); speech answers with the audio's bytes; moderations are OpenAI's.
  */
 import { FakeUpstream, type Plan, type Received } from './fakeUpstream';
-import { imagesPlan, speechAudio } from './openaiUpstream';
+import { imagesPlan, moderation, speechAudio } from './openaiUpstream';
 
 export type { Plan, Received };
 
 export const AZURE_KEY = 'azure-fake-key-0123456789';
-export const DEPLOYMENTS = ['gpt4o-prod', 'embed-prod', 'dalle-prod', 'tts-prod'];
+export const DEPLOYMENTS = ['gpt4o-prod', 'embed-prod', 'dalle-prod', 'tts-prod', 'moderation-prod'];
 const VERSIONS = ['2024-10-21', '2025-01-01-preview', '2025-03-01-preview'];
 const CREATED = 1_735_689_600;
 const FILTER = {
@@ -33,7 +33,7 @@ function check(r: Received): Plan | null {
   if (r.headers['api-key'] !== AZURE_KEY)
     return error(401, '401', 'Access denied due to invalid subscription key or wrong API endpoint.');
   const m =
-    /^\/openai\/deployments\/([^/]+)\/(chat\/completions|completions|embeddings|images\/generations|audio\/speech)\?api-version=([^&]+)$/.exec(
+    /^\/openai\/deployments\/([^/]+)\/(chat\/completions|completions|embeddings|images\/generations|audio\/speech|moderations)\?api-version=([^&]+)$/.exec(
       r.path,
     );
   if (!m) return error(404, '404', 'Resource not found');
@@ -55,6 +55,8 @@ function defaultPlan(r: Received): Plan {
   const deployment = decodeURIComponent(r.path.split('/')[3]);
   if (r.path.includes('/images/generations?')) return imagesPlan({ ...body, model: 'dall-e-3' });
   if (r.path.includes('/audio/speech?')) return { kind: 'bytes', type: 'audio/wav', pieces: [speechAudio(body)] };
+  if (r.path.includes('/moderations?'))
+    return { kind: 'json', body: { ...(moderation(body) as object), model: 'omni' } };
   if (r.path.includes('/embeddings?')) {
     const inputs: unknown[] = typeof body.input === 'string' ? [body.input] : body.input;
     return {

@@ -124,11 +124,49 @@ export function defaultPlan(r: Received): Plan {
       },
     };
   }
+  if (r.path.endsWith('/moderations')) return { kind: 'json', body: moderation(body) };
+  if (r.path.endsWith('/rerank')) return { kind: 'json', body: rerankAnswer(body) };
   return {
     kind: 'json',
     status: 404,
     body: { error: { message: 'Unknown path', type: 'invalid_request_error', param: null, code: 'unknown_url' } },
   };
+}
+
+/** OpenAI's moderation answer (no usage: OpenAI reports none): a string that says "kill" is flagged for violence. */
+export function moderation(body: any): object {
+  const inputs: unknown[] = typeof body.input === 'string' ? [body.input] : body.input;
+  const texts = inputs.every((x) => typeof x === 'string') ? (inputs as string[]) : [JSON.stringify(inputs)];
+  return {
+    id: 'modr-fake1',
+    model: body.model,
+    results: texts.map((t) => {
+      const violent = /kill/i.test(t);
+      return {
+        flagged: violent,
+        categories: { harassment: false, violence: violent },
+        category_scores: { harassment: 0.0001, violence: violent ? 0.99 : 0.0002 },
+        category_applied_input_types: { harassment: ['text'], violence: ['text'] },
+      };
+    }),
+  };
+}
+
+/**
+ * vLLM's rerank answer: every document, in reverse order of position (the last is the most relevant), each with its
+ * document; usage as vLLM counts it, here 10 tokens for each (query, document) pair.
+ */
+export function rerankAnswer(body: any): object {
+  const docs: unknown[] = body.documents;
+  const results = docs
+    .map((d, index) => ({
+      index,
+      document: { text: typeof d === 'string' ? d : (d as { text: string }).text },
+      relevance_score: (index + 1) / docs.length,
+    }))
+    .reverse()
+    .slice(0, body.top_n ?? docs.length);
+  return { id: 'rerank-fake1', model: body.model, usage: { total_tokens: 10 * docs.length }, results };
 }
 
 /** The chunks OpenAI sends for a text answer: role, content pieces, finish, and (if asked) the usage chunk. */

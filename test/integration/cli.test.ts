@@ -242,7 +242,7 @@ describe('keys', () => {
       enabled: true,
       quota_usd: null,
       models: null,
-      scopes: [...SCOPES],
+      scopes: [...SCOPES], // every scope there is
     });
     expect(a.key).not.toBe(created.key);
   });

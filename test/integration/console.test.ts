@@ -485,7 +485,7 @@ describe('keys', () => {
       name: null,
       quota_usd: null,
       models: null,
-      scopes: [...SCOPES],
+      scopes: [...SCOPES], // every scope there is
     });
   });
 
@@ -921,6 +921,8 @@ describe('usage, daily usage and ledger', () => {
         reasoning: 0,
         images: 0,
         characters: 0,
+        moderation: 0,
+        search_unit: 0,
       },
       counted: expect.stringMatching(/^(upstream|tokenizer)$/),
       cost_usd: expect.stringMatching(/^\d+\.\d{6}$/),
@@ -966,6 +968,8 @@ describe('usage, daily usage and ledger', () => {
       reasoning: 0,
       images: 0,
       characters: 0,
+      moderation: 0,
+      search_unit: 0,
     });
     expect(r.body.classes).toEqual([
       { name: 'prompt', label: 'input', unit: 'token', part_of: null },
@@ -976,6 +980,8 @@ describe('usage, daily usage and ledger', () => {
       { name: 'reasoning', label: 'reasoning', unit: 'token', part_of: 'completion' },
       { name: 'images', label: 'generated', unit: 'image', part_of: null },
       { name: 'characters', label: 'input', unit: 'character', part_of: null },
+      { name: 'moderation', label: 'moderation', unit: 'request', part_of: null },
+      { name: 'search_unit', label: 'rerank', unit: 'search_unit', part_of: null },
     ]);
     const spent = (await c.get('/console/api/account')).body.totals;
     const sum = r.body.data.reduce((a: number, x: any) => a + Math.round(Number(x.cost_usd) * 1e6), 0);

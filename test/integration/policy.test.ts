@@ -43,6 +43,8 @@ models:
   - { id: tts, kind: speech, price: { characters: 15 }, routes: [ { provider: oa } ] }
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: an } ] }
   - { id: dalle, kind: image, price: { images: { 1024x1024/standard: 0.04 } }, routes: [ { provider: oa, model: dall-e-3 } ] }
+  - { id: moderate, kind: moderation, price: { moderation: 1000 }, routes: [ { provider: oa } ] }
+  - { id: rank, kind: rerank, price: { input: 0.05 }, routes: [ { provider: oa } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
@@ -267,6 +269,30 @@ const OPS: Record<Metered, Op> = {
       cache_1h: 'OpenAI bills no cache writes',
     },
   },
+  createModeration: {
+    path: '/v1/moderations',
+    get upstream() {
+      return openai;
+    },
+    base: { model: 'moderate', input: 'hi' },
+    rules: {
+      // the contract takes text and image URLs, nothing stored
+      stored: [{ body: { input: [{ type: 'file', file: { file_id: 'file-abc' } }] }, refused: null }],
+      priority: 'a moderation is priced per request: OpenAI has no field that raises it',
+      // an "image" whose data is audio is audio, which the model does not allow
+      audio: [
+        {
+          body: { input: [{ type: 'image_url', image_url: { url: 'data:audio/wav;base64,UklGRg==' } }] },
+          refused: null,
+        },
+      ],
+      web_search: 'a moderation searches nothing',
+      server_tools: 'a moderation takes no tools',
+      long_context: NO_OPENAI_SWITCH,
+      data_residency: NO_OPENAI_SWITCH,
+      cache_1h: 'OpenAI bills no cache writes',
+    },
+  },
   createSpeech: {
     path: '/v1/audio/speech',
     get upstream() {
@@ -284,6 +310,24 @@ const OPS: Record<Metered, Op> = {
       long_context: 'the input is at most 4096 characters (the contract)',
       data_residency: NO_OPENAI_SWITCH,
       cache_1h: 'OpenAI bills no cache writes',
+    },
+  },
+  createRerank: {
+    path: '/v1/rerank',
+    get upstream() {
+      return openai;
+    },
+    base: { model: 'rank', query: 'hi', documents: ['a', 'b'] },
+    rules: {
+      // a document is text: the contract takes no other field of one (a stored file, an image to fetch)
+      stored: [{ body: { documents: [{ text: 'a', file_id: 'file-abc' }] }, refused: null }],
+      priority: 'rerank servers have no priced tier',
+      audio: 'documents are text only',
+      web_search: 'a rerank searches only the documents it is sent',
+      server_tools: 'a rerank takes no tools',
+      long_context: 'a rerank is priced per token of every (query, document) pair, however long',
+      data_residency: NO_OPENAI_SWITCH,
+      cache_1h: 'rerank servers bill no cache writes',
     },
   },
   createMessage: {

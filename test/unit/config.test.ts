@@ -564,7 +564,10 @@ describe('loadConfig', () => {
       ['mock-embedding', 'embedding', 'switchyard'],
       ['mock-image', 'image', 'switchyard'],
       ['mock-tts', 'speech', 'switchyard'],
+      ['mock-moderation', 'moderation', 'switchyard'],
+      ['mock-rerank', 'rerank', 'switchyard'],
     ]);
+    expect(c.models[4].price.moderation).toBe(100_000_000); // 100 USD per million requests: 100 µUSD a request
     expect(c.models[1].routes).toMatchObject([{ provider: 'mock', model: 'mock-embedding' }]);
     expect(c.models[3].price).toMatchObject({ characters: 15_000_000, input: 0, output: 0 }); // micro-USD per million
   });

@@ -171,7 +171,7 @@ describe('authenticate', () => {
   });
 });
 
-describe('scopes added after keys were made (images, migration 015; audio, 016)', () => {
+describe('scopes added after keys were made (images, migration 015; audio, 016; moderations and rerank, 017)', () => {
   test('a key that had every scope there was gets them; a key whose scopes were chosen keeps them', async () => {
     const old = connect(`sqlite:${path.join(dir, 'before-audio.db')}`);
     try {
@@ -182,15 +182,25 @@ describe('scopes added after keys were made (images, migration 015; audio, 016)'
       const chosen = await createKey(old, { accountId: owner.id, scopes: ['chat', 'models'] });
       await old.migrate.up(); // 015: images
       expect(await old.migrate.currentVersion()).toBe('015');
-      // made once images existed, with every scope but images: chosen, so it does not get audio either
+      // made once images existed, with every scope but images: chosen, so it gets neither audio nor what came after
       const noImages = await createKey(old, { accountId: owner.id, scopes: before });
       const withImages = await createKey(old, { accountId: owner.id, scopes: [...before, 'images'] });
+      await old.migrate.up(); // 016: audio
+      expect(await old.migrate.currentVersion()).toBe('016');
+      // made once audio existed: without audio it was chosen; with every scope there was, it gets the ones after
+      const noAudio = await createKey(old, { accountId: owner.id, scopes: [...before, 'images'] });
+      const withAudio = await createKey(old, { accountId: owner.id, scopes: [...before, 'images', 'audio'] });
       await migrate(old);
       const scopes = async (id: number) => (await old('api_keys').where('id', id).first()).scopes;
-      expect(await scopes(every.key.id)).toBe([...before, 'images', 'audio'].join(','));
+      const all = [...before, 'images', 'audio', 'moderations', 'rerank'].join(',');
+      expect(await scopes(every.key.id)).toBe(all);
       expect(await scopes(chosen.key.id)).toBe('chat,models');
       expect(await scopes(noImages.key.id)).toBe(before.join(','));
-      expect(await scopes(withImages.key.id)).toBe([...before, 'images', 'audio'].join(','));
+      expect(await scopes(withImages.key.id)).toBe(all);
+      expect(await scopes(noAudio.key.id)).toBe([...before, 'images'].join(','));
+      expect(await scopes(withAudio.key.id)).toBe(all);
+      // every scope the contract lists: a key that had them all before has them all now
+      expect([...SCOPES].sort()).toEqual(all.split(',').sort());
     } finally {
       await old.destroy();
     }

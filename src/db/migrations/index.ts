@@ -16,6 +16,7 @@ import * as m013 from './013_login_addresses';
 import * as m014 from './014_cache_write_1h';
 import * as m015 from './015_images';
 import * as m016 from './016_speech';
+import * as m017 from './017_moderation_rerank';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -34,6 +35,7 @@ const migrations: Record<string, Knex.Migration> = {
   '014_cache_write_1h': m014,
   '015_images': m015,
   '016_speech': m016,
+  '017_moderation_rerank': m017,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

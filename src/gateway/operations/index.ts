@@ -6,11 +6,13 @@ import { completions } from './completions';
 import { embeddings } from './embeddings';
 import { images } from './images';
 import { messages } from './messages';
+import { moderations } from './moderations';
+import { rerank } from './rerank';
 import { responses } from './responses';
 import { speech } from './speech';
 import type { Operation } from './types';
 
-export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, images, speech, messages, responses };
+export const OPERATIONS: { [Name in OperationName]: Operation } = { chat, completions, embeddings, images, speech, moderations, rerank, messages, responses };
 
-export { chat, completions, embeddings, images, speech, messages, responses };
+export { chat, completions, embeddings, images, speech, moderations, rerank, messages, responses };
 export type { Operation, OperationName };

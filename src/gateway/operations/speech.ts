@@ -42,7 +42,7 @@ const wantsBytes = new WeakSet<object>();
 
 /** Whether the model prices the audio it generates (by tokens), at its base or at any tier. */
 export function outputPriced(model: Pick<ModelConfig, 'price'>): boolean {
-  return model.price.output > 0 || (model.price.tiers ?? []).some((t) => t.output > 0);
+  return (model.price.output ?? 0) > 0 || (model.price.tiers ?? []).some((t) => (t.output ?? 0) > 0);
 }
 
 /** Characters as OpenAI counts its limit of 4096 (code points: an emoji is one). */

@@ -7,7 +7,7 @@
  */
 import type { ModelConfig } from '../../config';
 import type { OperationName, UpstreamOp, Wire } from '../../contract';
-import type { Usage } from '../../usage';
+import type { Units, Usage } from '../../usage';
 import type { BodyProfile } from '../bound';
 import type { CountJob } from '../tokenizer';
 
@@ -147,15 +147,22 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
   /** The output allowance the request asks for. */
   output(body: Req, model: ModelConfig): Output;
   /**
+   * The prompt tokens the request cannot exceed, when the body's bound (bound.ts, `promptBound`) is not it: a
+   * reranker reads the query once with every document.
+   */
+  promptBound?(body: Req, profile: BodyProfile, model: ModelConfig): number;
+  /**
    * Price-raising features, per the model's `allow` list: refused (throws a 400 ApiError) or stripped (returns the
    * body without them). Attachments were checked from the profile already.
    */
   features(body: Req, model: ModelConfig, profile: BodyProfile): Req;
   /**
-   * What the request uses whatever its answer, counted from the request itself (a speech input's characters): held,
-   * and charged with what the answer used once the upstream was called.
+   * What the request uses of the classes not counted in tokens whatever its answer, by usage field, counted from the
+   * request itself before it is sent (a speech input's characters; a moderation: one request; a rerank: its search
+   * units): the hold covers them exactly, and they are charged with what the answer used once the upstream was
+   * called (nothing when no upstream was).
    */
-  units?(body: Req): Partial<Usage>;
+  units?(body: Req): Units;
   /**
    * What to charge when the upstream reported no usage (a stream cut before it), given what was counted and the
    * output allowance per choice; by default what was counted.

@@ -59,9 +59,15 @@ export function countInput(input: unknown): number {
   return 0;
 }
 
-/** What to count: a chat prompt, a completions or embeddings input, or generated text. */
+/**
+ * What to count: a chat prompt, a completions or embeddings input, generated text, or a rerank (the query is read
+ * once with each document: sent as one string, counted once and multiplied, not copied into the job N times).
+ */
 export type CountJob =
-  { kind: 'chat'; body: ChatLike } | { kind: 'input'; input: unknown } | { kind: 'text'; text: string };
+  | { kind: 'chat'; body: ChatLike }
+  | { kind: 'input'; input: unknown }
+  | { kind: 'text'; text: string }
+  | { kind: 'rerank'; query: string; documents: string[] };
 
 export function count(job: CountJob): number {
   switch (job.kind) {
@@ -71,5 +77,7 @@ export function count(job: CountJob): number {
       return countInput(job.input);
     case 'text':
       return countText(job.text);
+    case 'rerank':
+      return countText(job.query) * job.documents.length + countInput(job.documents);
   }
 }

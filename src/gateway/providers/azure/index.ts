@@ -14,6 +14,7 @@ import {
   embeddingList,
   imageBody,
   imageList,
+  moderationList,
   object,
   OUTPUT_LIMITS,
   speechAdapter,
@@ -75,5 +76,11 @@ export const azure = defineProvider({
     },
     // Speech needs an api_version that has it (2025-03-01-preview and later for gpt-4o-mini-tts).
     speech: { path: (ctx) => deployment(ctx, 'audio/speech'), ...speechAdapter },
+    // Per deployment too, as the other gateways reach it: a resource serves it if it has a moderation deployment.
+    moderations: {
+      path: (ctx) => deployment(ctx, 'moderations'),
+      request: (body, ctx) => ({ ...body, model: ctx.model }),
+      response: moderationList,
+    },
   },
 });

@@ -15,7 +15,11 @@ import type {
   EmbeddingResponse,
   ImageRequest,
   ImagesResponse,
+  ModerationRequest,
+  ModerationResponse,
   OpenAIUsage,
+  RerankRequest,
+  RerankResponse,
   SpeechChunk,
   SpeechRequest,
 } from '../../types';
@@ -182,6 +186,22 @@ export const mock = defineProvider({
       },
     },
     speech: { local: { stream: speak } },
+    moderations: {
+      local: {
+        async send(body, ctx, signal): Promise<ModerationResponse> {
+          await wait(ctx, signal);
+          return { id: `modr-${digest(body).slice(0, 24)}`, model: ctx.model, results: moderationResults(body.input) };
+        },
+      },
+    },
+    rerank: {
+      local: {
+        async send(body, ctx, signal): Promise<RerankResponse> {
+          await wait(ctx, signal);
+          return rerankAnswer(body, ctx.model);
+        },
+      },
+    },
   },
 });
 
@@ -209,6 +229,73 @@ async function* speak(body: SpeechRequest, ctx: CallContext, signal: AbortSignal
   yield {
     type: 'speech.audio.done',
     usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
+  };
+}
+
+/** OpenAI's moderation categories; those it also scores images for are marked. */
+const CATEGORIES: [string, boolean][] = [
+  ['harassment', false],
+  ['harassment/threatening', false],
+  ['hate', false],
+  ['hate/threatening', false],
+  ['illicit', false],
+  ['illicit/violent', false],
+  ['self-harm', true],
+  ['self-harm/intent', true],
+  ['self-harm/instructions', true],
+  ['sexual', true],
+  ['sexual/minors', false],
+  ['violence', true],
+  ['violence/graphic', true],
+];
+
+/** Violent words flag `violence`, so that a demo can show a flagged result; nothing else is ever flagged. */
+const VIOLENT = /\b(kill|murder|attack)\b/i;
+
+/** One result per string, or one for a multimodal input (as OpenAI answers). */
+function moderationResults(input: ModerationRequest['input']): ModerationResponse['results'] {
+  const inputs = typeof input === 'string' ? [input] : input.every((x) => typeof x === 'string') ? input : [input];
+  return inputs.map((x) => {
+    const text =
+      typeof x === 'string' ? x : x.map((p) => (typeof p === 'object' && p.type === 'text' ? p.text : '')).join(' ');
+    const image = typeof x !== 'string' && x.some((p) => typeof p === 'object' && p.type === 'image_url');
+    const flagged = VIOLENT.test(text);
+    const score = (name: string) =>
+      flagged && name === 'violence' ? 0.97 : Number((vector(`${name}:${text}`, 1)[0] ** 2 / 100).toFixed(6));
+    return {
+      flagged,
+      categories: Object.fromEntries(CATEGORIES.map(([c]) => [c, flagged && c === 'violence'])),
+      category_scores: Object.fromEntries(CATEGORIES.map(([c]) => [c, score(c)])),
+      category_applied_input_types: Object.fromEntries(
+        CATEGORIES.map(([c, images]) => [c, [...(text ? ['text'] : []), ...(image && images ? ['image'] : [])]]),
+      ),
+    };
+  });
+}
+
+/** Documents ranked by the share of the query's words they contain (ties: in their order); usage at 4 bytes a token. */
+function rerankAnswer(body: RerankRequest, model: string): RerankResponse {
+  const words = (s: string) => new Set(s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+  const asked = words(body.query);
+  const texts = body.documents.map((d) => (typeof d === 'string' ? d : d.text));
+  const ranked = texts
+    .map((text, index) => {
+      const found = [...words(text)].filter((w) => asked.has(w)).length;
+      return { index, relevance_score: asked.size ? Number((found / asked.size).toFixed(6)) : 0, text };
+    })
+    .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
+    .slice(0, body.top_n ?? texts.length);
+  // the query read with every document, as vLLM counts (estimated once: a long query must not stall the process)
+  const tokens = estimate(body.query) * texts.length + texts.reduce((n, t) => n + estimate(t), 0);
+  return {
+    id: `rerank-${digest(body).slice(0, 24)}`,
+    model,
+    results: ranked.map(({ index, relevance_score, text }) => ({
+      index,
+      relevance_score,
+      ...(body.return_documents ? { document: { text } } : {}),
+    })),
+    usage: { prompt_tokens: tokens, total_tokens: tokens, search_units: Math.ceil(texts.length / 100) },
   };
 }
 

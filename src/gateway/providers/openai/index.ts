@@ -131,6 +131,35 @@ export function imageList<T>(json: unknown): T {
   return json as T;
 }
 
+/** A moderation answer: a list of `results`, each saying whether it is `flagged`; else a protocol failure. */
+export function moderationList<T>(json: unknown): T {
+  const results = object<{ results?: unknown }>(json).results;
+  const ok =
+    Array.isArray(results) &&
+    results.every((r) => r && typeof r === 'object' && typeof (r as { flagged?: unknown }).flagged === 'boolean');
+  if (!ok) throw new UpstreamError('protocol', 'the upstream answer is not a list of moderation results');
+  return json as T;
+}
+
+/**
+ * A rerank answer (Cohere's, Jina's, vLLM's): `results`, each with the `index` of a document and its
+ * `relevance_score`; else a protocol failure (TEI's own /rerank answers a bare list: not this shape).
+ */
+export function rerankList<T>(json: unknown): T {
+  const results = object<{ results?: unknown }>(json).results;
+  const ok =
+    Array.isArray(results) &&
+    results.every(
+      (r) =>
+        r &&
+        typeof r === 'object' &&
+        Number.isSafeInteger((r as { index?: unknown }).index) &&
+        typeof (r as { relevance_score?: unknown }).relevance_score === 'number',
+    );
+  if (!ok) throw new UpstreamError('protocol', 'the upstream answer is not a list of rerank results');
+  return json as T;
+}
+
 /** The events of a Responses stream, as OpenAI sent them, until the one that ends it; an error event ends it too. */
 async function* responseEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<ResponseEvent> {
   for await (const ev of source) {
@@ -222,6 +251,17 @@ export const openai = defineProvider({
       request: responsesBody,
       response: object,
       stream: (events) => responseEvents(events),
+    },
+    moderations: {
+      path: () => '/moderations',
+      request: (body, ctx) => ({ ...body, model: ctx.model }),
+      response: moderationList,
+    },
+    // Not OpenAI's own: vLLM, Jina and Cohere (v2, base_url https://api.cohere.com/v2) serve POST {base_url}/rerank.
+    rerank: {
+      path: () => '/rerank',
+      request: (body, ctx) => ({ ...body, model: ctx.model }),
+      response: rerankList,
     },
   },
 });
