@@ -137,6 +137,100 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audio/transcriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a transcription
+         * @description Transcribes audio into the input language, as OpenAI's `/v1/audio/transcriptions`: a `multipart/form-data` body with the
+         *     audio `file` (flac, mp3, mp4, mpeg, mpga, m4a, ogg, wav or webm) and
+         *     the `model`. The answer is JSON (`json`, `verbose_json`) or text
+         *     (`text`, `srt`, `vtt`: `text/plain`), as `response_format` asks. Not
+         *     streamed: `stream: true` is refused (400).
+         *
+         *     Priced per second of audio (the usage class `audio_seconds`:
+         *     `whisper-1`), or by tokens (`gpt-4o-transcribe`: the audio and prompt
+         *     in, the transcript out), or both. The length is read from the file
+         *     itself before anything is sent, and bounded by its size where the
+         *     header is missing or says less than the file holds; the hold covers
+         *     that length (and the most tokens it can take and produce), so a file
+         *     the balance does not cover is refused before it reaches the upstream.
+         */
+        post: operations["createTranscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audio/translations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a translation
+         * @description Translates audio into English, as OpenAI's `/v1/audio/translations`: a `multipart/form-data` body with the
+         *     audio `file` (flac, mp3, mp4, mpeg, mpga, m4a, ogg, wav or webm) and
+         *     the `model`. The answer is JSON (`json`, `verbose_json`) or text
+         *     (`text`, `srt`, `vtt`: `text/plain`), as `response_format` asks. Not
+         *     streamed: `stream: true` is refused (400).
+         *
+         *     Priced per second of audio (the usage class `audio_seconds`:
+         *     `whisper-1`), or by tokens (`gpt-4o-transcribe`: the audio and prompt
+         *     in, the transcript out), or both. The length is read from the file
+         *     itself before anything is sent, and bounded by its size where the
+         *     header is missing or says less than the file holds; the hold covers
+         *     that length (and the most tokens it can take and produce), so a file
+         *     the balance does not cover is refused before it reaches the upstream.
+         */
+        post: operations["createTranslation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/images/edits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Edit images
+         * @description Edits or extends one or more images given a prompt, as OpenAI's
+         *     `/v1/images/edits`: a `multipart/form-data` body with the `image`
+         *     (or several, as `image[]`), an optional `mask`, the `prompt` and the
+         *     `model`. Answered as base64 (`b64_json`), as generations are; not
+         *     streamed.
+         *
+         *     Priced as generations: per image by size and quality, or by tokens
+         *     (the GPT image models: the prompt and the input images in, the image
+         *     tokens out). The hold is `n` images at the dearest size and quality
+         *     the request allows, plus the prompt and each input image at the
+         *     model's `image_tokens`.
+         */
+        post: operations["createImageEdit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/moderations": {
         parameters: {
             query?: never;
@@ -2746,6 +2840,128 @@ export interface components {
             /** @description For `dall-e-3`, the prompt the model rewrote and used. */
             revised_prompt?: string;
         };
+        /**
+         * @description The format of the transcript: `json` and `verbose_json` (with the
+         *     language, duration and timed segments) are JSON; `text`, `srt` and
+         *     `vtt` are `text/plain`.
+         * @enum {string}
+         */
+        AudioResponseFormat: "json" | "text" | "srt" | "verbose_json" | "vtt";
+        /**
+         * @description Body of `POST /v1/audio/transcriptions` (OpenAI's), as
+         *     `multipart/form-data`. Unknown fields are passed through.
+         */
+        CreateTranscriptionRequest: {
+            /**
+             * Format: binary
+             * @description The audio file (flac, mp3, mp4, mpeg, mpga, m4a, ogg, wav or webm).
+             */
+            file: string;
+            /**
+             * @description ID of the transcription model to use, as listed by `GET /v1/models`.
+             * @example whisper-1
+             */
+            model: string;
+            /** @description The language of the audio, in ISO-639-1 (`en`). */
+            language?: string;
+            /** @description Text to guide the model's style or continue a previous segment. */
+            prompt?: string;
+            response_format?: components["schemas"]["AudioResponseFormat"];
+            temperature?: number;
+            include?: string[];
+            timestamp_granularities?: ("word" | "segment")[];
+            /** @description Not served through this gateway (400 when true). */
+            stream?: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Body of `POST /v1/audio/translations` (OpenAI's), as
+         *     `multipart/form-data`. Unknown fields are passed through.
+         */
+        CreateTranslationRequest: {
+            /**
+             * Format: binary
+             * @description The audio file (flac, mp3, mp4, mpeg, mpga, m4a, ogg, wav or webm).
+             */
+            file: string;
+            /** @example whisper-1 */
+            model: string;
+            prompt?: string;
+            response_format?: components["schemas"]["AudioResponseFormat"];
+            temperature?: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description The transcript (`response_format` `json`). */
+        CreateTranscriptionResponseJson: {
+            text: string;
+            usage?: components["schemas"]["TranscriptionUsage"];
+        };
+        /** @description The transcript with its language, duration and segments (`verbose_json`). */
+        CreateTranscriptionResponseVerboseJson: {
+            task?: string;
+            language: string;
+            /** @description Seconds of audio. */
+            duration: number;
+            text: string;
+            segments?: {
+                id?: number;
+                start?: number;
+                end?: number;
+                text?: string;
+            }[];
+            words?: {
+                word?: string;
+                start?: number;
+                end?: number;
+            }[];
+            usage?: components["schemas"]["TranscriptionUsage"];
+        };
+        /** @description What the request used, in seconds of audio (`duration`) or in tokens (`tokens`). */
+        TranscriptionUsage: {
+            /** @constant */
+            type: "duration";
+            seconds: number;
+        } | {
+            /** @constant */
+            type: "tokens";
+            input_tokens: number;
+            input_token_details?: {
+                text_tokens?: number;
+                audio_tokens?: number;
+            };
+            output_tokens: number;
+            total_tokens: number;
+        };
+        /**
+         * @description Body of `POST /v1/images/edits` (OpenAI's), as `multipart/form-data`:
+         *     `image` once, or `image[]` for several. Unknown fields are passed
+         *     through.
+         */
+        CreateImageEditRequest: {
+            /** @description The image(s) to edit (png, webp or jpg). */
+            image: string | string[];
+            /**
+             * Format: binary
+             * @description A PNG whose transparent areas show where the image is edited.
+             */
+            mask?: string;
+            prompt: string;
+            /** @example gpt-image-1 */
+            model: string;
+            n?: number;
+            size?: string;
+            quality?: string;
+            background?: string;
+            output_format?: string;
+            /** @enum {string} */
+            response_format?: "url" | "b64_json";
+            /** @description Not served through this gateway (400 when true). */
+            stream?: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The generated images. */
         ImagesResponse: {
             /** @description Unix seconds. */
@@ -3113,7 +3329,7 @@ export interface components {
          *     operations may use it (`x-switchyard.kinds`).
          * @enum {string}
          */
-        ModelKind: "chat" | "completion" | "embedding" | "image" | "speech" | "moderation" | "rerank";
+        ModelKind: "chat" | "completion" | "embedding" | "image" | "speech" | "transcription" | "moderation" | "rerank";
         /**
          * @description What an API key may call: each operation called with a key requires
          *     one scope (its `security`).
@@ -4026,6 +4242,125 @@ export interface operations {
                      *     data: {"type":"speech.audio.done","usage":{"input_tokens":14,"output_tokens":101,"total_tokens":115}}
                      */
                     "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTranscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["CreateTranscriptionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateTranscriptionResponseVerboseJson"] | components["schemas"]["CreateTranscriptionResponseJson"];
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTranslation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["CreateTranslationRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateTranscriptionResponseVerboseJson"] | components["schemas"]["CreateTranscriptionResponseJson"];
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createImageEdit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["CreateImageEditRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["XRateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["XRateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["XRateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["XRateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["XRateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["XRateLimitResetTokens"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -32,6 +32,11 @@ export interface WireUse {
   paid: boolean;
   /** Its answer is bytes (audio), streamed as they come, rather than JSON: its chunks are those bytes (or events). */
   binary: boolean;
+  /**
+   * Its request is multipart/form-data: the names of the fields that are files (format: binary), and whether each may
+   * be given several times (an array of them: `image[]`).
+   */
+  files?: Record<string, 'one' | 'many'>;
 }
 
 export interface Tables {
@@ -191,10 +196,32 @@ function switchyard(op: Op, endpoint: Endpoint & { caller: 'key' }, known: Known
   if (x.stream !== undefined && !stream) fail('names in x-switchyard.stream no schema of components.schemas');
   const answer = isObject(op.def.responses) ? op.def.responses['200'] : undefined;
   const binary = !json(answer) && bytes(answer);
-  if (!json(op.def.requestBody) || !(json(answer) || binary))
-    fail('has a wire, so it must take application/json and answer (200) application/json or bytes (format: binary)');
+  const files = form(op.def.requestBody, known.schemas as Record<string, Json>);
+  if (!(json(op.def.requestBody) || files) || !(json(answer) || binary))
+    fail(
+      'has a wire, so it must take application/json (or multipart/form-data with files) and answer (200) application/json or bytes (format: binary)',
+    );
   endpoint.wire = x.wire;
   known.wires[x.wire] = { operationId: op.id, kinds: kinds ?? [], stream, paid: x.meter === 'paid', binary };
+  if (files) known.wires[x.wire].files = files;
+}
+
+/** A multipart/form-data request's file fields (a string of format binary, or an array of them), or null. */
+function form(body: unknown, schemas: Record<string, Json>): Record<string, 'one' | 'many'> | null {
+  if (!isObject(body) || !isObject(body.content)) return null;
+  const media = body.content['multipart/form-data'];
+  if (!isObject(media) || !isObject(media.schema)) return null;
+  const ref = media.schema.$ref;
+  const schema = typeof ref === 'string' ? schemas[ref.replace('#/components/schemas/', '')] : media.schema;
+  if (!isObject(schema) || !isObject(schema.properties)) return null;
+  const binary = (s: unknown) => isObject(s) && s.format === 'binary';
+  const out: Record<string, 'one' | 'many'> = {};
+  for (const [name, p] of Object.entries(schema.properties)) {
+    const options = isObject(p) && Array.isArray(p.anyOf) ? p.anyOf : [p];
+    if (options.some((o) => isObject(o) && o.type === 'array' && binary(o.items))) out[name] = 'many';
+    else if (options.some(binary)) out[name] = 'one';
+  }
+  return Object.keys(out).length ? out : null;
 }
 
 const json = (body: unknown) => isObject(body) && isObject(body.content) && isObject(body.content['application/json']);
@@ -290,7 +317,8 @@ function wires(t: Tables): string {
     const events = u.stream ? [`components['schemas'][${q(u.stream)}]`] : [];
     const chunk = [...events, ...(u.binary ? ['Uint8Array'] : [])].join(' | ') || 'never';
     const res = u.binary ? 'never' : `JsonAnswer<${q(u.operationId)}>`;
-    return `  ${w}: {\n    req: JsonRequest<${q(u.operationId)}>;\n    res: ${res};\n    chunk: ${chunk};\n  };`;
+    const req = u.files ? `FormBodies[${q(u.operationId)}]` : `JsonRequest<${q(u.operationId)}>`;
+    return `  ${w}: {\n    req: ${req};\n    res: ${res};\n    chunk: ${chunk};\n  };`;
   };
   return `/** The kinds of model each wire serves: a provider with an adapter for the wire serves them. */
 export const WIRES = {
@@ -305,7 +333,33 @@ export type OperationName = ${union(paidWires(t))};
 
 type Json<T> = { content: { 'application/json': T } };
 type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
+type Form<T> = { content: { 'multipart/form-data': T } };
+/** A file of a multipart/form-data request, as the gateway read it: its bytes as they came, never joined. */
+export interface Upload {
+  readonly upload: true;
+  filename: string;
+  /** Its media type, as the client said it (application/octet-stream when it said none). */
+  type: string;
+  size: number;
+  chunks: readonly Uint8Array[];
+}
+/** A multipart request: its text fields as the contract types them, its files (\`One\`, and \`Many\`: one or several) as uploads. */
+type FormRequest<Op extends keyof operations, One extends string, Many extends string> =
+  operations[Op] extends { requestBody?: Form<infer B> }
+    ? { [K in keyof B as K extends One | Many ? never : K]: B[K] } & { [F in One]: Upload } & { [F in Many]: Upload | Upload[] }
+    : never;
 type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
+
+/** The bodies of the multipart operations, their files as uploads (the handlers' bodies, and their wires' requests). */
+export interface FormBodies {
+${Object.values(t.wires)
+  .filter((u) => u.files)
+  .map((u) => {
+    const of = (n: 'one' | 'many') => union(Object.keys(u.files!).filter((f) => u.files![f] === n));
+    return `  ${u.operationId}: FormRequest<${q(u.operationId)}, ${of('one')}, ${of('many')}>;`;
+  })
+  .join('\n')}
+}
 
 /**
  * The request, answer and stream event of each wire: those of the operation that goes through it. A wire whose answer

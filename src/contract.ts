@@ -7,7 +7,7 @@
 import type { components, operations } from '../generated/openapi';
 
 /** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
-export const CONTRACT_SHA256 = '9e59425e1f32f0fbaea397953bd02a7ece3e7b416099aed502617178bdb5cb61';
+export const CONTRACT_SHA256 = '72697ecfdf7d774eefb9e56eae3190d13ecd393217ddd3356146b348905c832e';
 
 /** The scopes an API key may have (KeyScope). */
 export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images', 'audio', 'moderations', 'rerank'] as const;
@@ -28,7 +28,7 @@ export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
 };
 
 /** The kinds of model (ModelKind). */
-export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'image', 'speech', 'moderation', 'rerank'] as const;
+export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'image', 'speech', 'transcription', 'moderation', 'rerank'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
 /**
@@ -54,6 +54,9 @@ export const ENDPOINTS = {
   createEmbedding: { caller: 'key', scope: 'embeddings', anthropicKey: false, meter: 'paid', wire: 'embeddings' },
   createImage: { caller: 'key', scope: 'images', anthropicKey: false, meter: 'paid', wire: 'images' },
   createSpeech: { caller: 'key', scope: 'audio', anthropicKey: false, meter: 'paid', wire: 'speech' },
+  createTranscription: { caller: 'key', scope: 'audio', anthropicKey: false, meter: 'paid', wire: 'transcriptions' },
+  createTranslation: { caller: 'key', scope: 'audio', anthropicKey: false, meter: 'paid', wire: 'translations' },
+  createImageEdit: { caller: 'key', scope: 'images', anthropicKey: false, meter: 'paid', wire: 'imageEdits' },
   createModeration: { caller: 'key', scope: 'moderations', anthropicKey: false, meter: 'paid', wire: 'moderations' },
   createRerank: { caller: 'key', scope: 'rerank', anthropicKey: false, meter: 'paid', wire: 'rerank' },
   listModels: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
@@ -105,6 +108,9 @@ export const WIRES = {
   embeddings: ['embedding'],
   images: ['image'],
   speech: ['speech'],
+  transcriptions: ['transcription'],
+  translations: ['transcription'],
+  imageEdits: ['image'],
   moderations: ['moderation'],
   rerank: ['rerank'],
   messages: ['chat'],
@@ -114,11 +120,33 @@ export const WIRES = {
 export type UpstreamOp = keyof typeof WIRES;
 
 /** The wires of paid operations: each is described by src/gateway/operations/<name>.ts. */
-export type OperationName = 'chat' | 'completions' | 'embeddings' | 'images' | 'speech' | 'moderations' | 'rerank' | 'messages' | 'responses';
+export type OperationName = 'chat' | 'completions' | 'embeddings' | 'images' | 'speech' | 'transcriptions' | 'translations' | 'imageEdits' | 'moderations' | 'rerank' | 'messages' | 'responses';
 
 type Json<T> = { content: { 'application/json': T } };
 type JsonRequest<Op extends keyof operations> = operations[Op] extends { requestBody?: Json<infer B> } ? B : never;
+type Form<T> = { content: { 'multipart/form-data': T } };
+/** A file of a multipart/form-data request, as the gateway read it: its bytes as they came, never joined. */
+export interface Upload {
+  readonly upload: true;
+  filename: string;
+  /** Its media type, as the client said it (application/octet-stream when it said none). */
+  type: string;
+  size: number;
+  chunks: readonly Uint8Array[];
+}
+/** A multipart request: its text fields as the contract types them, its files (`One`, and `Many`: one or several) as uploads. */
+type FormRequest<Op extends keyof operations, One extends string, Many extends string> =
+  operations[Op] extends { requestBody?: Form<infer B> }
+    ? { [K in keyof B as K extends One | Many ? never : K]: B[K] } & { [F in One]: Upload } & { [F in Many]: Upload | Upload[] }
+    : never;
 type JsonAnswer<Op extends keyof operations> = operations[Op] extends { responses: { 200: Json<infer R> } } ? R : never;
+
+/** The bodies of the multipart operations, their files as uploads (the handlers' bodies, and their wires' requests). */
+export interface FormBodies {
+  createTranscription: FormRequest<'createTranscription', 'file', never>;
+  createTranslation: FormRequest<'createTranslation', 'file', never>;
+  createImageEdit: FormRequest<'createImageEdit', 'mask', 'image'>;
+}
 
 /**
  * The request, answer and stream event of each wire: those of the operation that goes through it. A wire whose answer
@@ -149,6 +177,21 @@ export interface Wire {
     req: JsonRequest<'createSpeech'>;
     res: never;
     chunk: components['schemas']['CreateSpeechResponseStreamEvent'] | Uint8Array;
+  };
+  transcriptions: {
+    req: FormBodies['createTranscription'];
+    res: JsonAnswer<'createTranscription'>;
+    chunk: never;
+  };
+  translations: {
+    req: FormBodies['createTranslation'];
+    res: JsonAnswer<'createTranslation'>;
+    chunk: never;
+  };
+  imageEdits: {
+    req: FormBodies['createImageEdit'];
+    res: JsonAnswer<'createImageEdit'>;
+    chunk: never;
   };
   moderations: {
     req: JsonRequest<'createModeration'>;

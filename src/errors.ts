@@ -63,8 +63,8 @@ export const errors = {
       `Request body is larger than the limit of ${limit} bytes`,
       'request_too_large',
     ),
-  unsupportedMediaType: () =>
-    new ApiError(415, 'invalid_request_error', 'Content-Type must be application/json', 'unsupported_media_type'),
+  unsupportedMediaType: (expected = 'application/json') =>
+    new ApiError(415, 'invalid_request_error', `Content-Type must be ${expected}`, 'unsupported_media_type'),
   /** The client went away before its request was read (never sent: there is no one to send it to; for the log). */
   clientClosed: () =>
     new ApiError(

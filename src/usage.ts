@@ -138,6 +138,17 @@ export const USAGE_CLASSES = [
     column: 'characters',
     label: 'input',
   },
+  // Seconds of audio transcribed or translated (whisper-1: OpenAI bills $0.006 a minute, `audio_seconds: 100` per
+  // million seconds). Held at the length the file itself shows (bounded by its size), charged as the upstream reports.
+  {
+    name: 'audio_seconds',
+    field: 'audioSeconds',
+    unit: 'second',
+    price: 'audio_seconds',
+    partOf: null,
+    column: 'audio_seconds',
+    label: 'audio',
+  },
   // A moderation request (POST /v1/moderations). OpenAI's are free: `price.moderation` is 0 unless configured.
   {
     name: 'moderation',

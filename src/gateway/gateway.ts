@@ -82,7 +82,7 @@ export class Gateway {
     const grade = plan.reader.grade?.(res, sent);
     const meter: Meter = {
       provider: route.provider,
-      usage: { ...used, ...plan.reader.units?.(res) },
+      usage: { ...used, ...plan.reader.units?.(res, sent) },
       counted: reported ? 'upstream' : 'tokenizer',
       ...(grade ? { grade } : {}),
     };

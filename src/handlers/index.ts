@@ -17,11 +17,14 @@ import { createCompletion } from './createCompletion';
 import { createConsoleKey } from './createConsoleKey';
 import { createEmbedding } from './createEmbedding';
 import { createImage } from './createImage';
+import { createImageEdit } from './createImageEdit';
 import { createMessage } from './createMessage';
 import { createModeration } from './createModeration';
 import { createRerank } from './createRerank';
 import { createResponse } from './createResponse';
 import { createSpeech } from './createSpeech';
+import { createTranscription } from './createTranscription';
+import { createTranslation } from './createTranslation';
 import { deleteConsoleKey } from './deleteConsoleKey';
 import { deleteResponse } from './deleteResponse';
 import { getAccount } from './getAccount';
@@ -54,6 +57,9 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createEmbedding,
   createImage,
   createSpeech,
+  createTranscription,
+  createTranslation,
+  createImageEdit,
   createModeration,
   createRerank,
   listModels,

@@ -9,7 +9,7 @@
 import type { KeyPrincipal } from '../accounts/keys';
 import type { Session } from '../accounts/sessions';
 import type { LimitGrant } from '../billing/limits';
-import type { ENDPOINTS, OperationId } from '../contract';
+import type { ENDPOINTS, FormBodies, OperationId } from '../contract';
 import type { BodyProfile } from '../gateway/bound';
 import type { Meter } from '../gateway/types';
 import type { App } from '../services/app';
@@ -18,13 +18,15 @@ import type { Client } from '../services/metered';
 export type { Client, OperationId };
 import type { operations } from '../../generated/openapi';
 
-type JsonBody<Op extends OperationId> = operations[Op] extends {
-  requestBody: { content: { 'application/json': infer B } };
-}
-  ? B
-  : operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } }
-    ? B | undefined
-    : undefined;
+type JsonBody<Op extends OperationId> = Op extends keyof FormBodies
+  ? FormBodies[Op]
+  : operations[Op] extends {
+        requestBody: { content: { 'application/json': infer B } };
+      }
+    ? B
+    : operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } }
+      ? B | undefined
+      : undefined;
 type PathParams<Op extends OperationId> = operations[Op] extends { parameters: { path: infer P } }
   ? P
   : Record<string, never>;
@@ -71,16 +73,18 @@ type CallerOf<Op extends OperationId> = (typeof ENDPOINTS)[Op] extends { caller:
 
 export type HandlerInput<Op extends OperationId> = CommonInput<Op> & CallerOf<Op>;
 
-export type Reply = (
-  | { status?: number; body: unknown }
-  /** Server-sent events: each item is one frame, already framed (`data: ...\n\n`). */
-  | { sse: AsyncIterable<string> }
-  /** Bytes of this media type (audio), written as they come. */
-  | { binary: AsyncIterable<Uint8Array>; contentType: string }
-) & {
-  headers?: Record<string, string>;
-  /** What the request used at an upstream; for a stream, read once the stream has ended. */
-  meter?: () => Meter | null;
-};
+export type Reply =
+  /** JSON, or (`contentType`) text written as it is (a transcript as SubRip). */
+  (
+    | { status?: number; body: unknown; contentType?: string }
+    /** Server-sent events: each item is one frame, already framed (`data: ...\n\n`). */
+    | { sse: AsyncIterable<string> }
+    /** Bytes of this media type (audio), written as they come. */
+    | { binary: AsyncIterable<Uint8Array>; contentType: string }
+  ) & {
+    headers?: Record<string, string>;
+    /** What the request used at an upstream; for a stream, read once the stream has ended. */
+    meter?: () => Meter | null;
+  };
 
 export type Handler<Op extends OperationId> = (input: HandlerInput<Op>) => Promise<Reply>;

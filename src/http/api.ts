@@ -29,6 +29,7 @@ import { handlers } from '../handlers';
 import type { Client, HttpInfo, Reply } from '../handlers/types';
 import type { App } from '../services/app';
 import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
+import { fieldKinds, forValidation, isForm, readForm, type FieldKinds } from './form';
 import { authorize, type Guard } from './security';
 import { validationError } from './validation';
 
@@ -44,6 +45,8 @@ interface Route {
   operationId: string;
   guard: Guard;
   hasBody: boolean;
+  /** The body is multipart/form-data (files): how each of its fields is read. */
+  form: FieldKinds | null;
   validateBody: ValidateFunction | null;
   validateParams: ValidateFunction | null;
   run: (input: Record<string, unknown>) => Promise<Reply>;
@@ -157,9 +160,10 @@ export class Api {
     try {
       if (app.gateway.router.draining) throw draining(); // shutting down: new work goes to another process
       await authorize(app, route.guard, ex.req.headers, ex.path, ex.caller);
-      const raw = route.hasBody ? await readBody(ex.req, ex.res, app.config.server.max_body_bytes) : null;
-      const { body, profile } = parse(raw);
-      if (route.validateBody && !route.validateBody({ requestBody: body ?? null }))
+      const raw =
+        route.hasBody && !route.form ? await readBody(ex.req, ex.res, app.config.server.max_body_bytes) : null;
+      const { body, profile } = route.form ? await readFormBody(route, ex, app) : parse(raw);
+      if (!route.form && route.validateBody && !route.validateBody({ requestBody: body ?? null }))
         throw validationError(route.validateBody.errors);
       // Path and query parameters are coerced in place by the validator (`/keys/7` → 7, `?limit=10` → 10).
       const params = route.validateParams
@@ -236,6 +240,15 @@ class ClientSide implements Client {
   left(): boolean {
     return this.#signal?.aborted || gone(this.res);
   }
+}
+
+/** A multipart body (files), validated as the contract types it with each file as a string. */
+async function readFormBody(route: Route, ex: Exchange, app: App): Promise<{ body: unknown; profile: BodyProfile }> {
+  if (!isForm(ex.req.headers['content-type'])) throw errors.unsupportedMediaType('multipart/form-data');
+  const form = await readForm(ex.req, ex.res, app.config.server.max_body_bytes, route.form!);
+  if (route.validateBody && !route.validateBody({ requestBody: forValidation(form) }))
+    throw validationError(route.validateBody.errors);
+  return form;
 }
 
 /** The body as JSON and its measure; a body that is not JSON, too deep or not finite is a 400. */
@@ -364,10 +377,14 @@ function routeOf(api: OpenAPIBackend, op: Operation): Route {
   const id = op.operationId!;
   const [bodyValidator, paramsValidator] = api.validator.getRequestValidatorsForOperation(id) ?? [];
   const hasBody = !!op.requestBody;
+  const multipart = (op.requestBody as { content?: Record<string, { schema?: unknown }> } | undefined)?.content?.[
+    'multipart/form-data'
+  ];
   return {
     operationId: id,
     guard: guardOf(ENDPOINTS[id as OperationId]),
     hasBody,
+    form: multipart ? fieldKinds(multipart.schema) : null,
     validateBody: hasBody ? bodyValidator : null,
     // openapi-backend compiles a params validator for every operation; it only matters when there are parameters.
     validateParams: op.parameters?.length ? (hasBody ? paramsValidator : bodyValidator) : null,

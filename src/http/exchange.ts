@@ -128,6 +128,21 @@ export function sendJson(ex: Exchange, status: number, body: unknown, headers: O
   res.end(text);
 }
 
+/** Text of a media type (a transcript as SubRip), in one write. */
+function sendText(ex: Exchange, status: number, text: string, type: string, headers: OutgoingHttpHeaders = {}): void {
+  const res = ex.res;
+  if (res.headersSent) return;
+  if (res.destroyed) {
+    res.statusCode = 499;
+    return;
+  }
+  const head = answerHead(ex, { 'cache-control': 'no-cache', ...headers });
+  head['content-type'] = type;
+  head['content-length'] = Buffer.byteLength(text);
+  res.writeHead(status, head);
+  res.end(text);
+}
+
 /** Writes whatever a request failed with: ours as it is, anything else as a 503 (database away) or a 500. */
 export function sendError(app: App, ex: Exchange, e: unknown): void {
   const err: ApiError = toApiError(e, app, ex.requestId, ex.path);
@@ -147,6 +162,8 @@ export function sendError(app: App, ex: Exchange, e: unknown): void {
 /** Writes a handler's Reply: JSON, or server-sent events or bytes (audio) as they come. */
 export function sendReply(ex: Exchange, out: Reply): Promise<void> | void {
   ex.meter = out.meter;
+  if ('body' in out && out.contentType)
+    return sendText(ex, out.status ?? 200, String(out.body), out.contentType, out.headers);
   if ('body' in out) return sendJson(ex, out.status ?? 200, out.body, out.headers);
   const [type, frames] = 'sse' in out ? ['text/event-stream; charset=utf-8', out.sse] : [out.contentType, out.binary];
   // No content-length: the answer is chunked, each frame sent as it comes; proxies are asked not to buffer it.

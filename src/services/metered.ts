@@ -22,14 +22,16 @@ import { usage } from '../usage';
  * What the HTTP layer writes out: a JSON answer, SSE frames or bytes of a media type (audio) as they come, the
  * rate-limit headers, and the usage for the log.
  */
-export type Served = (
-  | { status?: number; body: unknown }
-  | { sse: AsyncIterable<string> }
-  | { binary: AsyncIterable<Uint8Array>; contentType: string }
-) & {
-  headers: Record<string, string>;
-  meter?: () => Meter | null;
-};
+export type Served =
+  /** JSON, or (`contentType`) text the gateway wrote (a transcript as SubRip). */
+  (
+    | { status?: number; body: unknown; contentType?: string }
+    | { sse: AsyncIterable<string> }
+    | { binary: AsyncIterable<Uint8Array>; contentType: string }
+  ) & {
+    headers: Record<string, string>;
+    meter?: () => Meter | null;
+  };
 
 /** The client's side of an exchange (the HTTP layer makes it). */
 export interface Client {
@@ -134,7 +136,8 @@ export class Metered {
       await a.admission.settle({ status: call.client.left() ? 499 : 200, used, ttfbMs: Date.now() - started });
       a.ended(used);
       await call.onAnswer?.(answer.body);
-      return { body: answer.body, headers: call.grant.headers, meter: () => used };
+      const contentType = op.answerType?.(a.body);
+      return { body: answer.body, headers: call.grant.headers, meter: () => used, ...(contentType && { contentType }) };
     } catch (e) {
       const status = e instanceof ApiError ? e.status : 500;
       // A client that leaves before a stream's first chunk pays for its prompt, which the upstream has been sent (the
@@ -192,6 +195,7 @@ export class Metered {
   private async admit<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>): Promise<Admitted<Req>> {
     const { principal, grant } = call;
     const { model, body, headers } = this.policy(op, call);
+    await op.measure?.(body);
     const { perChoice, choices, fixed, others, grades, lowerable } = op.output(body, model);
     const extra = perChoice > 0 ? model.extra_output_tokens : 0;
     const asked = (Math.min(perChoice, MAX_ALLOWANCE) + extra) * choices;

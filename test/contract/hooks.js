@@ -49,6 +49,9 @@ const UNREACHABLE = {
   createEmbedding: 'unreachable-embedding',
   createImage: 'unreachable-image',
   createSpeech: 'unreachable-speech',
+  createTranscription: 'unreachable-transcribe',
+  createTranslation: 'unreachable-transcribe',
+  createImageEdit: 'unreachable-image',
   createModeration: 'unreachable-moderation',
   createRerank: 'unreachable-rerank',
   createMessage: 'unreachable-chat',
@@ -61,6 +64,61 @@ const FREE = new Set(['countMessageTokens']);
 const STORED = {};
 // Operations whose streams are typed events (`event:` + `data:`), with the schema of each event's data.
 const TYPED_STREAMS = { createMessage: 'AnthropicStreamEvent', createResponse: 'ResponseStreamEvent' };
+
+/**
+ * A WAV of 0.48 s (8 kHz, 8-bit mono, near silence) whose every byte is ASCII: Dredd sends a request's body as text.
+ * An "image" of ASCII bytes: the mock provider edits any file.
+ */
+const WAV = (() => {
+  const b = Buffer.alloc(44 + 3840, 0x7f);
+  b.write('RIFF', 0);
+  b.writeUInt32LE(36 + 3840, 4);
+  b.write('WAVEfmt ', 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20);
+  b.writeUInt16LE(1, 22);
+  b.writeUInt32LE(8000, 24);
+  b.writeUInt32LE(8000, 28);
+  b.writeUInt16LE(1, 32);
+  b.writeUInt16LE(8, 34);
+  b.write('data', 36);
+  b.writeUInt32LE(3840, 40);
+  return b.toString('latin1');
+})();
+const audio = { filename: 'hello.wav', type: 'audio/wav', data: WAV };
+const image = { filename: 'otter.png', type: 'image/png', data: 'not really a png' };
+/** The multipart operations' bodies (the contract gives no examples of forms), and what each status changes in them. */
+const FORMS = {
+  createTranscription: { fields: { model: 'whisper-1', file: audio }, bad: { temperature: '7' } },
+  createTranslation: { fields: { model: 'whisper-1', file: audio }, bad: { temperature: '7' } },
+  createImageEdit: { fields: { model: 'dall-e-3', prompt: 'Add a hat', image, size: '1024x1024' }, bad: { n: '11' } },
+};
+const BOUNDARY = 'dredd-contract-boundary';
+
+/** A multipart/form-data body: text fields, and files ({filename, type, data}). */
+function multipart(fields) {
+  const parts = Object.entries(fields).map(([name, v]) =>
+    typeof v === 'object'
+      ? `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="${v.filename}"\r\nContent-Type: ${v.type}\r\n\r\n${v.data}\r\n`
+      : `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${v}\r\n`,
+  );
+  return `${parts.join('')}--${BOUNDARY}--\r\n`;
+}
+
+/** A multipart operation's request for the documented status. */
+function formRequest(t, op, status) {
+  const { fields, bad } = FORMS[op];
+  const asked = String(t.expected.headers['Content-Type'] || '').startsWith('text/plain')
+    ? { response_format: 'text' }
+    : {};
+  const more = {
+    400: bad,
+    413: { padding: { filename: 'big.bin', type: 'application/octet-stream', data: 'x'.repeat(11 * 1024 * 1024) } },
+    502: { model: UNREACHABLE[op] },
+  }[status];
+  t.request.headers['Content-Type'] = `multipart/form-data; boundary=${BOUNDARY}`;
+  t.request.body = multipart({ ...fields, ...asked, ...more });
+}
 
 hooks.beforeAll((_t, done) => {
   api
@@ -78,8 +136,15 @@ hooks.beforeEach((t, done) => {
   // checked below where they must be present.
   for (const h of Object.keys(t.expected.headers))
     if (!['content-type', 'x-request-id'].includes(h.toLowerCase())) delete t.expected.headers[h];
-  const body = t.request.body ? JSON.parse(t.request.body) : undefined;
   if (NOT_PROVOKED.has(status)) t.skip = true;
+  if (FORMS[op]) {
+    if (status === '429') t.request.headers.Authorization = `Bearer ${BROKE_KEY}`;
+    if (status === '401') t.request.headers.Authorization = 'Bearer sk-not-a-real-key-000000000000000000000000';
+    if (status === '403') t.request.headers.Authorization = `Bearer ${LIMITED_KEY}`;
+    formRequest(t, op, status);
+    return done();
+  }
+  const body = t.request.body ? JSON.parse(t.request.body) : undefined;
   if (isConsole(t)) {
     consoleTransaction(t, op, status).then(() => done(), done);
     return;
@@ -175,6 +240,9 @@ hooks.beforeEachValidation((t, done) => {
     // Checked above with Ajv 2020-12. Where the contract gives no example, Dredd makes one up from the schema and
     // compares keys with it, taking the first branch of a union (an output item is a message OR a function call).
     if (!hasExample(op, status)) t.expected.body = t.real.body;
+  } else if (op && real.startsWith('text/plain') && FORMS[op.operationId]) {
+    if (status === 200 && !/^A mock transcript/.test(t.real.body)) t.fail = 'no transcript as text';
+    t.expected.body = t.real.body;
   } else if (op && /^audio\//.test(real) && expected === 'audio/*') {
     // Speech: the audio itself, in the media type of its response_format (audio/mpeg for the default mp3).
     if (status === 200 && !t.real.body) t.fail = 'no audio';

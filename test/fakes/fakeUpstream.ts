@@ -6,14 +6,47 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import busboy from 'busboy';
 
 export interface Received {
   method: string;
   /** Path and query, e.g. `/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`. */
   path: string;
   headers: http.IncomingHttpHeaders;
-  /** The JSON body parsed (the raw text if it is not JSON, null if empty). */
+  /**
+   * The JSON body parsed (the raw text if it is not JSON, null if empty); a multipart body as its fields, each file
+   * as a FormFile (a field sent as `name[]` as a list).
+   */
   body: any;
+}
+
+/** A file of a multipart body, as the fake received it. */
+export interface FormFile {
+  filename: string;
+  type: string;
+  bytes: Buffer;
+}
+
+/** A multipart/form-data body as fields (text, or FormFile), parsed by busboy as any server would. */
+function parseForm(raw: Buffer, headers: http.IncomingHttpHeaders): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const out: Record<string, unknown> = {};
+    const put = (name: string, v: unknown) => {
+      if (!name.endsWith('[]')) return void (out[name] = v);
+      const key = name.slice(0, -2);
+      out[key] = [...((out[key] as unknown[]) ?? []), v];
+    };
+    const parser = busboy({ headers, limits: { fileSize: Infinity } });
+    parser.on('field', (name, value) => put(name, value));
+    parser.on('file', (name, stream, info) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => put(name, { filename: info.filename, type: info.mimeType, bytes: Buffer.concat(chunks) }));
+    });
+    parser.on('close', () => resolve(out));
+    parser.on('error', reject);
+    parser.end(raw);
+  });
 }
 
 /** A stream item: an event (framed as the provider frames it), raw bytes, or a pause. */
@@ -104,11 +137,16 @@ export class FakeUpstream<E = unknown> {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let raw = '';
-    for await (const c of req) raw += c;
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
     let body: any = null;
     try {
-      body = raw ? JSON.parse(raw) : null;
+      body = String(req.headers['content-type']).startsWith('multipart/form-data')
+        ? await parseForm(Buffer.concat(chunks), req.headers)
+        : raw
+          ? JSON.parse(raw)
+          : null;
     } catch {
       body = raw;
     }

@@ -102,6 +102,8 @@ export function defaultPlan(r: Received): Plan {
   if (r.path.endsWith('/responses')) return responsesPlan(body);
   if (r.path.endsWith('/images/generations')) return imagesPlan(body);
   if (r.path.endsWith('/audio/speech')) return speechPlan(body);
+  if (r.path.endsWith('/audio/transcriptions') || r.path.endsWith('/audio/translations')) return transcriptPlan(body);
+  if (r.path.endsWith('/images/edits')) return imagesPlan({ ...body, n: body.n === undefined ? 1 : Number(body.n) });
   if (r.path.endsWith('/embeddings')) {
     const inputs: unknown[] =
       typeof body.input === 'string' || typeof body.input?.[0] === 'number' ? [body.input] : body.input;
@@ -402,4 +404,58 @@ function speechPlan(body: any): Plan {
       },
     };
   return { kind: 'sse', events: speechEvents(audio), done: false };
+}
+
+/** Audio tokens a second of audio costs at the fake's gpt-4o-transcribe (OpenAI's rate is about 10). */
+export const FAKE_AUDIO_TOKENS_PER_SECOND = 10;
+
+/**
+ * Seconds of audio in a WAV as a decoder finds them: the bytes after the header at the rate its format chunk says,
+ * whatever its data chunk claims; anything else: 1 second a kilobyte.
+ */
+export function wavSeconds(bytes: Buffer): number {
+  if (bytes.subarray(0, 4).toString() !== 'RIFF' || bytes.subarray(8, 12).toString() !== 'WAVE')
+    return Math.ceil(bytes.length / 1000);
+  return (bytes.length - 44) / bytes.readUInt32LE(28);
+}
+
+/**
+ * Like OpenAI: whisper-1 reports the seconds it transcribed (`usage.type: duration`), the gpt-4o transcribe models
+ * the tokens; `verbose_json` adds the language, the duration and timed segments; `text`, `srt` and `vtt` answer
+ * text (the gateway never asks for them).
+ */
+function transcriptPlan(body: any): Plan {
+  const seconds = wavSeconds(body.file.bytes);
+  const text = `Transcript of ${body.file.filename}${body.prompt ? ` (${body.prompt})` : ''}.`;
+  const usage = /^whisper/.test(body.model)
+    ? { type: 'duration', seconds: Math.ceil(seconds) }
+    : {
+        type: 'tokens',
+        input_tokens: Math.ceil(seconds * FAKE_AUDIO_TOKENS_PER_SECOND) + 3,
+        input_token_details: { text_tokens: 3, audio_tokens: Math.ceil(seconds * FAKE_AUDIO_TOKENS_PER_SECOND) },
+        output_tokens: text.split(' ').length,
+        total_tokens: Math.ceil(seconds * FAKE_AUDIO_TOKENS_PER_SECOND) + 3 + text.split(' ').length,
+      };
+  const format = body.response_format ?? 'json';
+  if (format === 'json') return { kind: 'json', body: { text, usage } };
+  if (format === 'verbose_json') {
+    const half = seconds / 2;
+    const segments = [
+      { id: 0, seek: 0, start: 0, end: half, text: ' Transcript of', tokens: [1], temperature: 0 },
+      {
+        id: 1,
+        seek: 0,
+        start: half,
+        end: seconds,
+        text: ` ${text.slice('Transcript of '.length)}`,
+        tokens: [2],
+        temperature: 0,
+      },
+    ];
+    return {
+      kind: 'json',
+      body: { task: 'transcribe', language: 'english', duration: seconds, text, segments, usage },
+    };
+  }
+  return { kind: 'bytes', type: 'text/plain; charset=utf-8', pieces: [Buffer.from(`${text}\n`)] };
 }

@@ -921,6 +921,7 @@ describe('usage, daily usage and ledger', () => {
         reasoning: 0,
         images: 0,
         characters: 0,
+        audio_seconds: 0,
         moderation: 0,
         search_unit: 0,
       },
@@ -968,6 +969,7 @@ describe('usage, daily usage and ledger', () => {
       reasoning: 0,
       images: 0,
       characters: 0,
+      audio_seconds: 0,
       moderation: 0,
       search_unit: 0,
     });
@@ -980,6 +982,7 @@ describe('usage, daily usage and ledger', () => {
       { name: 'reasoning', label: 'reasoning', unit: 'token', part_of: 'completion' },
       { name: 'images', label: 'generated', unit: 'image', part_of: null },
       { name: 'characters', label: 'input', unit: 'character', part_of: null },
+      { name: 'audio_seconds', label: 'audio', unit: 'second', part_of: null },
       { name: 'moderation', label: 'moderation', unit: 'request', part_of: null },
       { name: 'search_unit', label: 'rerank', unit: 'search_unit', part_of: null },
     ]);

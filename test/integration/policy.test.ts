@@ -45,6 +45,8 @@ models:
   - { id: dalle, kind: image, price: { images: { 1024x1024/standard: 0.04 } }, routes: [ { provider: oa, model: dall-e-3 } ] }
   - { id: moderate, kind: moderation, price: { moderation: 1000 }, routes: [ { provider: oa } ] }
   - { id: rank, kind: rerank, price: { input: 0.05 }, routes: [ { provider: oa } ] }
+  - { id: whisper, kind: transcription, price: { audio_seconds: 100 }, routes: [ { provider: oa, model: whisper-1 } ] }
+  - { id: dalle2, kind: image, price: { images: { 1024x1024/standard: 0.02 } }, routes: [ { provider: oa, model: dall-e-2 } ] }
 `,
     { ...process.env, FAKE_ANTHROPIC_KEY: API_KEY },
   );
@@ -72,6 +74,7 @@ interface Probe {
 interface Op {
   path: string;
   upstream: FakeUpstream<any>;
+  /** The body; a Blob in it makes it a multipart form (the operations that take files). */
   base: Record<string, unknown>;
   rules: Record<Rule, Probe[] | string>;
 }
@@ -89,6 +92,28 @@ const NO_AUDIO = 'Anthropic takes no audio';
 const NO_OPENAI_SWITCH = 'OpenAI has no request field that raises its price for this';
 
 /** The Messages rules, the same for /v1/messages and /v1/messages/count_tokens. */
+const audioFile = () => new Blob([Buffer.alloc(2_000)], { type: 'audio/wav' });
+const pngFile = () => new Blob([Buffer.from('89504e470d0a1a0a', 'hex')], { type: 'image/png' });
+
+/** Transcriptions and translations: an uploaded file, nothing stored upstream, no tools. */
+const audioOp = (path: string): Op => ({
+  path,
+  get upstream() {
+    return openai;
+  },
+  base: { model: 'whisper', file: audioFile() },
+  rules: {
+    stored: 'the audio is uploaded with the request: nothing stored at the upstream is read',
+    priority: [{ body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') }],
+    audio: "audio in is what transcription is: the model's own prices (seconds, audio tokens) are what it costs",
+    web_search: 'a transcription searches nothing',
+    server_tools: 'a transcription runs no tools',
+    long_context: 'the audio is held at the most its length can cost (audio.ts), whatever its size',
+    data_residency: NO_OPENAI_SWITCH,
+    cache_1h: 'OpenAI bills no cache writes',
+  },
+});
+
 const messagesRules = (): Record<Rule, Probe[] | string> => ({
   stored: [
     { body: { messages: [document({ type: 'file', file_id: 'file_011' })] }, refused: null },
@@ -269,6 +294,27 @@ const OPS: Record<Metered, Op> = {
       cache_1h: 'OpenAI bills no cache writes',
     },
   },
+  createTranscription: audioOp('/v1/audio/transcriptions'),
+  createTranslation: audioOp('/v1/audio/translations'),
+  createImageEdit: {
+    path: '/v1/images/edits',
+    get upstream() {
+      return openai;
+    },
+    base: { model: 'dalle2', prompt: 'hi', image: pngFile(), size: '1024x1024', quality: 'standard' },
+    rules: {
+      stored: [{ body: { response_format: 'url' }, refused: 'response_format' }],
+      priority: [
+        { body: { service_tier: 'priority' }, sent: (r) => expect(r.body).not.toHaveProperty('service_tier') },
+      ],
+      audio: 'an edit takes images and a text prompt only',
+      web_search: 'an edit searches nothing',
+      server_tools: 'an edit runs no tools',
+      long_context: "each input image is held at the model's image_tokens (bound.ts)",
+      data_residency: NO_OPENAI_SWITCH,
+      cache_1h: 'OpenAI bills no cache writes',
+    },
+  },
   createModeration: {
     path: '/v1/moderations',
     get upstream() {
@@ -402,10 +448,16 @@ const cases = Object.entries(OPS).flatMap(([name, op]) =>
 
 test.each(cases)('%s', async (_name, op, probe) => {
   const before = op.upstream.requests.length;
+  const fields = { ...op.base, ...probe.body };
+  const multipart = Object.values(fields).some((v) => v instanceof Blob);
   const res = await fetch(`${gw.url}${op.path}`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', ...probe.headers },
-    body: JSON.stringify({ ...op.base, ...probe.body }),
+    headers: {
+      authorization: `Bearer ${secret}`,
+      ...(!multipart && { 'content-type': 'application/json' }),
+      ...probe.headers,
+    },
+    body: multipart ? formOf(fields) : JSON.stringify(fields),
   });
   const text = await res.text();
   if (probe.refused !== undefined) {
@@ -420,3 +472,13 @@ test.each(cases)('%s', async (_name, op, probe) => {
   expect(sent.path).toBe(`/v1${op.path.replace(/^\/v1/, '')}`);
   probe.sent!(sent);
 });
+
+/** Fields as a multipart form: Blobs as files, anything else as text. */
+function formOf(fields: Record<string, unknown>): FormData {
+  const f = new FormData();
+  for (const [k, v] of Object.entries(fields)) {
+    if (v instanceof Blob) f.set(k, v, `${k}.bin`);
+    else f.set(k, typeof v === 'string' ? v : JSON.stringify(v));
+  }
+  return f;
+}

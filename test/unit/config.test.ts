@@ -564,11 +564,13 @@ describe('loadConfig', () => {
       ['mock-embedding', 'embedding', 'switchyard'],
       ['mock-image', 'image', 'switchyard'],
       ['mock-tts', 'speech', 'switchyard'],
+      ['mock-transcribe', 'transcription', 'switchyard'],
       ['mock-moderation', 'moderation', 'switchyard'],
       ['mock-rerank', 'rerank', 'switchyard'],
     ]);
-    expect(c.models[4].price.moderation).toBe(100_000_000); // 100 USD per million requests: 100 µUSD a request
+    expect(c.models[5].price.moderation).toBe(100_000_000); // 100 USD per million requests: 100 µUSD a request
     expect(c.models[1].routes).toMatchObject([{ provider: 'mock', model: 'mock-embedding' }]);
     expect(c.models[3].price).toMatchObject({ characters: 15_000_000, input: 0, output: 0 }); // micro-USD per million
+    expect(c.models[4].price).toMatchObject({ audio_seconds: 100_000_000 }); // 0.0001 USD a second: 0.006 a minute
   });
 });

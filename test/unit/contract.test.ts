@@ -159,10 +159,10 @@ test('a wire takes JSON and answers JSON or bytes (audio: a binary answer, strea
   expect(wire).toContain("    res: never;\n    chunk: components['schemas']['Chunk'] | Uint8Array;");
   const text = { content: { 'text/plain': { schema: { type: 'string' } } } };
   expect(problems(spec({ '/v1/chat': { post: { ...chat(), responses: { '200': text } } } }))).toEqual([
-    'createChat (POST /v1/chat) has a wire, so it must take application/json and answer (200) application/json or bytes (format: binary)',
+    'createChat (POST /v1/chat) has a wire, so it must take application/json (or multipart/form-data with files) and answer (200) application/json or bytes (format: binary)',
   ]);
   expect(problems(spec({ '/v1/chat': { post: { ...chat(), requestBody: bytes } } }))).toEqual([
-    'createChat (POST /v1/chat) has a wire, so it must take application/json and answer (200) application/json or bytes (format: binary)',
+    'createChat (POST /v1/chat) has a wire, so it must take application/json (or multipart/form-data with files) and answer (200) application/json or bytes (format: binary)',
   ]);
 });
 

@@ -56,6 +56,7 @@ describe('the table', () => {
       reasoning_tokens: 5,
       images: 0,
       characters: 0,
+      audio_seconds: 0,
       moderation_requests: 0,
       search_units: 0,
     });

@@ -17,6 +17,7 @@ import * as m014 from './014_cache_write_1h';
 import * as m015 from './015_images';
 import * as m016 from './016_speech';
 import * as m017 from './017_moderation_rerank';
+import * as m018 from './018_transcription';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -36,6 +37,7 @@ const migrations: Record<string, Knex.Migration> = {
   '015_images': m015,
   '016_speech': m016,
   '017_moderation_rerank': m017,
+  '018_transcription': m018,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

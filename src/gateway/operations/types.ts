@@ -98,7 +98,7 @@ export interface Reader<Req, Res, Chunk> {
    * Counts the answer itself shows, whether or not the upstream reported usage (the images it carries): added to
    * the usage, reported or counted.
    */
-  units?(res: Res): Partial<Usage>;
+  units?(res: Res, body: Req): Partial<Usage>;
   /**
    * The grade (`<size>/<quality>`) of what the answer made, for the classes priced by grade: the answer's own word,
    * else the request's; null when neither says (the request left it to the upstream).
@@ -152,6 +152,11 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
    */
   promptBound?(body: Req, profile: BodyProfile, model: ModelConfig): number;
   /**
+   * Reads what pricing the request needs from its files (an audio file's length), once the caller and the model passed
+   * and before anything is bounded or held; `output`, `promptBound` and the reader read what it found.
+   */
+  measure?(body: Req): Promise<void>;
+  /**
    * Price-raising features, per the model's `allow` list: refused (throws a 400 ApiError) or stripped (returns the
    * body without them). Attachments were checked from the profile already.
    */
@@ -173,6 +178,11 @@ export interface Operation<Req extends { model: string } = any, Res = any, Chunk
    * null (or absent) otherwise. A binary answer always streams.
    */
   binary?(body: Req): string | null;
+  /**
+   * The media type of the answer when it is text written by the gateway (a transcript as `text`, `srt` or `vtt`)
+   * rather than JSON: `present` then returns that text. Null (or absent) for JSON.
+   */
+  answerType?(body: Req): string | null;
   present(res: Res, p: Presented, body: Req): Res;
   /** A chunk as the client gets it, or null to hold it back; `includeUsage`: the client asked for the usage chunk. */
   presentChunk(chunk: Chunk, c: ChunkContext): Chunk | null;

@@ -5,6 +5,7 @@
  */
 import type { ProviderConfig } from '../../config';
 import { UpstreamError } from '../types';
+import { FormBody } from './form';
 import { UpstreamHttp } from './http';
 import type { Adapter, CallContext, HttpAdapter, OutgoingRequest, ProviderDescriptor, UpstreamOp, Wire } from './types';
 
@@ -106,6 +107,7 @@ export class Provider {
     accept?: string,
   ): Promise<OutgoingRequest> {
     const upstream = adapter.request(body, ctx);
+    if (upstream instanceof FormBody) return this.formRequest(adapter, body, ctx, upstream);
     let text: string;
     try {
       text = JSON.stringify(upstream);
@@ -125,6 +127,19 @@ export class Provider {
       body: text,
     };
     if (this.descriptor.sign) Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config)));
+    return req;
+  }
+
+  /** A multipart request (files): its bytes are streamed, so a provider that signs each body cannot take it. */
+  private formRequest<Req>(adapter: HttpAdapter<Req, unknown, unknown>, body: Req, ctx: CallContext, form: FormBody) {
+    if (this.descriptor.sign) throw unsupported(this.descriptor.type, 'multipart');
+    const type = { 'content-type': form.contentType, 'content-length': String(form.length) };
+    const req: OutgoingRequest = {
+      method: 'POST',
+      url: `${this.config.base_url}${adapter.path(ctx, body)}`,
+      headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers), ...type },
+      body: form.stream(),
+    };
     return req;
   }
 }

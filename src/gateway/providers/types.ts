@@ -6,6 +6,7 @@
  */
 import type { CacheMultipliers, ProviderConfig } from '../../config';
 import type { UpstreamOp, Wire } from '../../contract';
+import type { Readable } from 'node:stream';
 import type { SseEvent } from '../sse';
 
 /**
@@ -71,7 +72,8 @@ export interface OutgoingRequest {
   method: 'POST';
   url: string;
   headers: Record<string, string>;
-  body: string;
+  /** JSON, or the bytes of a multipart body (files) as they are read. */
+  body: string | Readable;
 }
 
 /** What a provider reads in the JSON body of an error answer. */

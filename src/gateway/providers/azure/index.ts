@@ -12,13 +12,16 @@ import {
   chatBody,
   completionBody,
   embeddingList,
+  formOf,
   imageBody,
+  imageEditForm,
   imageList,
   moderationList,
   object,
   OUTPUT_LIMITS,
   speechAdapter,
   untilDone,
+  transcript,
 } from '../openai';
 import { defineProvider, type CallContext } from '../types';
 
@@ -74,6 +77,10 @@ export const azure = defineProvider({
       request: imageBody,
       response: imageList,
     },
+    imageEdits: { path: (ctx) => deployment(ctx, 'images/edits'), request: imageEditForm, response: imageList },
+    // Whisper deployments (api-version 2024-02-01 and later); gpt-4o-transcribe ones need 2025-03-01-preview.
+    transcriptions: { path: (ctx) => deployment(ctx, 'audio/transcriptions'), request: formOf, response: transcript },
+    translations: { path: (ctx) => deployment(ctx, 'audio/translations'), request: formOf, response: transcript },
     // Speech needs an api_version that has it (2025-03-01-preview and later for gpt-4o-mini-tts).
     speech: { path: (ctx) => deployment(ctx, 'audio/speech'), ...speechAdapter },
     // Per deployment too, as the other gateways reach it: a resource serves it if it has a moderation deployment.

@@ -23,6 +23,9 @@ import type {
   SpeechChunk,
   SpeechRequest,
 } from '../../types';
+import type { Upload } from '../../../contract';
+import { lengthOf } from '../../audio';
+import type { TranscriptionResponse } from '../../operations/transcriptions';
 import { UpstreamError } from '../../types';
 import { openaiUsage, textOf } from '../shared';
 import { mockAudio, mockFormat } from './audio';
@@ -185,7 +188,20 @@ export const mock = defineProvider({
         },
       },
     },
+    // Image edits: as generations, an image per `n`.
+    imageEdits: {
+      local: {
+        async send(body, ctx, signal): Promise<ImagesResponse> {
+          await wait(ctx, signal);
+          const image = { b64_json: MOCK_PNG, revised_prompt: String(body.prompt).slice(0, ECHO_CHARS) };
+          return { created: CREATED, data: Array.from({ length: Number(body.n ?? 1) }, () => image) };
+        },
+      },
+    },
     speech: { local: { stream: speak } },
+    // Like whisper-1: a transcript that says how long the audio is, and that length as the usage.
+    transcriptions: { local: { send: (body, ctx, signal) => transcribe(body, ctx, signal) } },
+    translations: { local: { send: (body, ctx, signal) => transcribe(body, ctx, signal) } },
     moderations: {
       local: {
         async send(body, ctx, signal): Promise<ModerationResponse> {
@@ -204,6 +220,21 @@ export const mock = defineProvider({
     },
   },
 });
+
+/** A transcript of the file, as whisper-1 answers json and verbose_json (one segment): its length as it measured it. */
+async function transcribe(
+  body: { file: Upload; response_format?: string },
+  ctx: CallContext,
+  signal: AbortSignal,
+): Promise<TranscriptionResponse> {
+  await wait(ctx, signal);
+  const seconds = lengthOf(body.file).measured;
+  const text = `A mock transcript of ${seconds} seconds of ${body.file.filename}.`;
+  const usage = { type: 'duration' as const, seconds };
+  if (body.response_format !== 'verbose_json') return { text, usage };
+  const segments = [{ id: 0, start: 0, end: seconds, text: ` ${text}` }];
+  return { task: 'transcribe', language: 'english', duration: seconds, text, segments, usage };
+}
 
 /** Audio bytes in each chunk of a speech stream (a stream of several chunks, as an upstream's). */
 const SPEECH_CHUNK = 4_096;

@@ -17,6 +17,7 @@ import {
   type SpeechEvent,
   type SpeechRequest,
 } from '../../types';
+import { FormBody } from '../form';
 import { eventObject } from '../http';
 import { isObject, str } from '../shared';
 import { defineProvider, type CallContext } from '../types';
@@ -212,6 +213,20 @@ export const speechAdapter = {
   stream: (events: AsyncIterable<SseEvent>) => speechEvents(events),
 };
 
+/** A transcript: JSON with its `text` (the gateway always asks for json or verbose_json); else a protocol failure. */
+export function transcript<T>(json: unknown): T {
+  if (typeof object<{ text?: unknown }>(json).text !== 'string')
+    throw new UpstreamError('protocol', 'the upstream answer is not a transcript (no text)');
+  return json as T;
+}
+
+/** A multipart request for the upstream: the client's fields and files, with the upstream's model id. */
+export const formOf = (body: object, ctx: CallContext) => new FormBody({ ...body, model: ctx.model });
+
+/** An image edit for the upstream: as a generation's body (base64 asked for where the model takes it), as a form. */
+export const imageEditForm = (body: object, ctx: CallContext) =>
+  new FormBody(imageBody(body as ImageRequest, ctx) as Record<string, unknown>);
+
 /** A Responses request for the upstream: its model id, the allowance, and nothing stored there (the gateway stores). */
 const responsesBody = (body: ResponsesRequest, ctx: CallContext) => {
   const { previous_response_id: _expanded, ...rest } = body;
@@ -245,7 +260,10 @@ export const openai = defineProvider({
       request: imageBody,
       response: imageList,
     },
+    imageEdits: { path: () => '/images/edits', request: imageEditForm, response: imageList },
     speech: { path: () => '/audio/speech', ...speechAdapter },
+    transcriptions: { path: () => '/audio/transcriptions', request: formOf, response: transcript },
+    translations: { path: () => '/audio/translations', request: formOf, response: transcript },
     responses: {
       path: () => '/responses',
       request: responsesBody,
