@@ -630,7 +630,11 @@ export interface paths {
         };
         /**
          * Models and prices
-         * @description Every configured model with its price in USD per million input and output tokens.
+         * @description Every configured model with its prices: USD per million units of each
+         *     usage class it is priced for (`prices`, by class name: tokens,
+         *     characters, requests, search units...), and of a class priced by grade
+         *     (generated images) USD per unit by grade (`grade_prices`); `classes`
+         *     says what each class is called and counted in.
          */
         get: operations["listConsoleModels"];
         put?: never;
@@ -792,7 +796,8 @@ export interface paths {
         /**
          * Requests and cost per day
          * @description The last `days` days (UTC, today included), oldest first, every day
-         *     present (zeros included).
+         *     present (zeros included), with what each day used by usage class
+         *     (`usage`, described by `classes`).
          */
         get: operations["getDailyUsage"];
         put?: never;
@@ -3437,9 +3442,31 @@ export interface components {
             usd_per_image?: {
                 [key: string]: components["schemas"]["Usd"];
             };
+            /**
+             * @description USD per million units of each usage class the model is priced for,
+             *     by class name (the list's `classes`): `prompt` and `completion`
+             *     tokens, the `characters` of a speech input, `moderation` requests,
+             *     rerank `search_unit`s... The base prices (a model priced by prompt
+             *     size costs more above a tier). A class left out costs nothing; a
+             *     class priced by grade is in `grade_prices`.
+             */
+            prices: {
+                [key: string]: components["schemas"]["Usd"];
+            };
+            /**
+             * @description The classes priced by grade, by class name (`images`): USD per unit
+             *     by grade, `<size>/<quality>`.
+             */
+            grade_prices: {
+                [key: string]: {
+                    [key: string]: components["schemas"]["Usd"];
+                };
+            };
         };
         ConsoleModelList: {
             data: components["schemas"]["ConsoleModel"][];
+            /** @description Every usage class, wholes before their parts. */
+            classes: components["schemas"]["UsageClass"][];
         };
         RedeemRequest: {
             code: string;
@@ -3576,7 +3603,10 @@ export interface components {
                 date: string;
                 requests: number;
                 cost_usd: components["schemas"]["Usd"];
+                usage: components["schemas"]["UsageCounts"];
             }[];
+            /** @description Every usage class, wholes before their parts. */
+            classes: components["schemas"]["UsageClass"][];
         };
         /** @enum {string} */
         LedgerKind: "signup" | "referral" | "topup" | "redemption" | "grant" | "adjustment" | "usage" | "refund" | "shortfall" | "card_refund" | "dispute" | "dispute_won" | "refund_failed" | "debt_payment" | "revocation";
@@ -5206,14 +5236,86 @@ export interface operations {
                      *           "kind": "chat",
                      *           "owned_by": "openai",
                      *           "input_usd_per_million": "0.150000",
-                     *           "output_usd_per_million": "0.600000"
+                     *           "output_usd_per_million": "0.600000",
+                     *           "prices": {
+                     *             "prompt": "0.150000",
+                     *             "cached": "0.075000",
+                     *             "completion": "0.600000"
+                     *           },
+                     *           "grade_prices": {}
                      *         },
                      *         {
                      *           "id": "text-embedding-3-small",
                      *           "kind": "embedding",
                      *           "owned_by": "openai",
                      *           "input_usd_per_million": "0.020000",
-                     *           "output_usd_per_million": "0.000000"
+                     *           "output_usd_per_million": "0.000000",
+                     *           "prices": {
+                     *             "prompt": "0.020000"
+                     *           },
+                     *           "grade_prices": {}
+                     *         }
+                     *       ],
+                     *       "classes": [
+                     *         {
+                     *           "name": "prompt",
+                     *           "label": "input",
+                     *           "unit": "token",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "cached",
+                     *           "label": "cached",
+                     *           "unit": "token",
+                     *           "part_of": "prompt"
+                     *         },
+                     *         {
+                     *           "name": "cache_write",
+                     *           "label": "cache write",
+                     *           "unit": "token",
+                     *           "part_of": "prompt"
+                     *         },
+                     *         {
+                     *           "name": "cache_write_1h",
+                     *           "label": "1-hour cache write",
+                     *           "unit": "token",
+                     *           "part_of": "cache_write"
+                     *         },
+                     *         {
+                     *           "name": "completion",
+                     *           "label": "output",
+                     *           "unit": "token",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "reasoning",
+                     *           "label": "reasoning",
+                     *           "unit": "token",
+                     *           "part_of": "completion"
+                     *         },
+                     *         {
+                     *           "name": "images",
+                     *           "label": "generated",
+                     *           "unit": "image",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "characters",
+                     *           "label": "input",
+                     *           "unit": "character",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "moderation",
+                     *           "label": "moderation",
+                     *           "unit": "request",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "search_unit",
+                     *           "label": "rerank",
+                     *           "unit": "search_unit",
+                     *           "part_of": null
                      *         }
                      *       ]
                      *     }
@@ -5560,12 +5662,98 @@ export interface operations {
                      *         {
                      *           "date": "2026-11-21",
                      *           "requests": 0,
-                     *           "cost_usd": "0.000000"
+                     *           "cost_usd": "0.000000",
+                     *           "usage": {
+                     *             "prompt": 0,
+                     *             "cached": 0,
+                     *             "cache_write": 0,
+                     *             "cache_write_1h": 0,
+                     *             "completion": 0,
+                     *             "reasoning": 0,
+                     *             "images": 0,
+                     *             "characters": 0,
+                     *             "moderation": 0,
+                     *             "search_unit": 0
+                     *           }
                      *         },
                      *         {
                      *           "date": "2026-11-22",
                      *           "requests": 1289,
-                     *           "cost_usd": "6.248103"
+                     *           "cost_usd": "6.248103",
+                     *           "usage": {
+                     *             "prompt": 1843210,
+                     *             "cached": 912384,
+                     *             "cache_write": 0,
+                     *             "cache_write_1h": 0,
+                     *             "completion": 402117,
+                     *             "reasoning": 81920,
+                     *             "images": 3,
+                     *             "characters": 12040,
+                     *             "moderation": 0,
+                     *             "search_unit": 0
+                     *           }
+                     *         }
+                     *       ],
+                     *       "classes": [
+                     *         {
+                     *           "name": "prompt",
+                     *           "label": "input",
+                     *           "unit": "token",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "cached",
+                     *           "label": "cached",
+                     *           "unit": "token",
+                     *           "part_of": "prompt"
+                     *         },
+                     *         {
+                     *           "name": "cache_write",
+                     *           "label": "cache write",
+                     *           "unit": "token",
+                     *           "part_of": "prompt"
+                     *         },
+                     *         {
+                     *           "name": "cache_write_1h",
+                     *           "label": "1-hour cache write",
+                     *           "unit": "token",
+                     *           "part_of": "cache_write"
+                     *         },
+                     *         {
+                     *           "name": "completion",
+                     *           "label": "output",
+                     *           "unit": "token",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "reasoning",
+                     *           "label": "reasoning",
+                     *           "unit": "token",
+                     *           "part_of": "completion"
+                     *         },
+                     *         {
+                     *           "name": "images",
+                     *           "label": "generated",
+                     *           "unit": "image",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "characters",
+                     *           "label": "input",
+                     *           "unit": "character",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "moderation",
+                     *           "label": "moderation",
+                     *           "unit": "request",
+                     *           "part_of": null
+                     *         },
+                     *         {
+                     *           "name": "search_unit",
+                     *           "label": "rerank",
+                     *           "unit": "search_unit",
+                     *           "part_of": null
                      *         }
                      *       ]
                      *     }

@@ -8,11 +8,11 @@ import type {
   ApiKey,
   CheckoutResponse,
   CreatedKey,
-  DailyUsage,
+  DailyPage,
   KeyChanges,
   LedgerPage,
   LoginBody,
-  Model,
+  ModelList,
   NewKeyInput,
   Redeemed,
   RegisterBody,
@@ -106,12 +106,12 @@ export const api = {
   updateKey: (id: number | string, body: KeyChanges) =>
     call<ApiKey>('PATCH', `/keys/${encodeURIComponent(String(id))}`, { body }),
   deleteKey: (id: number | string) => call<void>('DELETE', `/keys/${encodeURIComponent(String(id))}`),
-  models: () => call<{ data: Model[] }>('GET', '/models'),
+  models: () => call<ModelList>('GET', '/models'),
   redeem: (code: string) => call<Redeemed>('POST', '/topup/redeem', { body: { code } }),
   topupOptions: () => call<TopupOptions>('GET', '/topup/options'),
   checkout: (amount_usd: string) => call<CheckoutResponse>('POST', '/topup/checkout', { body: { amount_usd } }),
   usage: (query: Query) => call<UsagePage>('GET', '/usage', { query }),
-  daily: (days: number) => call<{ data: DailyUsage[] }>('GET', '/usage/daily', { query: { days } }),
+  daily: (days: number) => call<DailyPage>('GET', '/usage/daily', { query: { days } }),
   ledger: (query: Query) => call<LedgerPage>('GET', '/ledger', { query }),
   config: () =>
     call<{ captcha: { provider: 'turnstile' | 'hcaptcha'; site_key: string } | null }>('GET', '/config', {

@@ -105,3 +105,35 @@ export function unitName(unit: UsageClass['unit'], n = 2): string {
 export function quantity(n: number, unit: UsageClass['unit']): string {
   return `${int(n)} ${unitName(unit, n)}`;
 }
+
+/** "Input tokens", "Generated images": a class at the top of a family, as a column or a total is headed. */
+export function heading(c: UsageClass): string {
+  return `${c.label.charAt(0).toUpperCase()}${c.label.slice(1)} ${unitName(c.unit)}`;
+}
+
+/**
+ * How many units a price is quoted for, as providers quote them: tokens and characters by the million, requests and
+ * search units by the thousand (their prices per unit are fractions of a cent), images one by one, audio by the minute.
+ */
+const QUOTED: Record<UsageClass['unit'], [number, string]> = {
+  token: [1_000_000, '1M tokens'],
+  image: [1, 'image'],
+  second: [60, 'minute'],
+  character: [1_000_000, '1M characters'],
+  request: [1_000, '1K requests'],
+  search_unit: [1_000, '1K search units'],
+};
+
+/** "$15", "$0.60", "$0.075", "$0.00012": whole dollars bare, otherwise cents and the digits a small price needs. */
+export function unitPrice(n: number): string {
+  if (Number.isInteger(n)) return `$${int(n)}`;
+  if (n < 0.01) return `$${n.toPrecision(2)}`;
+  return `$${new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 4 }).format(n)}`;
+}
+
+/** A price in USD per million units as quoted for its unit: [amount, what it buys] ("$2", "1K search units"). */
+export function quotedPrice(usdPerMillion: Usd, unit: UsageClass['unit']): [string, string] {
+  const [per, what] = QUOTED[unit];
+  // The API's six decimals make the price of `per` units a whole number of 10^-12 USD: rounding to it drops float noise.
+  return [unitPrice(Math.round(num(usdPerMillion) * per * 1e6) / 1e12), what];
+}

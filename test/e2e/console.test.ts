@@ -45,6 +45,14 @@ providers: { local: { type: mock } }
 models:
   - { id: mock-chat, kind: chat, owned_by: switchyard, price: { input: 0.15, output: 0.60 }, routes: [ { provider: local } ] }
   - { id: mock-embedding, kind: embedding, owned_by: switchyard, price: { input: 0.02 }, routes: [ { provider: local } ] }
+  - id: mock-image
+    kind: image
+    owned_by: switchyard
+    price: { images: { 1024x1024/standard: 0.04, 1024x1024/hd: 0.08, 1792x1024/hd: 0.12 } }
+    routes: [ { provider: local } ]
+  - { id: mock-tts, kind: speech, owned_by: switchyard, price: { characters: 15 }, routes: [ { provider: local } ] }
+  - { id: mock-moderation, kind: moderation, owned_by: switchyard, routes: [ { provider: local } ] }
+  - { id: mock-rerank, kind: rerank, owned_by: switchyard, price: { search_unit: 2000 }, routes: [ { provider: local } ] }
 `,
     { ...process.env, ADMIN_TOKEN },
   );
@@ -333,6 +341,60 @@ test('usage pages through next_cursor', async () => {
     .locator('tr', { hasText: 'mock-chat' })
     .getByText('25', { exact: true })
     .waitFor();
+});
+
+test('each model priced in its own unit, and what it used counted in it', async () => {
+  const account = await register();
+  const { secret } = await createKey(account, { name: 'units' });
+  const client = sdk(secret);
+  await client.images.generate({ model: 'mock-image', prompt: 'a fox', n: 3, size: '1024x1024', quality: 'standard' });
+  await (
+    await client.audio.speech.create({ model: 'mock-tts', voice: 'alloy', input: 'x'.repeat(1200) })
+  ).arrayBuffer();
+  for (const input of ['one', 'two']) await client.moderations.create({ model: 'mock-moderation', input });
+  const rerank = await fetch(`${gw.url}/v1/rerank`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'mock-rerank', query: 'q', documents: ['a', 'b'] }),
+  });
+  expect(rerank.status).toBe(200);
+
+  // The dashboard's model list: each price in the unit it is billed in; nothing priced is free.
+  await openSignedIn('/', account);
+  const prices = {
+    'mock-chat': '$0.15 / $0.60 per 1M tokens',
+    'mock-embedding': '$0.02 / 1M tokens',
+    'mock-image': '$0.04–$0.12 / image',
+    'mock-tts': '$15 / 1M characters',
+    'mock-moderation': 'Free',
+    'mock-rerank': '$2 / 1K search units',
+  };
+  for (const [model, price] of Object.entries(prices))
+    await eventually(async () => expect(await text(`price-${model}`)).toBe(price));
+  // The last 14 days, by class in its unit (input tokens are counted too: the reranker's pairs).
+  await eventually(
+    async () => {
+      await page.reload();
+      const used = await text('period-usage');
+      for (const q of ['3 images', '1,200 characters', '2 requests', '1 search unit']) expect(used).toContain(q);
+    },
+    15_000,
+    500,
+  );
+  await page.screenshot({ path: path.join(OUT, 'dashboard-units.png') });
+
+  // The usage page: a column per class used, each count in its unit; a chat-only column of zeros is not there.
+  await page.getByRole('link', { name: 'Usage' }).first().click();
+  const table = page.getByTestId('usage-table');
+  await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(5));
+  const heads = await table.locator('thead th').allTextContents();
+  expect(heads).toEqual(expect.arrayContaining(['Generated images', 'Input characters', 'Moderation requests']));
+  await table.locator('tr', { hasText: 'mock-image' }).getByText('3 images', { exact: true }).waitFor();
+  await table.locator('tr', { hasText: 'mock-tts' }).getByText('1,200 characters', { exact: true }).waitFor();
+  await table.locator('tr', { hasText: 'mock-rerank' }).getByText('1 search unit', { exact: true }).waitFor();
+  const totals = page.getByTestId('usage-totals');
+  await totals.locator('tr', { hasText: 'mock-moderation' }).getByText('2 requests', { exact: true }).waitFor();
+  await page.screenshot({ path: path.join(OUT, 'usage-units.png') });
 });
 
 test('a key disabled in the console is refused by /v1', async () => {

@@ -23,6 +23,9 @@ models:
   - { id: mock-chat, kind: chat, owned_by: switchyard, price: { input: 1.5, output: 2 }, routes: [ { provider: local } ] }
   - { id: mock-embedding, kind: embedding, owned_by: switchyard, price: { input: 0.02 }, routes: [ { provider: local } ] }
   - { id: slow-chat, kind: chat, owned_by: switchyard, price: { input: 1, output: 1 }, routes: [ { provider: slow } ] }
+  - { id: mock-tts, kind: speech, owned_by: switchyard, price: { characters: 15 }, routes: [ { provider: local } ] }
+  - { id: mock-moderation, kind: moderation, owned_by: switchyard, routes: [ { provider: local } ] }
+  - { id: mock-rerank, kind: rerank, owned_by: switchyard, price: { input: 0.02, search_unit: 2000 }, routes: [ { provider: local } ] }
 `;
 const WEBHOOK_SECRET = 'whsec_test_0123456789abcdef';
 const SECRET_KEY = 'sk_test_switchyard0123456789';
@@ -593,33 +596,62 @@ describe('keys', () => {
     expect((await intruder.patch('/console/api/keys/987654321', { name: 'x' })).status).toBe(404);
   });
 
-  test('models and prices', async () => {
+  test('models and prices, each class in its own unit', async () => {
     const c = await registered(gw.url);
-    expect((await c.get('/console/api/models')).body).toEqual({
-      data: [
-        {
-          id: 'mock-chat',
-          kind: 'chat',
-          owned_by: 'switchyard',
-          input_usd_per_million: '1.500000',
-          output_usd_per_million: '2.000000',
+    const r = await c.get('/console/api/models');
+    expect(schemaProblems('ConsoleModelList', r.body)).toBeNull();
+    const base = { owned_by: 'switchyard', grade_prices: {} };
+    const none = { input_usd_per_million: '0.000000', output_usd_per_million: '0.000000' };
+    expect(r.body.data).toEqual([
+      {
+        ...base,
+        id: 'mock-chat',
+        kind: 'chat',
+        input_usd_per_million: '1.500000',
+        output_usd_per_million: '2.000000',
+        // the mock provider bills no cache class apart: its cache prices are the input price (config/load.ts)
+        prices: {
+          prompt: '1.500000',
+          cached: '1.500000',
+          cache_write: '1.500000',
+          cache_write_1h: '1.500000',
+          completion: '2.000000',
         },
-        {
-          id: 'mock-embedding',
-          kind: 'embedding',
-          owned_by: 'switchyard',
-          input_usd_per_million: '0.020000',
-          output_usd_per_million: '0.000000',
-        },
-        {
-          id: 'slow-chat',
-          kind: 'chat',
-          owned_by: 'switchyard',
-          input_usd_per_million: '1.000000',
-          output_usd_per_million: '1.000000',
-        },
-      ],
-    });
+      },
+      {
+        ...base,
+        id: 'mock-embedding',
+        kind: 'embedding',
+        input_usd_per_million: '0.020000',
+        output_usd_per_million: '0.000000',
+        prices: expect.objectContaining({ prompt: '0.020000' }),
+      },
+      {
+        ...base,
+        id: 'slow-chat',
+        kind: 'chat',
+        input_usd_per_million: '1.000000',
+        output_usd_per_million: '1.000000',
+        prices: expect.objectContaining({ prompt: '1.000000', completion: '1.000000' }),
+      },
+      // A speech model priced per character, a free moderation model, a reranker priced by tokens and searches:
+      // only what they are priced for, by class name.
+      { ...base, ...none, id: 'mock-tts', kind: 'speech', prices: { characters: '15.000000' } },
+      { ...base, ...none, id: 'mock-moderation', kind: 'moderation', prices: {} },
+      {
+        ...base,
+        id: 'mock-rerank',
+        kind: 'rerank',
+        input_usd_per_million: '0.020000',
+        output_usd_per_million: '0.000000',
+        prices: expect.objectContaining({ prompt: '0.020000', search_unit: '2000.000000' }),
+      },
+    ]);
+    expect(r.body.data[1].prices).not.toHaveProperty('completion');
+    expect(r.body.data[5].prices).not.toHaveProperty('completion');
+    // the classes the prices are keyed by, as the usage page describes them
+    expect(r.body.classes).toEqual((await c.get('/console/api/usage')).body.classes);
+    expect(r.body.classes).toContainEqual({ name: 'characters', label: 'input', unit: 'character', part_of: null });
   });
 });
 
@@ -1028,18 +1060,28 @@ describe('usage, daily usage and ledger', () => {
     const r = await c.get('/console/api/usage/daily?days=3');
     expect(r.status).toBe(200);
     const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
+    expect(schemaProblems('DailyUsage', r.body)).toBeNull();
     expect(r.body.data.map((d: any) => d.date)).toEqual([day(2), day(1), day(0)]);
+    const page = (await c.get('/console/api/usage')).body;
+    expect(r.body.classes).toEqual(page.classes);
+    // Every class, by name: none on the days without requests, today's the sum of its records'.
+    const zeros = Object.fromEntries(page.classes.map((k: any) => [k.name, 0]));
     expect(r.body.data.slice(0, 2)).toEqual([
-      { date: day(2), requests: 0, cost_usd: '0.000000' },
-      { date: day(1), requests: 0, cost_usd: '0.000000' },
+      { date: day(2), requests: 0, cost_usd: '0.000000', usage: zeros },
+      { date: day(1), requests: 0, cost_usd: '0.000000', usage: zeros },
     ]);
     expect(r.body.data[2].requests).toBe(4);
+    const summed = { ...zeros };
+    for (const rec of page.data) for (const [name, n] of Object.entries(rec.usage)) summed[name] += n as number;
+    expect(summed.prompt).toBeGreaterThan(0);
+    expect(summed.completion).toBeGreaterThan(0);
+    expect(r.body.data[2].usage).toEqual(summed);
     expect((await c.get('/console/api/usage/daily')).body.data).toHaveLength(14);
     expect((await c.get('/console/api/usage/daily?days=0')).status).toBe(400);
     // Another account sees nothing of this.
     const other = await registered(gw.url);
     expect((await other.get('/console/api/usage/daily?days=1')).body.data).toEqual([
-      { date: day(0), requests: 0, cost_usd: '0.000000' },
+      { date: day(0), requests: 0, cost_usd: '0.000000', usage: zeros },
     ]);
   });
 

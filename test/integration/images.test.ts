@@ -95,8 +95,16 @@ describe('the SDK gets its images, and the balance changes by exactly the price'
     expect(models.find((m: { id: string }) => m.id === 'dall-e-3')).toMatchObject({
       kind: 'image',
       usd_per_image: { '1024x1024/standard': '0.040000', '1792x1024/hd': '0.120000' },
+      grade_prices: { images: { '1024x1024/standard': '0.040000', '1792x1024/hd': '0.120000' } },
+      prices: {},
     });
     expect(models.find((m: { id: string }) => m.id === 'gpt-image-1')).not.toHaveProperty('usd_per_image');
+    expect(models.find((m: { id: string }) => m.id === 'gpt-image-1')).toMatchObject({
+      prices: { prompt: '5.000000', completion: '40.000000' },
+      grade_prices: {},
+    });
+    const [today] = (await owner.get('/console/api/usage/daily?days=1')).body.data;
+    expect(today.usage).toMatchObject({ images: 3, completion: 0 });
   });
 
   test('gpt-image-1: its prompt at input and its image tokens at output, from the usage it reports', async () => {

@@ -231,6 +231,12 @@ test("the console's usage shows the search units, as a class of their own", asyn
       { name: 'moderation', label: 'moderation', unit: 'request', part_of: null },
     ]),
   );
+  // the dashboard's day counts them too, and the model list says what one costs: by search unit, not by token
+  const [today] = (await owner.get('/console/api/usage/daily?days=1')).body.data;
+  expect(today).toMatchObject({ requests: 1, usage: { ...usage.data[0].usage, search_unit: 1, moderation: 0 } });
+  const models = (await owner.get('/console/api/models')).body.data;
+  expect(models.find((m: { id: string }) => m.id === 'rerank-searches').prices).toEqual({ search_unit: '2000.000000' });
+  expect(models.find((m: { id: string }) => m.id === 'mock-rerank').prices).toEqual({});
 });
 
 describe('refused with a clear 4xx', () => {

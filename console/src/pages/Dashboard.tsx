@@ -5,9 +5,9 @@ import { useAuth } from '../auth';
 import { BarChart, type Bar } from '../components/Chart';
 import { Icon } from '../components/icons';
 import { Alert, Button, Card, CopyButton, Link, PageHeader, Skeleton, useLoader } from '../components/ui';
-import { int, num, usd } from '../format';
+import { heading, int, num, quantity, quotedPrice, unitName, unitPrice, usd } from '../format';
 import { navigate } from '../router';
-import type { DailyUsage } from '../types';
+import type { DailyUsage, Model, ModelList, UsageClass } from '../types';
 
 const DAYS = 14;
 
@@ -20,22 +20,92 @@ function fillDays(rows: DailyUsage[], days: number): DailyUsage[] {
     const d = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - i))
       .toISOString()
       .slice(0, 10);
-    out.push(byDate.get(d) ?? { date: d, requests: 0, cost_usd: '0.000000' });
+    out.push(byDate.get(d) ?? { date: d, requests: 0, cost_usd: '0.000000', usage: {} });
   }
   return out;
 }
 
-function price(v: string | number | null | undefined): string {
-  if (v === null || v === undefined) return '—';
-  const n = num(v);
-  return `$${n < 0.01 && n > 0 ? n.toPrecision(2) : n.toFixed(2)}`;
+/** One price of a model's, or several of one unit ("$0.15 / $0.60" per 1M tokens: input / output). */
+interface PriceGroup {
+  amounts: string[];
+  labels: string[];
+  /** What the amounts buy: "1M tokens", "1K requests", "image". */
+  per: string;
 }
 
-/** An image model's prices per image, cheapest to dearest ("$0.04–$0.12 / image"). */
-function imagePrice(byGrade: Record<string, string>): string {
-  const all = Object.values(byGrade).map(num);
-  const [low, high] = [Math.min(...all), Math.max(...all)];
-  return `${price(low)}${high > low ? `–${price(high)}` : ''} / image`;
+/** "$0.04–$0.12": the cheapest to the dearest of a price by grade. */
+function range(prices: number[]): string {
+  const [low, high] = [Math.min(...prices), Math.max(...prices)];
+  return `${unitPrice(low)}${high > low ? `–${unitPrice(high)}` : ''}`;
+}
+
+/**
+ * A model's prices of the classes at the top of a family (what a request is billed for; the parts, such as cache
+ * reads, are finer print), in the API's order, those of one unit together. A class priced by grade (images) shows
+ * the range of its grades; a class the model does not price is left out, so a model that prices none is free.
+ */
+function priceGroups(m: Model, classes: UsageClass[]): PriceGroup[] {
+  const out: PriceGroup[] = [];
+  for (const c of classes.filter((k) => k.part_of === null)) {
+    const grades = m.grade_prices[c.name];
+    let amount: string, per: string;
+    if (grades) [amount, per] = [range(Object.values(grades).map(num)), unitName(c.unit, 1)];
+    else if (m.prices[c.name]) [amount, per] = quotedPrice(m.prices[c.name], c.unit);
+    else continue;
+    const same = out.find((g) => g.per === per);
+    if (!same) out.push({ amounts: [amount], labels: [c.label], per });
+    else {
+      same.amounts.push(amount);
+      same.labels.push(c.label);
+    }
+  }
+  return out;
+}
+
+/** "$15 / 1M characters", "$0.15 / $0.60 per 1M tokens", "$0.02 / 1M tokens + $2 / 1K search units", "Free". */
+function ModelPrice({ model, classes }: { model: Model; classes: UsageClass[] }) {
+  const groups = priceGroups(model, classes);
+  return (
+    <span class="model-price" data-testid={`price-${model.id}`}>
+      {groups.length === 0
+        ? 'Free'
+        : groups.map((g, i) => (
+            <span key={g.per} class="nowrap" title={`${g.labels.join(' / ')}, USD per ${g.per}`}>
+              {i > 0 && ' + '}
+              {g.amounts.join(' / ')}
+              <span class="muted">
+                {g.amounts.length > 1 ? ' per ' : ' / '}
+                {g.per}
+              </span>
+            </span>
+          ))}
+    </span>
+  );
+}
+
+/**
+ * What the days used, by class at the top of a family, those used at all: "1,234 input tokens", "3 images". The
+ * label is said when another class counts in the same unit (input and output tokens), the heading is the tooltip.
+ */
+function PeriodUsage({ days, classes }: { days: DailyUsage[]; classes: UsageClass[] }) {
+  const tops = classes.filter((c) => c.part_of === null);
+  const used = tops.flatMap((c) => {
+    const n = days.reduce((s, d) => s + (d.usage[c.name] ?? 0), 0);
+    if (!n) return [];
+    const shared = tops.some((k) => k !== c && k.unit === c.unit);
+    return [{ c, text: shared ? `${int(n)} ${c.label} ${unitName(c.unit, n)}` : quantity(n, c.unit) }];
+  });
+  if (!used.length) return null;
+  return (
+    <span data-testid="period-usage">
+      {used.map(({ c, text }) => (
+        <span key={c.name} title={heading(c)}>
+          {' · '}
+          <span class="nowrap">{text}</span>
+        </span>
+      ))}
+    </span>
+  );
 }
 
 function greeting(): string {
@@ -119,7 +189,14 @@ export function Dashboard() {
         <Card
           title="Usage, last 14 days"
           subtitle={
-            daily.data ? `${usd(periodCost, { precise: true })} across ${int(periodRequests)} requests` : 'Daily spend'
+            daily.data ? (
+              <>
+                {`${usd(periodCost, { precise: true })} across ${int(periodRequests)} requests`}
+                <PeriodUsage days={days} classes={daily.data.classes} />
+              </>
+            ) : (
+              'Daily spend'
+            )
           }
           actions={
             <div class="segmented" role="group" aria-label="Chart metric">
@@ -185,41 +262,7 @@ export function Dashboard() {
               <Skeleton h={40} />
             )}
           </Card>
-          <Card title="Models" subtitle="USD per million tokens, input / output; image models per image" pad={false}>
-            {models.error ? (
-              <div class="card-body">
-                <Alert>{models.error}</Alert>
-              </div>
-            ) : !models.data ? (
-              <div class="card-body">
-                <Skeleton h={60} />
-              </div>
-            ) : models.data.data.length === 0 ? (
-              <p class="card-body muted">No models are configured yet.</p>
-            ) : (
-              <ul class="model-list">
-                {models.data.data.slice(0, 6).map((m) => (
-                  <li key={m.id}>
-                    <span class="model-id">
-                      <code>{m.id}</code>
-                      <span class="muted">{m.kind}</span>
-                    </span>
-                    <span class="model-price">
-                      {m.usd_per_image ? (
-                        imagePrice(m.usd_per_image)
-                      ) : (
-                        <>
-                          {price(m.input_usd_per_million)}
-                          {m.kind !== 'embedding' && <span class="muted"> / {price(m.output_usd_per_million)}</span>}
-                        </>
-                      )}
-                    </span>
-                  </li>
-                ))}
-                {models.data.data.length > 6 && <li class="muted">and {models.data.data.length - 6} more</li>}
-              </ul>
-            )}
-          </Card>
+          <ModelsCard models={models} />
         </div>
       </div>
 
@@ -248,5 +291,37 @@ export function Dashboard() {
         </div>
       </Card>
     </>
+  );
+}
+
+/** The first models and their prices, each in its own unit. */
+function ModelsCard({ models }: { models: { data: ModelList | null; error: string | null } }) {
+  return (
+    <Card title="Models" subtitle="USD, in each model's units; tokens: input / output" pad={false}>
+      {models.error ? (
+        <div class="card-body">
+          <Alert>{models.error}</Alert>
+        </div>
+      ) : !models.data ? (
+        <div class="card-body">
+          <Skeleton h={60} />
+        </div>
+      ) : models.data.data.length === 0 ? (
+        <p class="card-body muted">No models are configured yet.</p>
+      ) : (
+        <ul class="model-list">
+          {models.data.data.slice(0, 6).map((m) => (
+            <li key={m.id}>
+              <span class="model-id">
+                <code>{m.id}</code>
+                <span class="muted">{m.kind}</span>
+              </span>
+              <ModelPrice model={m} classes={models.data!.classes} />
+            </li>
+          ))}
+          {models.data.data.length > 6 && <li class="muted">and {models.data.data.length - 6} more</li>}
+        </ul>
+      )}
+    </Card>
   );
 }

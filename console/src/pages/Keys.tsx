@@ -21,7 +21,7 @@ import { SCOPE_LABELS, SCOPES, type ApiKey, type Model, type NewKeyInput, type S
 
 export function Keys() {
   const keys = useLoader(() => api.keys());
-  const models = useLoader(() => api.models().catch(() => ({ data: [] as Model[] })));
+  const models = useLoader(() => api.models().catch(() => ({ data: [] as Model[], classes: [] })));
   const [editing, setEditing] = useState<ApiKey | 'new' | null>(null);
   const [deleting, setDeleting] = useState<ApiKey | null>(null);
   const [secret, setSecret] = useState<{ key: ApiKey; secret: string } | null>(null);

@@ -1,11 +1,12 @@
 /**
  * Usage: every request, filtered by key and dates, paged with next_cursor, with totals per model. The columns are the
- * usage classes the API describes (`classes`): one per class at the top (input, output), its parts beneath the count.
+ * usage classes the API describes (`classes`): one per class at the top that the range used (input tokens, generated
+ * images, characters...), in its unit, its parts beneath the count.
  */
 import { useMemo, useState } from 'preact/hooks';
 import { api } from '../api';
 import { Alert, Badge, Button, Card, Empty, Field, Loading, PageHeader, useLoader } from '../components/ui';
-import { dateTime, int, num, quantity, unitName, usd } from '../format';
+import { dateTime, heading, int, num, quantity, usd } from '../format';
 import type { ApiKey, ModelTotal, UsageClass, UsageCounts } from '../types';
 
 const PAGE = 25;
@@ -88,7 +89,7 @@ export function Usage() {
   const rows = page.data?.data ?? [];
   const totals = page.data?.totals ?? [];
   const classes = page.data?.classes ?? [];
-  const tops = classes.filter((c) => c.part_of === null);
+  const tops = columns(classes, totals);
   const filtered = !!(filters.key_id || filters.from || filters.to);
 
   return (
@@ -269,14 +270,23 @@ export function Usage() {
   );
 }
 
-/** A column's heading: a class at the top and its unit ("Input tokens", "Generated images"). */
-function heading(c: UsageClass): string {
-  return `${c.label.charAt(0).toUpperCase()}${c.label.slice(1)} ${unitName(c.unit)}`;
+/**
+ * The columns: the classes at the top of a family that the range used (a chat-only account sees no "Generated images"
+ * of zeros), else those counted in the first one's unit (input and output tokens), so an empty range keeps its shape.
+ */
+function columns(classes: UsageClass[], totals: ModelTotal[]): UsageClass[] {
+  const tops = classes.filter((c) => c.part_of === null);
+  const used = tops.filter((c) => totals.some((t) => t.usage[c.name]));
+  return used.length ? used : tops.filter((c) => c.unit === tops[0]?.unit);
 }
 
-/** A count of a class at the top: tokens as a number under their heading, other units with theirs ("3 images"). */
-function amount(c: UsageClass, n: number): string {
-  return c.unit === 'token' ? int(n) : quantity(n, c.unit);
+/**
+ * A count of a class at the top: tokens as a number under their heading, other units with theirs ("3 images"), and
+ * none of a unit the request does not count in as a dash (a chat request made no images).
+ */
+function amount(c: UsageClass, n: number) {
+  if (c.unit === 'token') return int(n);
+  return n ? quantity(n, c.unit) : <span class="muted">—</span>;
 }
 
 /** The classes within `of` (its parts, and theirs), in the API's order. */
@@ -301,7 +311,7 @@ function Parts({ of, classes, usage }: { of: UsageClass; classes: UsageClass[]; 
 
 function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: UsageClass[]; loading: boolean }) {
   if (loading || !totals.length) return null;
-  const tops = classes.filter((c) => c.part_of === null);
+  const tops = columns(classes, totals);
   const sum = (name: string) => totals.reduce((a, t) => a + (t.usage[name] ?? 0), 0);
   return (
     <Card title="Totals by model" pad={false}>
