@@ -106,9 +106,12 @@ export function quantity(n: number, unit: UsageClass['unit']): string {
   return `${int(n)} ${unitName(unit, n)}`;
 }
 
-/** "Input tokens", "Generated images": a class at the top of a family, as a column or a total is headed. */
+/** A unit's name in a heading where a count's is an abbreviation ("Audio seconds", but "42 s"). */
+const HEADED: Partial<Record<UsageClass['unit'], string>> = { second: 'seconds' };
+
+/** "Input tokens", "Generated images", "Audio seconds": a class at the top of a family, as a column or total is headed. */
 export function heading(c: UsageClass): string {
-  return `${c.label.charAt(0).toUpperCase()}${c.label.slice(1)} ${unitName(c.unit)}`;
+  return `${c.label.charAt(0).toUpperCase()}${c.label.slice(1)} ${HEADED[c.unit] ?? unitName(c.unit)}`;
 }
 
 /**
@@ -127,7 +130,7 @@ const QUOTED: Record<UsageClass['unit'], [number, string]> = {
 /** "$15", "$0.60", "$0.075", "$0.00012": whole dollars bare, otherwise cents and the digits a small price needs. */
 export function unitPrice(n: number): string {
   if (Number.isInteger(n)) return `$${int(n)}`;
-  if (n < 0.01) return `$${n.toPrecision(2)}`;
+  if (n < 0.01) return `$${n.toPrecision(2).replace(/(\.\d*?[1-9])0+$/, '$1')}`; // 0.0060 → 0.006
   return `$${new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 4 }).format(n)}`;
 }
 

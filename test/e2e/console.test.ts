@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../../src/http/consoleStatic';
 import { mailedToken, startGateway, type TestGateway } from '../helpers/app';
@@ -52,6 +52,7 @@ models:
     routes: [ { provider: local } ]
   - { id: mock-tts, kind: speech, owned_by: switchyard, price: { characters: 15 }, routes: [ { provider: local } ] }
   - { id: mock-moderation, kind: moderation, owned_by: switchyard, routes: [ { provider: local } ] }
+  - { id: mock-transcribe, kind: transcription, owned_by: switchyard, price: { audio_seconds: 100 }, routes: [ { provider: local } ] }
   - { id: mock-rerank, kind: rerank, owned_by: switchyard, price: { search_unit: 2000 }, routes: [ { provider: local } ] }
 `,
     { ...process.env, ADMIN_TOKEN },
@@ -352,6 +353,7 @@ test('each model priced in its own unit, and what it used counted in it', async 
     await client.audio.speech.create({ model: 'mock-tts', voice: 'alloy', input: 'x'.repeat(1200) })
   ).arrayBuffer();
   for (const input of ['one', 'two']) await client.moderations.create({ model: 'mock-moderation', input });
+  await client.audio.transcriptions.create({ model: 'mock-transcribe', file: await toFile(wav(42), 'talk.wav') });
   const rerank = await fetch(`${gw.url}/v1/rerank`, {
     method: 'POST',
     headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
@@ -368,6 +370,7 @@ test('each model priced in its own unit, and what it used counted in it', async 
     'mock-tts': '$15 / 1M characters',
     'mock-moderation': 'Free',
     'mock-rerank': '$2 / 1K search units',
+    'mock-transcribe': '$0.006 / minute',
   };
   for (const [model, price] of Object.entries(prices))
     await eventually(async () => expect(await text(`price-${model}`)).toBe(price));
@@ -376,7 +379,8 @@ test('each model priced in its own unit, and what it used counted in it', async 
     async () => {
       await page.reload();
       const used = await text('period-usage');
-      for (const q of ['3 images', '1,200 characters', '2 requests', '1 search unit']) expect(used).toContain(q);
+      for (const q of ['3 images', '1,200 characters', '2 requests', '1 search unit', '42 s'])
+        expect(used).toContain(q);
     },
     15_000,
     500,
@@ -386,9 +390,12 @@ test('each model priced in its own unit, and what it used counted in it', async 
   // The usage page: a column per class used, each count in its unit; a chat-only column of zeros is not there.
   await page.getByRole('link', { name: 'Usage' }).first().click();
   const table = page.getByTestId('usage-table');
-  await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(5));
+  await eventually(async () => expect(await table.locator('tbody tr').count()).toBe(6));
   const heads = await table.locator('thead th').allTextContents();
-  expect(heads).toEqual(expect.arrayContaining(['Generated images', 'Input characters', 'Moderation requests']));
+  expect(heads).toEqual(
+    expect.arrayContaining(['Generated images', 'Input characters', 'Moderation requests', 'Audio seconds']),
+  );
+  await table.locator('tr', { hasText: 'mock-transcribe' }).getByText('42 s', { exact: true }).waitFor();
   await table.locator('tr', { hasText: 'mock-image' }).getByText('3 images', { exact: true }).waitFor();
   await table.locator('tr', { hasText: 'mock-tts' }).getByText('1,200 characters', { exact: true }).waitFor();
   await table.locator('tr', { hasText: 'mock-rerank' }).getByText('1 search unit', { exact: true }).waitFor();
@@ -633,3 +640,22 @@ test('the console is served with the right headers and never shadows the API', a
   expect(api.headers.get('content-type')).toMatch(/^application\/json/);
   expect((await api.json()) as object).toHaveProperty('error.type');
 });
+
+/** A WAV of `seconds` of silence (8 kHz, 8-bit mono): the mock transcriber says how long it is. */
+function wav(seconds: number): Buffer {
+  const n = seconds * 8000;
+  const b = Buffer.alloc(44 + n, 0x80);
+  b.write('RIFF', 0);
+  b.writeUInt32LE(36 + n, 4);
+  b.write('WAVEfmt ', 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20);
+  b.writeUInt16LE(1, 22);
+  b.writeUInt32LE(8000, 24);
+  b.writeUInt32LE(8000, 28);
+  b.writeUInt16LE(1, 32);
+  b.writeUInt16LE(8, 34);
+  b.write('data', 36);
+  b.writeUInt32LE(n, 40);
+  return b;
+}

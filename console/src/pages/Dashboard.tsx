@@ -310,7 +310,8 @@ function ModelsCard({ models }: { models: { data: ModelList | null; error: strin
         <p class="card-body muted">No models are configured yet.</p>
       ) : (
         <ul class="model-list">
-          {models.data.data.slice(0, 6).map((m) => (
+          {/* every model: this is where a user finds what each costs */}
+          {models.data.data.map((m) => (
             <li key={m.id}>
               <span class="model-id">
                 <code>{m.id}</code>
@@ -319,7 +320,6 @@ function ModelsCard({ models }: { models: { data: ModelList | null; error: strin
               <ModelPrice model={m} classes={models.data!.classes} />
             </li>
           ))}
-          {models.data.data.length > 6 && <li class="muted">and {models.data.data.length - 6} more</li>}
         </ul>
       )}
     </Card>
