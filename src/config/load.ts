@@ -158,6 +158,11 @@ type RawModel = Omit<Partial<ModelConfig>, 'price' | 'routes'> & {
   routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[];
 };
 
+/** A provider type's own address, fixed or made from its settings (validated by then against its schemas). */
+function defaultBase(base: ProviderCatalog[string]['baseUrl'], settings: Record<string, unknown>): string | undefined {
+  return typeof base === 'function' ? base(settings) : base;
+}
+
 function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog, fail: Fail): Config {
   const providers: Record<string, ProviderConfig> = {};
   for (const [name, p] of Object.entries(raw.providers)) {
@@ -165,7 +170,10 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
     providers[name] = {
       name,
       type: p.type,
-      base_url: ((p.base_url as string | undefined) ?? catalog[p.type].baseUrl)?.replace(/\/+$/, ''),
+      base_url: ((p.base_url as string | undefined) ?? defaultBase(catalog[p.type].baseUrl, settings))?.replace(
+        /\/+$/,
+        '',
+      ),
       api_key: p.api_key as string | undefined,
       headers: (p.headers as Record<string, string> | undefined) ?? {},
       max_connections: (p.max_connections as number | undefined) ?? 64,

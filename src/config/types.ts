@@ -245,8 +245,11 @@ export interface RoutingConfig {
 /** What the configuration needs to know of each provider type (the gateway's provider registry provides it). */
 export interface ProviderCatalog {
   [type: string]: {
-    /** Where the upstream is unless the configuration says. */
-    baseUrl?: string;
+    /**
+     * Where the upstream is unless the configuration says: an address, or one made from the provider's own settings
+     * (a cloud's region or location: `bedrock-runtime.<region>.amazonaws.com`).
+     */
+    baseUrl?: string | ((settings: Record<string, unknown>) => string);
     /** `base_url` must be configured (an upstream over HTTP without a default address). */
     needsBaseUrl: boolean;
     /** The kinds of model it can serve. */

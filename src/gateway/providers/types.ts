@@ -91,8 +91,11 @@ export type ErrorReader = (body: unknown, status: number) => UpstreamErrorInfo;
 export interface ProviderDescriptor<State = unknown> {
   /** The configuration's `type`. */
   type: string;
-  /** Where the upstream is unless the configuration says; without one, `base_url` is required. */
-  baseUrl?: string;
+  /**
+   * Where the upstream is unless the configuration says, fixed or made from its settings (a region); without one,
+   * `base_url` is required.
+   */
+  baseUrl?: string | ((settings: Record<string, unknown>) => string);
   /** JSON Schemas of the settings of its own the configuration may give (read from ProviderConfig.settings). */
   settings?: Record<string, object>;
   /** Headers of every request: credentials and fixed ones (the configured `headers` are added after, and win). */
