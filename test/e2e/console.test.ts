@@ -17,6 +17,7 @@ import OpenAI, { toFile } from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../../src/http/consoleStatic';
 import { mailedToken, startGateway, type TestGateway } from '../helpers/app';
+import { wav } from '../helpers/audio';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = 'e2e-admin-token';
@@ -640,22 +641,3 @@ test('the console is served with the right headers and never shadows the API', a
   expect(api.headers.get('content-type')).toMatch(/^application\/json/);
   expect((await api.json()) as object).toHaveProperty('error.type');
 });
-
-/** A WAV of `seconds` of silence (8 kHz, 8-bit mono): the mock transcriber says how long it is. */
-function wav(seconds: number): Buffer {
-  const n = seconds * 8000;
-  const b = Buffer.alloc(44 + n, 0x80);
-  b.write('RIFF', 0);
-  b.writeUInt32LE(36 + n, 4);
-  b.write('WAVEfmt ', 8);
-  b.writeUInt32LE(16, 16);
-  b.writeUInt16LE(1, 20);
-  b.writeUInt16LE(1, 22);
-  b.writeUInt32LE(8000, 24);
-  b.writeUInt32LE(8000, 28);
-  b.writeUInt16LE(1, 32);
-  b.writeUInt16LE(8, 34);
-  b.write('data', 36);
-  b.writeUInt32LE(n, 40);
-  return b;
-}

@@ -8,6 +8,7 @@
 import OpenAI, { toFile } from 'openai';
 import { FAKE_PNG, FakeOpenAI, FAKE_AUDIO_TOKENS_PER_SECOND, wavSeconds } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
+import { wav } from '../helpers/audio';
 
 let openai: FakeOpenAI;
 let gw: TestGateway;
@@ -50,32 +51,6 @@ const record = async (requestId: string) => {
   await gw.settled();
   return gw.app.db('usage_records').where('request_id', requestId).first();
 };
-
-/**
- * A WAV of `seconds` of 8 kHz 8-bit mono (a 440 Hz tone), whose data chunk claims `claimed` seconds (a header that
- * lies when they differ).
- */
-function wav(seconds: number, claimed = seconds): Buffer {
-  const rate = 8000;
-  const n = Math.round(seconds * rate);
-  const b = Buffer.alloc(44 + n);
-  b.write('RIFF', 0);
-  b.writeUInt32LE(36 + Math.round(claimed * rate), 4);
-  b.write('WAVEfmt ', 8);
-  b.writeUInt32LE(16, 16);
-  b.writeUInt16LE(1, 20); // PCM
-  b.writeUInt16LE(1, 22); // mono
-  b.writeUInt32LE(rate, 24);
-  b.writeUInt32LE(rate, 28); // bytes a second
-  b.writeUInt16LE(1, 32);
-  b.writeUInt16LE(8, 34);
-  b.write('data', 36);
-  b.writeUInt32LE(Math.round(claimed * rate), 40);
-  const tone = Buffer.alloc(rate); // one second, repeated (a loop over ten minutes of samples takes seconds)
-  for (let i = 0; i < rate; i++) tone[i] = 128 + Math.round(100 * Math.sin((2 * Math.PI * 440 * i) / rate));
-  if (n) b.fill(tone, 44);
-  return b;
-}
 
 describe('the SDK gets its transcript, and the balance changes by exactly the price', () => {
   test('whisper-1, json: 3 s of audio at 0.006 USD a minute is 300 µUSD; the file reaches the upstream intact', async () => {
