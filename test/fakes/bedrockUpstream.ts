@@ -219,7 +219,7 @@ export function claudeMessage(content: Block[], model: string, usage?: Usage) {
 function claudeChecks(body: any): Plan | null {
   if (body.anthropic_version !== 'bedrock-2023-05-31')
     return bedrockError(400, 'ValidationException', 'invalid anthropic_version');
-  for (const key of ['model', 'stream'])
+  for (const key of ['model', 'stream', 'service_tier'])
     if (key in body) return bedrockError(400, 'ValidationException', `extraneous key [${key}] is not permitted`);
   return null;
 }

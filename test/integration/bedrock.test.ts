@@ -412,3 +412,314 @@ describe('finish reasons', () => {
     expect(chunks.flatMap((c) => c.choices.map((ch) => ch.finish_reason)).filter(Boolean)).toEqual([expected]);
   });
 });
+
+describe('errors and fallback', () => {
+  const ask = (model = 'claude', stream = false) =>
+    client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], stream }).catch((e) => e);
+
+  test('ThrottlingException is a 429 upstream_rate_limited; with a second route, the next route answers', async () => {
+    upstream.plan(throttled());
+    const e = await ask();
+    expect(e).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(e.error).toMatchObject({ code: 'upstream_rate_limited' });
+
+    upstream.plan(throttled());
+    const before = upstream.requests.length;
+    const res = await client.chat.completions.create({
+      model: 'claude-fallback',
+      messages: [{ role: 'user', content: 'again' }],
+    });
+    expect(res.choices[0].message.content).toBe('Echo: again');
+    expect(upstream.requests.slice(before).map((r) => r.path)).toEqual([
+      conversepath(HAIKU, 'converse'),
+      conversepath(CLAUDE, 'converse'),
+    ]);
+  });
+
+  test('a throttlingException as the first frame of a stream falls back too', async () => {
+    upstream.plan(framesPlan([exceptionFrame('throttlingException', 'Too many tokens, please wait.')]));
+    const before = upstream.requests.length;
+    const chunks = await collect((await ask('claude-fallback', true)) as any);
+    expect(text(chunks)).toBe('Echo: x');
+    expect(upstream.requests.length).toBe(before + 2);
+  });
+
+  test("ValidationException is a 400 with Bedrock's message, streaming or not", async () => {
+    const message = 'The model returned the following errors: messages: roles must alternate';
+    upstream.plan(bedrockError(400, 'ValidationException', message), bedrockError(400, 'ValidationException', message));
+    let e = await ask();
+    expect(e).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(e.message).toContain(message);
+    e = await ask('claude', true);
+    expect(e).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(e.message).toContain(message);
+  });
+
+  test('InternalServerException, ServiceUnavailableException and a reset are 502s', async () => {
+    upstream.plan(
+      bedrockError(500, 'InternalServerException', 'Internal error'),
+      bedrockError(503, 'ServiceUnavailableException', 'Service unavailable'),
+      { kind: 'reset' },
+    );
+    for (let i = 0; i < 3; i++) {
+      const e = await ask();
+      expect(e.status).toBe(502);
+      expect(e.error).toMatchObject({ type: 'upstream_error', code: 'upstream_unavailable' });
+    }
+  });
+
+  test('an exception mid-stream: the text before it was delivered, then the SDK raises', async () => {
+    upstream.plan(
+      framesPlan([
+        eventFrame('messageStart', { role: 'assistant' }),
+        eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'partial' } }),
+        exceptionFrame('modelStreamErrorException', 'The model stream failed'),
+      ]),
+    );
+    const stream = (await ask('claude', true)) as AsyncIterable<OpenAI.Chat.ChatCompletionChunk>;
+    const got: string[] = [];
+    await expect(
+      (async () => {
+        for await (const c of stream) got.push(c.choices[0]?.delta.content ?? '');
+      })(),
+    ).rejects.toThrow(/upstream/i);
+    expect(got.join('')).toBe('partial');
+  });
+
+  test('a stream that ends before its usage, or in the middle of a frame, is an error', async () => {
+    const frames = textFrames(['cut']);
+    const last = frames[frames.length - 1];
+    const head = Buffer.concat(frames.slice(0, -1));
+    for (const plan of [
+      framesPlan(frames.slice(0, -1)),
+      // the metadata frame's first bytes, then the end
+      { kind: 'bytes' as const, type: 'application/vnd.amazon.eventstream', pieces: [head, last.subarray(0, 9)] },
+    ]) {
+      upstream.plan(plan);
+      const stream = (await ask('claude', true)) as AsyncIterable<OpenAI.Chat.ChatCompletionChunk>;
+      await expect(
+        (async () => {
+          for await (const _ of stream);
+        })(),
+      ).rejects.toThrow(/upstream/i);
+    }
+  });
+});
+
+describe('credentials AWS refuses', () => {
+  test.each([
+    ['a wrong secret key', 'claude-badsecret', 'InvalidSignatureException', 'secret_access_key'],
+    ['an expired session token', 'claude-expired', 'ExpiredTokenException', 'session_token'],
+  ])(
+    "%s: a 502 in the caller's shape, the log line names the credential, no secret anywhere",
+    async (_name, model, type, setting) => {
+      lines.length = 0;
+      const e = await client.chat.completions
+        .create({ model, messages: [{ role: 'user', content: 'x' }] })
+        .catch((x) => x);
+      expect(e.status).toBe(502);
+      expect(e.error).toMatchObject({ type: 'upstream_error', code: 'upstream_unavailable' });
+      const m = await messages({ model, max_tokens: 10, messages: [{ role: 'user', content: 'x' }] });
+      expect(m.status).toBe(502);
+      expect(m.json).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+      const logged = lines.filter((l) => l.upstream);
+      expect(logged).toHaveLength(2);
+      for (const l of logged) {
+        expect(l.upstream).toContain(type);
+        expect(l.upstream).toContain(setting);
+      }
+      const everything = JSON.stringify([e.error, m.raw, lines]);
+      for (const s of SECRETS) expect(everything).not.toContain(s);
+      expect(everything).not.toContain(KEYS.accessKeyId);
+    },
+  );
+
+  test('no credential appears in /metrics', async () => {
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toContain('switchyard_');
+    for (const s of [...SECRETS, KEYS.accessKeyId, TEMP_KEYS.accessKeyId]) expect(metrics).not.toContain(s);
+  });
+});
+
+describe('/v1/messages natively on Claude (InvokeModel)', () => {
+  test('the body as Bedrock takes it: anthropic_version, betas in anthropic_beta, no model or stream', async () => {
+    const res = await messages(
+      {
+        model: 'claude',
+        max_tokens: 100,
+        system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+        messages: [{ role: 'user', content: 'hello' }],
+      },
+      { 'anthropic-beta': 'interleaved-thinking-2025-05-14' },
+    );
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      model: 'claude',
+      content: [{ type: 'text', text: 'Echo: hello' }],
+      usage: { input_tokens: 10, output_tokens: 5 },
+    });
+    expect(res.json['amazon-bedrock-invocationMetrics']).toBeUndefined();
+    const sent = upstream.last();
+    expect(sent.path).toBe(conversepath(CLAUDE, 'invoke'));
+    expect(sent.headers['anthropic-beta']).toBeUndefined();
+    expect(sent.body).toEqual({
+      anthropic_version: 'bedrock-2023-05-31',
+      anthropic_beta: ['interleaved-thinking-2025-05-14'],
+      max_tokens: 100,
+      system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+  });
+
+  test("streamed: Anthropic's events as they came inside the event stream, usage included", async () => {
+    const res = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
+        model: 'claude',
+        max_tokens: 50,
+        stream: true,
+        messages: [{ role: 'user', content: 'a b' }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(upstream.last().path).toBe(conversepath(CLAUDE, 'invoke-with-response-stream'));
+    const events = body
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)));
+    expect(events[0]).toMatchObject({ type: 'message_start', message: { model: 'claude' } });
+    expect(events[events.length - 1]).toEqual({ type: 'message_stop' });
+    const textOut = events
+      .filter((e) => e.type === 'content_block_delta')
+      .map((e) => e.delta.text)
+      .join('');
+    expect(textOut).toBe('Echo: a b');
+  });
+
+  test("a ThrottlingException on InvokeModel is a 429 in Anthropic's shape", async () => {
+    upstream.plan(throttled());
+    const res = await messages({ model: 'claude', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] });
+    expect(res.status).toBe(429);
+    expect(res.json).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+  });
+});
+
+describe('embeddings (InvokeModel)', () => {
+  test('Titan Text Embeddings v2: one text, dimensions, its token count as usage', async () => {
+    const res = await client.embeddings.create({
+      model: 'titan',
+      input: 'hello big world',
+      dimensions: 3,
+      encoding_format: 'float',
+    });
+    expect(upstream.last().path).toBe(conversepath('amazon.titan-embed-text-v2:0', 'invoke'));
+    expect(upstream.last().body).toEqual({ inputText: 'hello big world', dimensions: 3, normalize: true });
+    expect(res).toEqual({
+      object: 'list',
+      model: 'titan',
+      data: [{ object: 'embedding', index: 0, embedding: fakeVector('hello big world', 3) }],
+      usage: { prompt_tokens: 3, total_tokens: 3 },
+    });
+    const e = await client.embeddings.create({ model: 'titan', input: ['a', 'b'] }).catch((x) => x);
+    expect(e).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(e.message).toContain('one input per request');
+  });
+
+  test('Cohere Embed: a list in one call, floats back in order (base64 for the SDK default)', async () => {
+    const res = await client.embeddings.create({ model: 'cohere', input: ['a', 'bb', 'ccc'] });
+    expect(upstream.last().body).toEqual({ texts: ['a', 'bb', 'ccc'], input_type: 'search_document' });
+    expect(res.data.map((d) => d.index)).toEqual([0, 1, 2]);
+    res.data.forEach((d, i) =>
+      d.embedding.forEach((x, j) => expect(x).toBeCloseTo(fakeVector(['a', 'bb', 'ccc'][i])[j], 6)),
+    );
+    expect(res.usage.prompt_tokens).toBeGreaterThan(0); // counted by the gateway: Cohere on Bedrock reports none
+  });
+});
+
+describe('money', () => {
+  /** Streams `body` to `path`, leaves once `marker` went by, and returns the request's usage record. */
+  async function cut(path: string, body: object, marker: string) {
+    const k = await gw.newKey();
+    const res = await fetch(`${gw.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, stream: true }),
+    });
+    const reader = res.body!.getReader();
+    let got = '';
+    while (!got.includes(marker)) got += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    for (let i = 0; i < 100; i++) {
+      await gw.settled();
+      const record = await gw.app.db('usage_records').where('account_id', k.accountId).first();
+      if (record) return record;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error('no usage record');
+  }
+
+  test('a Converse stream cut before its usage is billed what it sent, counted', async () => {
+    upstream.plan(
+      framesPlan(
+        [
+          eventFrame('messageStart', { role: 'assistant' }),
+          eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Hello there, ' } }),
+          eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'friend' } }),
+        ],
+        { stall: true },
+      ),
+    );
+    const record = await cut(
+      '/v1/chat/completions',
+      { model: 'claude', messages: [{ role: 'user', content: 'hi' }] },
+      'friend',
+    );
+    expect(record).toMatchObject({ status: 499, counted: 'tokenizer' });
+    expect(Number(record.completion_tokens)).toBe(countText('Hello there, friend'));
+  });
+
+  test('a native Messages stream cut short: the prompt as Claude counted it in message_start', async () => {
+    const msg = claudeMessage([{ type: 'text', text: 'Hello there' }], CLAUDE, {
+      input_tokens: 5_000,
+      output_tokens: 9,
+      cache_read_input_tokens: 2_000,
+    });
+    upstream.plan(framesPlan(anthropicFrames(streamEvents(msg).slice(0, 4)), { stall: true }));
+    const record = await cut(
+      '/v1/messages',
+      { model: 'claude', max_tokens: 1_000, messages: [{ role: 'user', content: 'hi' }] },
+      'Hello',
+    );
+    expect(record).toMatchObject({ status: 499, prompt_tokens: 7_000, cached_tokens: 2_000 });
+  });
+
+  test('the hold covers the bill: a small balance lowers maxTokens, and what Bedrock bills is charged, no shortfall', async () => {
+    const BUDGET = 20_000;
+    const k = await gw.newKey({}, BUDGET);
+    let billed = 0;
+    upstream.plan({
+      kind: 'answer',
+      with: (r) => {
+        // Bedrock bills the prompt it read and, at worst, every output token it was allowed.
+        const input = Math.ceil(Buffer.byteLength(JSON.stringify(r.body.messages)) / 4);
+        const output = r.body.inferenceConfig.maxTokens;
+        billed = PRICE.cost(usage(input, output));
+        return { kind: 'json', body: converseAnswer([{ text: 'ok' }], 'max_tokens', converseUsage(input, output)) };
+      },
+    });
+    const c = new OpenAI({ apiKey: k.secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    await c.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: 'write a long story' }] });
+    await gw.settled();
+    expect(upstream.last().body.inferenceConfig.maxTokens).toBeLessThan(4096);
+    const rows = await gw.app.db('ledger').where('account_id', k.accountId);
+    const charged = -rows.filter((r) => r.kind === 'usage').reduce((n, r) => n + Number(r.amount_micros), 0);
+    expect(billed).toBeGreaterThan(0);
+    expect(charged).toBe(billed);
+    expect(charged).toBeLessThanOrEqual(BUDGET);
+    expect(rows.filter((r) => r.kind === 'shortfall')).toHaveLength(0);
+  });
+});

@@ -26,7 +26,16 @@ export function toInvokeMessages(
   maxTokens: number,
   headers: Record<string, string>,
 ): Record<string, unknown> {
-  const { model: _m, stream: _s, ...rest } = native(body, model, maxTokens, false);
+  // Bedrock refuses keys it does not know: the model is in the path, streaming in the action, and it has no
+  // service tiers (the standard tier the policy pins is the only one it sells through this API).
+  const {
+    model: _m,
+    stream: _s,
+    service_tier: _t,
+    ...rest
+  } = native(body, model, maxTokens, false) as MessagesRequest & {
+    service_tier?: unknown;
+  };
   const betas = (headers['anthropic-beta'] ?? '')
     .split(',')
     .map((b) => b.trim())
