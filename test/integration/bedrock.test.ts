@@ -67,7 +67,11 @@ providers:
     access_key_id: "${TEMP_KEYS.accessKeyId}"
     secret_access_key: "${TEMP_KEYS.secretAccessKey}"
     session_token: "${TEMP_KEYS.sessionToken}"
+  envchain: { type: bedrock, region: ${REGION}, base_url: "${url}" }
+  nochain: { type: bedrock, region: ${REGION}, base_url: "${url}" }
 models:
+  - { id: claude-envchain, kind: chat, routes: [ { provider: envchain, model: "${CLAUDE}" } ] }
+  - { id: claude-nochain, kind: chat, routes: [ { provider: nochain, model: "${CLAUDE}" } ] }
   - { id: claude, kind: chat, price: { input: 3, output: 15 }, routes: [ { provider: br, model: "${CLAUDE}" } ] }
   - id: claude-fallback
     kind: chat
@@ -232,6 +236,13 @@ async function messages(body: object, headers: Record<string, string> = {}, key 
   }
   return { status: res.status, json, raw };
 }
+
+test('/v1/responses goes through chat to Converse', async () => {
+  const res = await client.responses.create({ model: 'claude', input: 'hello there', max_output_tokens: 64 });
+  expect(res.output_text).toBe('Echo: hello there');
+  expect(upstream.last().path).toBe(conversepath(CLAUDE, 'converse'));
+  expect(upstream.last().body.inferenceConfig.maxTokens).toBe(64);
+});
 
 describe('tools, images and documents', () => {
   const tools: OpenAI.Chat.ChatCompletionTool[] = [
@@ -533,6 +544,57 @@ describe('credentials AWS refuses', () => {
       expect(everything).not.toContain(KEYS.accessKeyId);
     },
   );
+
+  describe("without keys: AWS's default credential chain", () => {
+    const AWS_VARS = [
+      'AWS_ACCESS_KEY_ID',
+      'AWS_SECRET_ACCESS_KEY',
+      'AWS_SESSION_TOKEN',
+      'AWS_PROFILE',
+      'AWS_SHARED_CREDENTIALS_FILE',
+      'AWS_CONFIG_FILE',
+      'AWS_EC2_METADATA_DISABLED',
+      'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
+      'AWS_CONTAINER_CREDENTIALS_FULL_URI',
+      'AWS_WEB_IDENTITY_TOKEN_FILE',
+    ];
+    const saved = Object.fromEntries(AWS_VARS.map((k) => [k, process.env[k]]));
+    beforeEach(() => {
+      for (const k of AWS_VARS) delete process.env[k];
+      // nowhere else to look: no profile files, no instance metadata service
+      process.env.AWS_SHARED_CREDENTIALS_FILE = '/nonexistent/credentials';
+      process.env.AWS_CONFIG_FILE = '/nonexistent/config';
+      process.env.AWS_EC2_METADATA_DISABLED = 'true';
+    });
+    afterAll(() => {
+      for (const k of AWS_VARS)
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+    });
+
+    test('the environment variables sign the request', async () => {
+      process.env.AWS_ACCESS_KEY_ID = KEYS.accessKeyId;
+      process.env.AWS_SECRET_ACCESS_KEY = KEYS.secretAccessKey;
+      const res = await client.chat.completions.create({
+        model: 'claude-envchain',
+        messages: [{ role: 'user', content: 'from env' }],
+      });
+      expect(res.choices[0].message.content).toBe('Echo: from env');
+      expect(upstream.last().headers.authorization).toContain(`Credential=${KEYS.accessKeyId}/`);
+    });
+
+    test('no credentials anywhere: a 502, and the log line says where they were looked for', async () => {
+      lines.length = 0;
+      const before = upstream.requests.length;
+      const e = await client.chat.completions
+        .create({ model: 'claude-nochain', messages: [{ role: 'user', content: 'x' }] })
+        .catch((x) => x);
+      expect(e.status).toBe(502);
+      expect(e.error).toMatchObject({ type: 'upstream_error' });
+      expect(upstream.requests.length).toBe(before);
+      expect(lines.find((l) => l.upstream)?.upstream).toContain('no AWS credentials from the default chain');
+    });
+  });
 
   test('no credential appears in /metrics', async () => {
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
