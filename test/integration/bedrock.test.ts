@@ -724,13 +724,18 @@ describe('money', () => {
     throw new Error('no usage record');
   }
 
-  test('a Converse stream cut before its usage is billed what it sent, counted', async () => {
+  test('a Converse stream cut before its usage is billed what it sent, reasoning included, counted', async () => {
     upstream.plan(
       framesPlan(
         [
           eventFrame('messageStart', { role: 'assistant' }),
-          eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Hello there, ' } }),
-          eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'friend' } }),
+          eventFrame('contentBlockDelta', {
+            contentBlockIndex: 0,
+            delta: { reasoningContent: { text: 'The user greets me; I should greet them back warmly.' } },
+          }),
+          eventFrame('contentBlockStop', { contentBlockIndex: 0 }),
+          eventFrame('contentBlockDelta', { contentBlockIndex: 1, delta: { text: 'Hello there, ' } }),
+          eventFrame('contentBlockDelta', { contentBlockIndex: 1, delta: { text: 'friend' } }),
         ],
         { stall: true },
       ),
@@ -741,7 +746,9 @@ describe('money', () => {
       'friend',
     );
     expect(record).toMatchObject({ status: 499, counted: 'tokenizer' });
-    expect(Number(record.completion_tokens)).toBe(countText('Hello there, friend'));
+    expect(Number(record.completion_tokens)).toBe(
+      countText('The user greets me; I should greet them back warmly.Hello there, friend'),
+    );
   });
 
   test('a native Messages stream cut short: the prompt as Claude counted it in message_start', async () => {

@@ -147,8 +147,11 @@ export class ConverseStreamTranslator {
   private blockDelta(ev: StreamEvents['contentBlockDelta']): ChatChunk[] {
     const d = ev.delta ?? {};
     if (d.text) return [this.chunk({ content: d.text })];
+    // Reasoning goes out as `reasoning_content`, as DeepSeek and vLLM stream it: Converse reports no usage before the
+    // end, so a stream cut short is billed from the text it carried, and reasoning is billed output.
+    if (d.reasoningContent?.text) return [this.chunk({ reasoning_content: d.reasoningContent.text } as Delta)];
     const tool = d.toolUse?.input ? this.tools.get(ev.contentBlockIndex ?? 0) : undefined;
-    if (!tool) return []; // reasoning is not shown (its tokens are billed as output all the same)
+    if (!tool) return [];
     tool.hasArgs = true;
     return [this.chunk({ tool_calls: [{ index: tool.index, function: { arguments: d.toolUse!.input } }] })];
   }
