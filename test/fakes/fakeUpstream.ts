@@ -18,6 +18,8 @@ export interface Received {
    * as a FormFile (a field sent as `name[]` as a list).
    */
   body: any;
+  /** The body's text as it came (what a signature covers). */
+  raw: string;
 }
 
 /** A file of a multipart body, as the fake received it. */
@@ -57,7 +59,7 @@ export type Piece = Buffer | { delayMs: number } | { wait: Promise<unknown> };
 
 export type Plan<E = unknown> =
   /** `wait`: answer only once it resolves (an upstream still generating). */
-  | { kind: 'json'; status?: number; body: unknown; wait?: Promise<unknown> }
+  | { kind: 'json'; status?: number; body: unknown; wait?: Promise<unknown>; headers?: http.OutgoingHttpHeaders }
   /** `delayMs` before each event; `done: false` leaves out the provider's end marker (OpenAI's `data: [DONE]`). */
   | { kind: 'sse'; events: Item<E>[]; done?: boolean; delayMs?: number }
   /** Answer 200 with a stream, send `events`, then stall forever (until the client closes). */
@@ -150,7 +152,7 @@ export class FakeUpstream<E = unknown> {
     } catch {
       body = raw;
     }
-    const received: Received = { method: req.method!, path: req.url!, headers: req.headers, body };
+    const received: Received = { method: req.method!, path: req.url!, headers: req.headers, body, raw };
     this.requests.push(received);
     res.on('close', () => {
       if (!res.writableFinished) this.clientAborts++;
@@ -162,7 +164,11 @@ export class FakeUpstream<E = unknown> {
     switch (plan.kind) {
       case 'json':
         await plan.wait;
-        res.writeHead(plan.status ?? 200, { ...headers, 'content-type': w.jsonType ?? 'application/json' });
+        res.writeHead(plan.status ?? 200, {
+          ...headers,
+          'content-type': w.jsonType ?? 'application/json',
+          ...plan.headers,
+        });
         res.end(JSON.stringify(plan.body, null, w.jsonIndent));
         return;
       case 'bytes':

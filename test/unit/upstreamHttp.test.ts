@@ -114,13 +114,19 @@ describe('json', () => {
       code: 'INVALID_ARGUMENT',
     }));
     const e = await failure(client(config(), reader).json(req('/x', {}), signal()));
-    expect(reader).toHaveBeenCalledWith([{ error: { message: 'bad key', status: 'INVALID_ARGUMENT' } }], 400);
+    // the headers too, lower-cased (AWS names the error's type in x-amzn-errortype)
+    const headers = expect.objectContaining({ 'content-type': 'application/json' });
+    expect(reader).toHaveBeenCalledWith([{ error: { message: 'bad key', status: 'INVALID_ARGUMENT' } }], 400, headers);
     expect(e).toMatchObject({
       reason: 'status',
       status: 401,
       upstreamMessage: 'bad key',
       message: 'the upstream answered HTTP 400 INVALID_ARGUMENT',
     });
+    // a stream's error answer is read the same way
+    reader.mockClear();
+    await failure(collect(client(config(), reader).stream(req('/s', {}), signal(), eventObjects)));
+    expect(reader).toHaveBeenCalledWith([{ error: { message: 'bad key', status: 'INVALID_ARGUMENT' } }], 400, headers);
   });
 
   test('an error status whose body is not JSON, or not the expected shape, keeps its status and no message', async () => {

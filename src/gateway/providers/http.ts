@@ -38,7 +38,7 @@ export class UpstreamHttp {
    * header parsing on the paid path, where undici's request() cost more than everything else it does.
    */
   async json(req: OutgoingRequest, signal: AbortSignal): Promise<unknown> {
-    let answer: { status: number; body: Buffer };
+    let answer: { status: number; body: Buffer; headers: Record<string, string> };
     try {
       answer = await new Promise((resolve, reject) => {
         const { origin, path } = target(req.url);
@@ -50,7 +50,7 @@ export class UpstreamHttp {
     } catch (e) {
       throw failure(e, signal);
     }
-    if (answer.status >= 400) throw this.statusError(answer.status, answer.body.toString('utf8'));
+    if (answer.status >= 400) throw this.statusError(answer.status, answer.body.toString('utf8'), answer.headers);
     try {
       return JSON.parse(answer.body.toString('utf8'));
     } catch (e) {
@@ -102,8 +102,13 @@ export class UpstreamHttp {
   private async send(req: OutgoingRequest, signal: AbortSignal): Promise<Body> {
     let statusCode: number;
     let res: Body;
+    let headers: Record<string, string | string[] | undefined>;
     try {
-      ({ statusCode, body: res } = await request(req.url, {
+      ({
+        statusCode,
+        headers,
+        body: res,
+      } = await request(req.url, {
         method: req.method,
         dispatcher: this.agent,
         signal,
@@ -120,16 +125,16 @@ export class UpstreamHttp {
       } catch {
         res.destroy();
       }
-      throw this.statusError(statusCode, text);
+      throw this.statusError(statusCode, text, single(headers));
     }
     return res;
   }
 
   /** An error status, with what the provider's error body says (never the body itself: it may echo secrets). */
-  private statusError(statusCode: number, text: string): UpstreamError {
+  private statusError(statusCode: number, text: string, headers: Record<string, string>): UpstreamError {
     let info: ReturnType<ErrorReader> = {};
     try {
-      info = this.readError(JSON.parse(text), statusCode);
+      info = this.readError(JSON.parse(text), statusCode, headers);
     } catch {
       // not JSON: the status says enough
     }
@@ -150,16 +155,25 @@ function target(url: string): { origin: string; path: string } {
   return t;
 }
 
-/** undici's dispatch handler for one JSON exchange: the status and the body's bytes, or the failure. */
+/** Headers as one string each (a repeated header's values joined), for error readers. */
+function single(h: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h))
+    if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+  return out;
+}
+
+/** undici's dispatch handler for one JSON exchange: the status, headers of an error and the body's bytes, or the failure. */
 class JsonExchange {
   private status = 0;
+  private headers: Record<string, string> = {};
   private readonly chunks: Buffer[] = [];
   private abort: ((reason: Error) => void) | null = null;
   private readonly onAbort = () => this.abort?.(this.signal.reason);
 
   constructor(
     private readonly signal: AbortSignal,
-    private readonly resolve: (answer: { status: number; body: Buffer }) => void,
+    private readonly resolve: (answer: { status: number; body: Buffer; headers: Record<string, string> }) => void,
     private readonly reject: (e: unknown) => void,
   ) {
     signal.addEventListener('abort', this.onAbort, { once: true });
@@ -170,8 +184,11 @@ class JsonExchange {
     else this.abort = abort;
   }
 
-  onHeaders(statusCode: number): boolean {
+  onHeaders(statusCode: number, raw: Buffer[] | string[] | null): boolean {
     if (statusCode >= 200) this.status = statusCode; // 1xx are interim
+    // Only an error's headers are read (its type, for some providers): a success costs nothing more.
+    if (statusCode >= 400 && raw)
+      for (let i = 0; i + 1 < raw.length; i += 2) this.headers[raw[i].toString().toLowerCase()] = raw[i + 1].toString();
     return true;
   }
 
@@ -182,7 +199,8 @@ class JsonExchange {
 
   onComplete(): void {
     this.signal.removeEventListener('abort', this.onAbort);
-    this.resolve({ status: this.status, body: this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks) });
+    const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
+    this.resolve({ status: this.status, body, headers: this.headers });
   }
 
   onError(e: Error): void {

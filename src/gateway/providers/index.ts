@@ -5,6 +5,7 @@
 import type { ModelKind, ProviderCatalog, ProviderConfig } from '../../config';
 import { WIRES } from '../../contract';
 import { anthropic } from './anthropic';
+import { bedrock } from './bedrock';
 import { azure } from './azure';
 import { gemini } from './gemini';
 import { mock } from './mock';
@@ -12,7 +13,7 @@ import { openai } from './openai';
 import { Provider } from './provider';
 import type { ProviderDescriptor, UpstreamOp } from './types';
 
-export const PROVIDERS: Record<string, ProviderDescriptor<any>> = { openai, azure, anthropic, gemini, mock };
+export const PROVIDERS: Record<string, ProviderDescriptor<any>> = { openai, azure, anthropic, gemini, bedrock, mock };
 
 /** The model kinds a provider serves: those of the upstream operations it has adapters for (the contract's). */
 function kinds(d: ProviderDescriptor<any>): ModelKind[] {

@@ -43,9 +43,10 @@ export class Provider {
     return this.config.name;
   }
 
-  /** Whether it serves an upstream operation natively. */
-  serves(op: UpstreamOp): boolean {
-    return !!this.descriptor.operations[op];
+  /** Whether it serves an upstream operation natively (for the route's `model`, when given). */
+  serves(op: UpstreamOp, model?: string): boolean {
+    if (!this.descriptor.operations[op]) return false;
+    return model === undefined || this.descriptor.natively?.(op, model) !== false;
   }
 
   async send<Op extends UpstreamOp>(op: Op, body: Wire[Op]['req'], call: Call): Promise<Wire[Op]['res']> {

@@ -86,7 +86,11 @@ export interface UpstreamErrorInfo {
   code?: string;
 }
 
-export type ErrorReader = (body: unknown, status: number) => UpstreamErrorInfo;
+/**
+ * `headers`: the error answer's headers, lower-cased (AWS names the error's type in `x-amzn-errortype`, not in the
+ * body).
+ */
+export type ErrorReader = (body: unknown, status: number, headers: Record<string, string>) => UpstreamErrorInfo;
 
 export interface ProviderDescriptor<State = unknown> {
   /** The configuration's `type`. */
@@ -112,6 +116,11 @@ export interface ProviderDescriptor<State = unknown> {
    */
   cache?: CacheMultipliers;
   operations: Adapters<State>;
+  /**
+   * Whether a wire it has an adapter for is served natively for this route's model (default: yes); when not, an
+   * operation with a bridge goes through it (a cloud that serves Claude's Messages natively, but not Llama's).
+   */
+  natively?(op: UpstreamOp, model: string): boolean;
 }
 
 /** Declares a descriptor (typing its adapters against its state). */
