@@ -65,7 +65,7 @@ export class Gateway {
   ): Promise<Answer<Res>> {
     const { allowance, signal, headers = {} } = o;
     const { value, route, finish } = await this.router.run(model, signal, async (provider, r, s) => {
-      const plan = this.plan(op, model, provider);
+      const plan = this.plan(op, model, provider, r.model);
       const sent = plan.bridge ? plan.bridge.request(body, model) : body;
       const res = await provider.send(plan.upstream, sent as never, {
         model: r.model,
@@ -109,7 +109,7 @@ export class Gateway {
   ): Promise<Streamed<Chunk>> {
     const { allowance, signal, headers = {} } = o;
     const started = await this.router.run(model, signal, async (provider, r, s) => {
-      const plan = this.plan(op, model, provider);
+      const plan = this.plan(op, model, provider, r.model);
       const sent = plan.bridge ? plan.bridge.request(body, model) : body;
       const firstByte = new AbortController(); // aborted when no first chunk came in time: cancels the upstream call
       const call = {
@@ -164,7 +164,7 @@ export class Gateway {
     headers: Record<string, string> = {},
   ): Promise<{ input_tokens: number }> {
     const { value, finish } = await this.router.run(model, signal, async (provider, r, s) => {
-      if (!provider.serves('count_tokens')) return { input_tokens: await this.estimate(op, body) };
+      if (!provider.serves('count_tokens', r.model)) return { input_tokens: await this.estimate(op, body) };
       return provider.send('count_tokens', body as never, { model: r.model, maxOutputTokens: 0, signal: s, headers });
     });
     finish();
@@ -190,8 +190,9 @@ export class Gateway {
     await this.tokenizer.close();
   }
 
-  private plan(op: Operation, model: ModelConfig, provider: Provider): Plan {
-    const bridge = op.bridge && op.bridge.when(model, provider.serves(op.upstream)) ? op.bridge : null;
+  /** `upstreamModel`: the route's model, which may decide whether the provider serves the operation natively. */
+  private plan(op: Operation, model: ModelConfig, provider: Provider, upstreamModel: string): Plan {
+    const bridge = op.bridge && op.bridge.when(model, provider.serves(op.upstream, upstreamModel)) ? op.bridge : null;
     return bridge
       ? { upstream: bridge.via, reader: this.reader(bridge.via), bridge }
       : { upstream: op.upstream, reader: op.reader, bridge: null };

@@ -33,6 +33,7 @@ export const PROVIDER_CATALOG: ProviderCatalog = Object.fromEntries(
       needsBaseUrl: !d.baseUrl && !isLocal(d),
       serves: kinds(d),
       settings: d.settings,
+      required: d.required,
       cache: d.cache,
     },
   ]),

@@ -43,9 +43,10 @@ export class Provider {
     return this.config.name;
   }
 
-  /** Whether it serves an upstream operation natively. */
-  serves(op: UpstreamOp): boolean {
-    return !!this.descriptor.operations[op];
+  /** Whether it serves an upstream operation natively (for the upstream model `model`, when given). */
+  serves(op: UpstreamOp, model?: string): boolean {
+    if (!this.descriptor.operations[op]) return false;
+    return model === undefined || this.descriptor.native?.(op, model) !== false;
   }
 
   async send<Op extends UpstreamOp>(op: Op, body: Wire[Op]['req'], call: Call): Promise<Wire[Op]['res']> {
@@ -126,7 +127,8 @@ export class Provider {
       headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers), ...(accept && { accept }) },
       body: text,
     };
-    if (this.descriptor.sign) Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config)));
+    if (this.descriptor.sign)
+      Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config, this.state)));
     return req;
   }
 

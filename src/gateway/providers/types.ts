@@ -98,10 +98,19 @@ export interface ProviderDescriptor<State = unknown> {
   baseUrl?: string | ((settings: Record<string, unknown>) => string);
   /** JSON Schemas of the settings of its own the configuration may give (read from ProviderConfig.settings). */
   settings?: Record<string, object>;
+  /** Those of its settings a provider of this type must give (a cloud's project and location). */
+  required?: string[];
   /** Headers of every request: credentials and fixed ones (the configured `headers` are added after, and win). */
   headers?(config: ProviderConfig): Record<string, string>;
-  /** Headers computed from each request just before it is sent (e.g. a signature over the body). */
-  sign?(request: OutgoingRequest, config: ProviderConfig): Record<string, string> | Promise<Record<string, string>>;
+  /**
+   * Headers computed from each request just before it is sent (e.g. a signature over the body, or a short-lived
+   * token kept in the provider's state). A failure is an UpstreamError, like any other failure to reach it.
+   */
+  sign?(
+    request: OutgoingRequest,
+    config: ProviderConfig,
+    state: State,
+  ): Record<string, string> | Promise<Record<string, string>>;
   /** How to read an error answer (default: OpenAI's `{"error":{"message"}}`). */
   errors?: ErrorReader;
   /** State a configured provider keeps across calls (e.g. Gemini's thought signatures). */
@@ -112,6 +121,12 @@ export interface ProviderDescriptor<State = unknown> {
    */
   cache?: CacheMultipliers;
   operations: Adapters<State>;
+  /**
+   * Whether an operation it has an adapter for is served natively for this upstream model (default: yes). A cloud
+   * that hosts several publishers serves Anthropic's Messages natively for Claude only: for its other models the
+   * gateway takes the operation's bridge (to chat), as for a provider without the adapter.
+   */
+  native?(op: UpstreamOp, model: string): boolean;
 }
 
 /** Declares a descriptor (typing its adapters against its state). */
