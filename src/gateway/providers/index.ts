@@ -11,8 +11,9 @@ import { mock } from './mock';
 import { openai } from './openai';
 import { Provider } from './provider';
 import type { ProviderDescriptor, UpstreamOp } from './types';
+import { vertex } from './vertex';
 
-export const PROVIDERS: Record<string, ProviderDescriptor<any>> = { openai, azure, anthropic, gemini, mock };
+export const PROVIDERS: Record<string, ProviderDescriptor<any>> = { openai, azure, anthropic, gemini, vertex, mock };
 
 /** The model kinds a provider serves: those of the upstream operations it has adapters for (the contract's). */
 function kinds(d: ProviderDescriptor<any>): ModelKind[] {
