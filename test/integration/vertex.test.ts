@@ -27,6 +27,8 @@ import {
 import { startGateway, type TestGateway } from '../helpers/app';
 
 const GEMINI = 'gemini-2.5-flash';
+/** A key cut short: not JSON, with a secret in it that no message may quote. */
+const NOT_JSON = '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nTRUNCATED-SECRET-MATERIAL';
 const CLAUDE = 'claude-sonnet-4@20250514';
 
 let auth: FakeGoogleAuth;
@@ -51,6 +53,8 @@ providers:
   short: ${vertex('${VX_SHORT}')}
   revoked: ${vertex('${VX_REVOKED}')}
   offline: ${vertex('${VX_OFFLINE}')}
+  nofile: ${vertex('/nonexistent/vertex-key.json')}
+  notjson: ${vertex('${VX_NOT_JSON}')}
   local: { type: mock }
 models:
   - { id: gemini, kind: chat, price: { input: 0.3, output: 2.5 }, routes: [ { provider: vx, model: ${GEMINI} } ] }
@@ -60,6 +64,8 @@ models:
   - { id: short, kind: chat, routes: [ { provider: short, model: "${CLAUDE}" } ] }
   - { id: revoked, kind: chat, routes: [ { provider: revoked, model: ${GEMINI} } ] }
   - { id: offline, kind: chat, routes: [ { provider: offline, model: "${CLAUDE}" } ] }
+  - { id: nofile, kind: chat, routes: [ { provider: nofile, model: ${GEMINI} } ] }
+  - { id: notjson, kind: chat, routes: [ { provider: notjson, model: ${GEMINI} } ] }
   - { id: claude-or-local, kind: chat, routes: [ { provider: vx, model: "${CLAUDE}" }, { provider: local, model: mock-chat } ] }
   - { id: revoked-or-vx, kind: chat, routes: [ { provider: revoked, model: ${GEMINI} }, { provider: vx, model: ${GEMINI} } ] }
 `;
@@ -82,6 +88,7 @@ beforeAll(async () => {
     VX_SHORT: JSON.stringify(keys.short),
     VX_REVOKED: JSON.stringify(keys.revoked),
     VX_OFFLINE: JSON.stringify(keys.offline),
+    VX_NOT_JSON: NOT_JSON,
   });
   gw.app.log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
   const k = await gw.newKey();
@@ -111,6 +118,31 @@ async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const c of stream) out.push(c);
   return out;
+}
+
+/** Streams `body` on chat, leaves once `marker` went by, and returns the request's usage record. */
+async function cut(body: object, marker: string) {
+  const k = await gw.newKey();
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ ...body, stream: true }),
+  });
+  const reader = res.body!.getReader();
+  let text = '';
+  while (!text.includes(marker)) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`the stream ended before ${marker}: ${text}`);
+    text += new TextDecoder().decode(value);
+  }
+  await reader.cancel();
+  for (let i = 0; i < 100; i++) {
+    await gw.settled();
+    const record = await gw.app.db('usage_records').where('account_id', k.accountId).first();
+    if (record) return record;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('no usage record');
 }
 
 async function lastRecord() {
@@ -411,31 +443,36 @@ describe('errors and fallback', () => {
     expect((await lastRecord()).provider).toBe('local');
   });
 
-  test('a stream cut by the client is billed what Claude reported so far', async () => {
+  test('a Claude stream cut by the client is billed the prompt Claude reported in message_start', async () => {
     const msg = message([{ type: 'text', text: 'Hello there friend' }], {
       usage: { input_tokens: 5000, cache_read_input_tokens: 2000, output_tokens: 9 },
     });
     upstream.plan({ kind: 'stall', events: streamEvents(msg).slice(0, 4) });
-    const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'claude', messages: [{ role: 'user', content: 'hi' }], stream: true }),
-    });
-    const reader = res.body!.getReader();
-    let text = '';
-    while (!text.includes('Hello')) {
-      const { done, value } = await reader.read();
-      if (done) throw new Error(`the stream ended before its first words: ${text}`);
-      text += new TextDecoder().decode(value);
-    }
-    await reader.cancel();
-    let record: any;
-    for (let i = 0; i < 100 && record?.status !== 499; i++) {
-      record = await lastRecord();
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const record = await cut({ model: 'claude', messages: [{ role: 'user', content: 'hi' }] }, 'Hello');
     expect(record).toMatchObject({ status: 499, prompt_tokens: 7000, cached_tokens: 2000 });
     expect(Number(record.completion_tokens)).toBeGreaterThanOrEqual(1);
+  });
+
+  test('a Gemini stream cut by the client is billed the usage reported so far, thinking included', async () => {
+    const first = geminiResponse([{ text: 'Hi' }], undefined, {
+      promptTokenCount: 1200,
+      candidatesTokenCount: 1,
+      thoughtsTokenCount: 3000,
+      totalTokenCount: 4201,
+    });
+    upstream.plan({ kind: 'stall', events: [first] });
+    const record = await cut({ model: 'gemini', messages: [{ role: 'user', content: 'think hard' }] }, 'Hi');
+    expect(record).toMatchObject({ status: 499, prompt_tokens: 1200, completion_tokens: 3001 });
+  });
+
+  test('token arrays for embeddings are a 400 that never reaches Vertex', async () => {
+    const before = upstream.requests.length;
+    const e = await client.embeddings
+      .create({ model: 'embed', input: [1, 2, 3], encoding_format: 'float' })
+      .catch((x) => x);
+    expect(e).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(e.message).toContain('token arrays are not supported by this model');
+    expect(upstream.requests.length).toBe(before);
   });
 
   test('a stream that breaks off after it started ends with an error the SDK raises', async () => {
@@ -564,6 +601,29 @@ describe('credentials that fail', () => {
       expect(line.upstream).toContain(`service account ${keys.offline.client_email}`);
       expect(line.upstream).toMatch(/cannot reach its token endpoint \(ECONNREFUSED\)/);
     }
+  });
+
+  test('a key file that cannot be read, and inline credentials that are not JSON: a 502 saying which, quoting nothing', async () => {
+    let e = await ask('nofile').catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(logOf(502).upstream).toBe(
+      "vertex provider 'nofile': its credentials file /nonexistent/vertex-key.json cannot be read (ENOENT)",
+    );
+    e = await ask('notjson').catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(logOf(502).upstream).toBe("vertex provider 'notjson': its credentials are not JSON");
+    expect(JSON.stringify(lines)).not.toContain('TRUNCATED-SECRET-MATERIAL');
+  });
+
+  test("a token Vertex refuses (401 UNAUTHENTICATED) is our fault, not the caller's: a 502", async () => {
+    upstream.plan({
+      kind: 'json',
+      status: 401,
+      body: vertexError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials.'),
+    });
+    const e = await ask('gemini').catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(JSON.stringify(e.error)).not.toMatch(/ya29|Bearer/);
   });
 
   test('a failed exchange falls back to the next route', async () => {
