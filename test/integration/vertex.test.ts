@@ -615,15 +615,19 @@ describe('credentials that fail', () => {
     expect(JSON.stringify(lines)).not.toContain('TRUNCATED-SECRET-MATERIAL');
   });
 
-  test("a token Vertex refuses (401 UNAUTHENTICATED) is our fault, not the caller's: a 502", async () => {
+  test("a token Vertex refuses (401 UNAUTHENTICATED) is our fault, not the caller's: a 502, and a new token next time", async () => {
     upstream.plan({
       kind: 'json',
       status: 401,
       body: vertexError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials.'),
     });
+    const before = auth.requestsOf(keys.main.client_email).length;
     const e = await ask('gemini').catch((x) => x);
     expect(e.status).toBe(502);
     expect(JSON.stringify(e.error)).not.toMatch(/ya29|Bearer/);
+    // The refused token is dropped: the next call exchanges the key again, and is served.
+    expect((await ask('gemini')).choices[0].message.content).toBe('Echo: hello there');
+    expect(auth.requestsOf(keys.main.client_email).length).toBe(before + 1);
   });
 
   test('a failed exchange falls back to the next route', async () => {

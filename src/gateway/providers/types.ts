@@ -111,6 +111,11 @@ export interface ProviderDescriptor<State = unknown> {
     config: ProviderConfig,
     state: State,
   ): Record<string, string> | Promise<Record<string, string>>;
+  /**
+   * The upstream refused the credentials of a call (HTTP 401): a provider that keeps short-lived ones in its state
+   * (a token) drops them, so that the next call gets new ones rather than failing until they expire.
+   */
+  unauthorized?(state: State): void;
   /** How to read an error answer (default: OpenAI's `{"error":{"message"}}`). */
   errors?: ErrorReader;
   /** State a configured provider keeps across calls (e.g. Gemini's thought signatures). */

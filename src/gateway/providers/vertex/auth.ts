@@ -59,6 +59,11 @@ export class AccessTokens {
     return this.renew();
   }
 
+  /** Vertex refused the token (revoked, or the account changed): the next call exchanges again. */
+  forget(): void {
+    this.token = null;
+  }
+
   /** One exchange at a time: whoever asks while one is under way gets its result. */
   private renew(): Promise<string> {
     this.renewing ??= this.exchange().finally(() => (this.renewing = null));

@@ -136,6 +136,7 @@ export const vertex = defineProvider<State>({
     signatures: new Map(),
   }),
   sign: async (_request, _config, state) => ({ authorization: `Bearer ${await state.tokens.get()}` }),
+  unauthorized: (state) => state.tokens.forget(),
   // Anthropic's Messages natively for Claude only; the others go through chat.
   native: (op, model) => op !== 'messages' || publisher(model) === 'anthropic',
   operations: {
