@@ -75,7 +75,7 @@ beforeAll(async () => {
   auth = await new FakeGoogleAuth().start();
   upstream = await new FakeVertex(auth).start();
   for (const name of ['main', 'cold', 'revoked']) keys[name] = auth.newServiceAccount(name);
-  keys.short = auth.newServiceAccount('short', { lifetime: 2 });
+  keys.short = auth.newServiceAccount('short', { lifetime: 4 });
   // A token endpoint nothing listens on: a port that was free a moment ago.
   keys.offline = auth.newServiceAccount('offline', { tokenUri: `http://127.0.0.1:${await closedPort()}/token` });
   auth.revoke(keys.revoked.client_email);
@@ -550,13 +550,13 @@ describe('service account tokens', () => {
 
   test('a token is renewed before it expires: no call ever carries an expired one', async () => {
     const email = keys.short.client_email;
-    await ask('short'); // a token that lives 2 s: renewed from 1.5 s on, used until 1.875 s
+    await ask('short'); // a token that lives 4 s: renewed from 3 s on, used until 3.75 s
     expect(auth.requestsOf(email)).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 1600));
+    await new Promise((r) => setTimeout(r, 3200));
     await ask('short'); // still valid: sent, while the renewal runs
     for (let i = 0; i < 50 && auth.requestsOf(email).length < 2; i++) await new Promise((r) => setTimeout(r, 20));
     expect(auth.requestsOf(email)).toHaveLength(2);
-    await new Promise((r) => setTimeout(r, 500)); // past the first token's expiry
+    await new Promise((r) => setTimeout(r, 1000)); // past the first token's expiry
     await ask('short');
     expect(auth.requestsOf(email)).toHaveLength(2);
     expect(auth.expiredSeen).toBe(0);
