@@ -39,6 +39,12 @@ const object = (properties: Record<string, object>, required: string[] = []) => 
 const usd = { type: 'number', minimum: 0 };
 const int = (minimum: number) => ({ type: 'integer', minimum });
 
+/** The settings a provider type must be given: `base_url` when it has no address of its own, and its own required ones. */
+function required(entry: ProviderCatalog[string]): { required?: string[] } {
+  const names = [...(entry.needsBaseUrl ? ['base_url'] : []), ...(entry.required ?? [])];
+  return names.length ? { required: names } : {};
+}
+
 function providerSchema(catalog: ProviderCatalog): object {
   const types = Object.keys(catalog);
   const own = new Map<string, object>();
@@ -60,7 +66,7 @@ function providerSchema(catalog: ProviderCatalog): object {
     allOf: types.map((t) => ({
       if: { properties: { type: { const: t } } },
       then: {
-        ...(catalog[t].needsBaseUrl ? { required: ['base_url'] } : {}),
+        ...required(catalog[t]),
         // Another type's settings are unknown here.
         properties: Object.fromEntries(
           [...own.keys()].filter((k) => !(k in (catalog[t].settings ?? {}))).map((k) => [k, false]),

@@ -256,6 +256,8 @@ export interface ProviderCatalog {
     serves: readonly ModelKind[];
     /** JSON Schemas of the settings of its own. */
     settings?: Record<string, object>;
+    /** Those of its own settings it must be given. */
+    required?: string[];
     /** What it bills for cache classes, when it bills them apart from input. */
     cache?: CacheMultipliers;
   };

@@ -164,7 +164,7 @@ export class Gateway {
     headers: Record<string, string> = {},
   ): Promise<{ input_tokens: number }> {
     const { value, finish } = await this.router.run(model, signal, async (provider, r, s) => {
-      if (!provider.serves('count_tokens')) return { input_tokens: await this.estimate(op, body) };
+      if (!provider.serves('count_tokens', r.model)) return { input_tokens: await this.estimate(op, body) };
       return provider.send('count_tokens', body as never, { model: r.model, maxOutputTokens: 0, signal: s, headers });
     });
     finish();
@@ -190,7 +190,7 @@ export class Gateway {
     await this.tokenizer.close();
   }
 
-  /** `upstreamModel`: the route's model id (a provider may serve a wire natively for some of its models only). */
+  /** `upstreamModel`: the route's model id (a provider may serve an operation natively for some models only). */
   private plan(op: Operation, model: ModelConfig, provider: Provider, upstreamModel: string): Plan {
     const bridge = op.bridge && op.bridge.when(model, provider.serves(op.upstream, upstreamModel)) ? op.bridge : null;
     return bridge

@@ -453,6 +453,30 @@ models:
     expect(configError(text)).toBe("gw.yaml:4:5: providers.up: missing required setting 'base_url'");
   });
 
+  test("a vertex provider needs its project, location and credentials; its address is the location's", () => {
+    const text = (settings: string) =>
+      `providers:\n  vx: { type: vertex, ${settings} }\nmodels: [ { id: a, kind: chat, routes: [ { provider: vx, model: gemini-2.5-flash } ] } ]\n`;
+    expect(configError(text('project: p, credentials: /k.json'))).toBe(
+      "gw.yaml:2:7: providers.vx: missing required setting 'location'",
+    );
+    expect(configError(text('location: us-east5, credentials: /k.json'))).toMatch(/missing required setting 'project'/);
+    expect(configError(text('project: p, location: "us/../x", credentials: /k.json'))).toMatch(
+      /providers\.vx\.location: must match pattern/,
+    );
+    const at = (settings: string) => parseConfig(text(settings), 'gw.yaml', {}).providers.vx.base_url;
+    expect(at('project: p, location: us-east5, credentials: /k.json')).toBe(
+      'https://us-east5-aiplatform.googleapis.com',
+    );
+    expect(at('project: p, location: global, credentials: /k.json')).toBe('https://aiplatform.googleapis.com');
+    expect(at('project: p, location: global, credentials: /k.json, base_url: "http://127.0.0.1:1/"')).toBe(
+      'http://127.0.0.1:1',
+    );
+    // Another type's settings are refused on it, and its own on another type.
+    expect(configError(text('project: p, location: l, credentials: /k.json, api_version: 2024-10-21'))).toMatch(
+      /unknown setting 'api_version' for a provider of type vertex/,
+    );
+  });
+
   test('a mock provider needs no base_url', () => {
     expect(() =>
       parseConfig('providers: { m: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: m } ] } ]\n'),

@@ -12,8 +12,17 @@ import { mock } from './mock';
 import { openai } from './openai';
 import { Provider } from './provider';
 import type { ProviderDescriptor, UpstreamOp } from './types';
+import { vertex } from './vertex';
 
-export const PROVIDERS: Record<string, ProviderDescriptor<any>> = { openai, azure, anthropic, gemini, bedrock, mock };
+export const PROVIDERS: Record<string, ProviderDescriptor<any>> = {
+  openai,
+  azure,
+  anthropic,
+  gemini,
+  bedrock,
+  vertex,
+  mock,
+};
 
 /** The model kinds a provider serves: those of the upstream operations it has adapters for (the contract's). */
 function kinds(d: ProviderDescriptor<any>): ModelKind[] {
@@ -34,6 +43,7 @@ export const PROVIDER_CATALOG: ProviderCatalog = Object.fromEntries(
       needsBaseUrl: !d.baseUrl && !isLocal(d),
       serves: kinds(d),
       settings: d.settings,
+      required: d.required,
       cache: d.cache,
     },
   ]),

@@ -58,7 +58,8 @@ export class Provider {
     }
     if (!adapter.response) throw unsupported(this.descriptor.type, op, 'unstreamed requests');
     const req = await this.request(adapter, body, ctx);
-    return adapter.response(await this.http!.json(req, call.signal), ctx, body);
+    const json = await this.http!.json(req, call.signal).catch((e: unknown) => this.failed(e));
+    return adapter.response(json, ctx, body);
   }
 
   async *stream<Op extends UpstreamOp>(op: Op, body: Wire[Op]['req'], call: Call): AsyncGenerator<Wire[Op]['chunk']> {
@@ -76,7 +77,18 @@ export class Provider {
     }
     if (!adapter.stream) throw unsupported(this.descriptor.type, op, 'streams');
     const req = await this.request(adapter, body, ctx);
-    yield* this.http!.stream(req, call.signal, (events) => adapter.stream!(events, ctx), adapter.framing);
+    try {
+      yield* this.http!.stream(req, call.signal, (events) => adapter.stream!(events, ctx), adapter.framing);
+    } catch (e) {
+      this.failed(e);
+    }
+  }
+
+  /** A failed call: an upstream that refused our credentials (401) is told to its descriptor, which may drop them. */
+  private failed(e: unknown): never {
+    if (e instanceof UpstreamError && e.reason === 'status' && e.status === 401)
+      this.descriptor.unauthorized?.(this.state);
+    throw e;
   }
 
   async close(): Promise<void> {
@@ -127,7 +139,8 @@ export class Provider {
       headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers), ...(accept && { accept }) },
       body: text,
     };
-    if (this.descriptor.sign) Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config)));
+    if (this.descriptor.sign)
+      Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config, this.state)));
     return req;
   }
 

@@ -102,10 +102,24 @@ export interface ProviderDescriptor<State = unknown> {
   baseUrl?: string | ((settings: Record<string, unknown>) => string);
   /** JSON Schemas of the settings of its own the configuration may give (read from ProviderConfig.settings). */
   settings?: Record<string, object>;
+  /** Those of its settings a provider of this type must give (a cloud's project and location). */
+  required?: string[];
   /** Headers of every request: credentials and fixed ones (the configured `headers` are added after, and win). */
   headers?(config: ProviderConfig): Record<string, string>;
-  /** Headers computed from each request just before it is sent (e.g. a signature over the body). */
-  sign?(request: OutgoingRequest, config: ProviderConfig): Record<string, string> | Promise<Record<string, string>>;
+  /**
+   * Headers computed from each request just before it is sent (e.g. a signature over the body, or a short-lived
+   * token kept in the provider's state). A failure is an UpstreamError, like any other failure to reach it.
+   */
+  sign?(
+    request: OutgoingRequest,
+    config: ProviderConfig,
+    state: State,
+  ): Record<string, string> | Promise<Record<string, string>>;
+  /**
+   * The upstream refused the credentials of a call (HTTP 401): a provider that keeps short-lived ones in its state
+   * (a token) drops them, so that the next call gets new ones rather than failing until they expire.
+   */
+  unauthorized?(state: State): void;
   /** How to read an error answer (default: OpenAI's `{"error":{"message"}}`). */
   errors?: ErrorReader;
   /** State a configured provider keeps across calls (e.g. Gemini's thought signatures). */
@@ -117,8 +131,9 @@ export interface ProviderDescriptor<State = unknown> {
   cache?: CacheMultipliers;
   operations: Adapters<State>;
   /**
-   * Whether a wire it has an adapter for is served natively for this route's model (default: yes); when not, an
-   * operation with a bridge goes through it (a cloud that serves Claude's Messages natively, but not Llama's).
+   * Whether an operation it has an adapter for is served natively for this route's model (default: yes); when not,
+   * the gateway takes the operation's bridge (to chat), as for a provider without the adapter. A cloud that hosts
+   * several publishers serves Anthropic's Messages natively for Claude only, not for Llama or Gemini.
    */
   natively?(op: UpstreamOp, model: string): boolean;
 }

@@ -20,7 +20,7 @@ import {
 export const ANTHROPIC_VERSION = '2023-06-01';
 
 /** Each event of an Anthropic stream, as Anthropic sent it, until message_stop; an error event ends it. */
-async function* events(source: AsyncIterable<SseEvent>): AsyncGenerator<AnthropicEvent> {
+export async function* messageEvents(source: AsyncIterable<SseEvent>): AsyncGenerator<AnthropicEvent> {
   for await (const ev of source) {
     const parsed = eventObject(ev.data) as AnthropicEvent;
     if (typeof parsed.type !== 'string') (parsed as { type: string }).type = ev.event;
@@ -33,6 +33,18 @@ async function* events(source: AsyncIterable<SseEvent>): AsyncGenerator<Anthropi
       );
     yield parsed;
     if (parsed.type === 'message_stop') return;
+  }
+  throw new UpstreamError('protocol', 'the upstream stream ended without message_stop');
+}
+
+/** An Anthropic stream as chat chunks, until message_stop. */
+export async function* chatStream(source: AsyncIterable<SseEvent>, model: string): AsyncGenerator<ChatChunk> {
+  const state = new StreamTranslator(unixNow(), model);
+  for await (const ev of source) {
+    const parsed = eventObject(ev.data) as StreamEvent;
+    if (typeof parsed.type !== 'string') (parsed as { type: string }).type = ev.event;
+    yield* state.push(parsed);
+    if (state.done) return;
   }
   throw new UpstreamError('protocol', 'the upstream stream ended without message_stop');
 }
@@ -70,23 +82,14 @@ export const anthropic = defineProvider({
       path: () => '/messages',
       request: (body, ctx) => toAnthropicRequest(body, ctx.model, ctx.maxOutputTokens, ctx.stream),
       response: (json) => fromAnthropicResponse(json as AnthropicResponse, unixNow()),
-      async *stream(events, ctx): AsyncGenerator<ChatChunk> {
-        const state = new StreamTranslator(unixNow(), ctx.model);
-        for await (const ev of events) {
-          const parsed = eventObject(ev.data) as StreamEvent;
-          if (typeof parsed.type !== 'string') (parsed as { type: string }).type = ev.event;
-          yield* state.push(parsed);
-          if (state.done) return;
-        }
-        throw new UpstreamError('protocol', 'the upstream stream ended without message_stop');
-      },
+      stream: (events, ctx) => chatStream(events, ctx.model),
     },
     // Anthropic's own API, natively: everything the client sent goes through (cache_control, thinking, betas).
     messages: {
       path: () => '/messages',
       request: (body, ctx) => native(body, ctx.model, ctx.maxOutputTokens, ctx.stream),
       response: object,
-      stream: (source) => events(source),
+      stream: (source) => messageEvents(source),
     },
     count_tokens: {
       path: () => '/messages/count_tokens',

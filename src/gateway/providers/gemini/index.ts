@@ -23,7 +23,7 @@ import type { GeminiError, GenerateContentResponse } from './wire';
 const SIGNATURES_KEPT = 4096;
 
 /** A configured provider's thought signatures, by model and tool call id: only valid for the model that made them. */
-function signatureStore(signatures: Map<string, string>, model: string): SignatureStore {
+export function signatureStore(signatures: Map<string, string>, model: string): SignatureStore {
   const key = (id: string) => `${model}\u0000${id}`;
   return {
     get: (id) => signatures.get(key(id)),
@@ -37,8 +37,8 @@ function signatureStore(signatures: Map<string, string>, model: string): Signatu
 /** The model's resource name as a URL path, each segment escaped. */
 const path = (model: string) => resourceName(model).split('/').map(encodeURIComponent).join('/');
 
-/** Gemini answers `{error}`, or `[{error}]` from some streaming endpoints. */
-const readError: ErrorReader = (body, status) => {
+/** Gemini answers `{error}`, or `[{error}]` from some streaming endpoints (and so does Vertex AI). */
+export const readError: ErrorReader = (body, status) => {
   const error = ((Array.isArray(body) ? body[0] : body) as { error?: GeminiError } | undefined)?.error;
   return {
     // A bad key is our configuration's fault, not the caller's: Gemini says 400, we treat it as 401 (→ 502).
