@@ -158,22 +158,31 @@ type RawModel = Omit<Partial<ModelConfig>, 'price' | 'routes'> & {
   routes: { provider: string; model?: string; priority?: number; weight?: number; timeouts?: Partial<Timeouts> }[];
 };
 
-/** A provider type's own address, fixed or made from its settings (validated by then against its schemas). */
-function defaultBase(base: ProviderCatalog[string]['baseUrl'], settings: Record<string, unknown>): string | undefined {
-  return typeof base === 'function' ? base(settings) : base;
+/**
+ * A provider's address: its `base_url`, else its type's own, fixed or made from its settings (validated by then
+ * against its schemas). The type's own is made even when `base_url` is given: a type refuses settings it cannot make
+ * it from (a bedrock provider with no region, which its signatures need too), and that is a configuration error
+ * naming the provider, at start-up rather than on its first request.
+ */
+function address(name: string, p: RawConfig['providers'][string], own: ProviderCatalog[string], fail: Fail) {
+  const settings = Object.fromEntries(Object.entries(p).filter(([k]) => !COMMON_PROVIDER_SETTINGS.includes(k)));
+  let base: string | undefined;
+  try {
+    base = typeof own.baseUrl === 'function' ? own.baseUrl(settings) : own.baseUrl;
+  } catch (e) {
+    fail(['providers', name], (e as Error).message);
+  }
+  return { base_url: ((p.base_url as string | undefined) ?? base)?.replace(/\/+$/, ''), settings };
 }
 
 function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog, fail: Fail): Config {
   const providers: Record<string, ProviderConfig> = {};
   for (const [name, p] of Object.entries(raw.providers)) {
-    const settings = Object.fromEntries(Object.entries(p).filter(([k]) => !COMMON_PROVIDER_SETTINGS.includes(k)));
+    const { base_url, settings } = address(name, p, catalog[p.type], fail);
     providers[name] = {
       name,
       type: p.type,
-      base_url: ((p.base_url as string | undefined) ?? defaultBase(catalog[p.type].baseUrl, settings))?.replace(
-        /\/+$/,
-        '',
-      ),
+      base_url,
       api_key: p.api_key as string | undefined,
       headers: (p.headers as Record<string, string> | undefined) ?? {},
       max_connections: (p.max_connections as number | undefined) ?? 64,

@@ -477,6 +477,29 @@ models:
     );
   });
 
+  test('a bedrock provider needs a region, its own or AWS_REGION: the error names the provider', () => {
+    const text = (settings: string) =>
+      `providers:\n  aws: { type: bedrock${settings} }\nmodels: [ { id: a, kind: chat, routes: [ { provider: aws, model: m } ] } ]\n`;
+    const saved = { AWS_REGION: process.env.AWS_REGION, AWS_DEFAULT_REGION: process.env.AWS_DEFAULT_REGION };
+    try {
+      delete process.env.AWS_REGION;
+      delete process.env.AWS_DEFAULT_REGION;
+      const missing =
+        'gw.yaml:2:8: providers.aws: a bedrock provider needs `region` (or AWS_REGION in the environment)';
+      expect(configError(text(''))).toBe(missing);
+      // Its signatures need the region even when base_url says where to send them (a VPC endpoint).
+      expect(configError(text(', base_url: "http://127.0.0.1:1"'))).toBe(missing);
+      const at = (settings: string) => parseConfig(text(settings), 'gw.yaml', {}).providers.aws.base_url;
+      expect(at(', region: eu-west-1')).toBe('https://bedrock-runtime.eu-west-1.amazonaws.com');
+      process.env.AWS_REGION = 'us-east-2';
+      expect(at('')).toBe('https://bedrock-runtime.us-east-2.amazonaws.com');
+    } finally {
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+    }
+  });
+
   test('a mock provider needs no base_url', () => {
     expect(() =>
       parseConfig('providers: { m: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: m } ] } ]\n'),

@@ -1,8 +1,8 @@
 /**
  * SigV4 for Bedrock, by the AWS SDK's own signer (@smithy/signature-v4, service `bedrock`): one signer per
- * configured provider, with its configured keys, or — when it names none — AWS's credential chain (environment,
- * profile, SSO, web identity, instance and container roles), which caches the credentials and refreshes them before
- * they expire. Nothing here ever puts a credential in a message.
+ * configured provider (kept in its state), with its configured keys, or — when it names none — AWS's credential
+ * chain (environment, profile, SSO, web identity, instance and container roles), which caches the credentials and
+ * refreshes them before they expire. Nothing here ever puts a credential in a message.
  */
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { Hash } from '@smithy/hash-node';
@@ -12,8 +12,6 @@ import { UpstreamError } from '../../types';
 import type { OutgoingRequest } from '../types';
 
 type Credentials = { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-
-const signers = new WeakMap<ProviderConfig, SignatureV4>();
 
 /** The region: the setting, else AWS's own environment variables (as the AWS CLI and SDKs read them). */
 export function regionOf(settings: Record<string, unknown>): string {
@@ -41,26 +39,22 @@ function credentials(config: ProviderConfig): Credentials | (() => Promise<Crede
   };
 }
 
-function signer(config: ProviderConfig): SignatureV4 {
-  let s = signers.get(config);
-  if (!s) {
-    s = new SignatureV4({
-      service: 'bedrock',
-      region: regionOf(config.settings),
-      credentials: credentials(config),
-      sha256: Hash.bind(null, 'sha256'),
-      uriEscapePath: true, // every AWS service but S3 signs the path escaped twice
-    });
-    signers.set(config, s);
-  }
-  return s;
+/** A configured provider's signer, with its region (the configuration has refused a provider with none). */
+export function signer(config: ProviderConfig): SignatureV4 {
+  return new SignatureV4({
+    service: 'bedrock',
+    region: regionOf(config.settings),
+    credentials: credentials(config),
+    sha256: Hash.bind(null, 'sha256'),
+    uriEscapePath: true, // every AWS service but S3 signs the path escaped twice
+  });
 }
 
 /**
  * The headers that sign one request: host, content length, date, session token and Authorization. The body's length
  * is signed (as the SDK does) so that what arrives is what was signed.
  */
-export async function sign(request: OutgoingRequest, config: ProviderConfig): Promise<Record<string, string>> {
+export async function sign(request: OutgoingRequest, v4: SignatureV4): Promise<Record<string, string>> {
   if (typeof request.body !== 'string') throw new UpstreamError('invalid', 'bedrock signs JSON bodies only', 400);
   // Bedrock takes Anthropic's betas in the body (anthropic_beta), not as a header: nothing else reads this one.
   delete request.headers['anthropic-beta'];
@@ -70,7 +64,7 @@ export async function sign(request: OutgoingRequest, config: ProviderConfig): Pr
     host: url.host,
     'content-length': String(Buffer.byteLength(request.body)),
   };
-  const signed = await signer(config).sign({
+  const signed = await v4.sign({
     method: request.method,
     protocol: url.protocol,
     hostname: url.hostname,

@@ -9,7 +9,7 @@ import type { ChatChunk } from '../../types';
 import { eventObject } from '../http';
 import { unixNow } from '../shared';
 import { defineProvider, type CallContext } from '../types';
-import { regionOf, sign } from './auth';
+import { regionOf, sign, signer } from './auth';
 import { isClaude, toConverseRequest } from './converse';
 import { ConverseStreamTranslator, fromConverseResponse, type StreamEvent } from './converseAnswer';
 import { readError } from './errors';
@@ -40,7 +40,9 @@ export const bedrock = defineProvider({
   },
   // Claude's cache prices on Bedrock are Anthropic's: reads 0.1× input, 5-minute writes 1.25×, 1-hour writes 2×.
   cache: { cached_input: 100, cache_write: 1250, cache_write_1h: 2000 },
-  sign: (request, config) => sign(request, config),
+  // One signer per configured provider: the credential chain it holds caches and refreshes its credentials.
+  state: (config) => ({ signer: signer(config) }),
+  sign: (request, _config, state) => sign(request, state.signer),
   errors: readError,
   // InvokeModel takes each model's own body: Anthropic's Messages only for Claude; other models' /v1/messages go
   // through chat (Converse).
