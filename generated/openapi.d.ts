@@ -1285,8 +1285,14 @@ export interface components {
         };
         AnthropicContentBlockParam: components["schemas"]["AnthropicTextBlockParam"] | components["schemas"]["AnthropicImageBlockParam"] | components["schemas"]["AnthropicToolUseBlockParam"] | components["schemas"]["AnthropicToolResultBlockParam"] | components["schemas"]["AnthropicThinkingBlockParam"] | components["schemas"]["AnthropicOtherBlockParam"];
         AnthropicMessageParam: {
-            /** @enum {string} */
-            role: "user" | "assistant";
+            /**
+             * @description `system`: instructions in the middle of the conversation, as
+             *     Claude Code sends them for a model id it does not know (a
+             *     gateway's own ids). The gateway moves their text to the end of
+             *     the top-level `system` before anything goes upstream.
+             * @enum {string}
+             */
+            role: "user" | "assistant" | "system";
             content: string | components["schemas"]["AnthropicContentBlockParam"][];
         };
         /**

@@ -106,6 +106,35 @@ describe('to an anthropic route, natively', () => {
     expect(r.headers['x-api-key']).toBe(API_KEY); // the upstream's key, not the client's
   });
 
+  test("Claude Code's mid-conversation `system` messages (a model id it does not know): their text ends the system prompt", async () => {
+    const messages = [
+      { role: 'user', content: 'hi' },
+      { role: 'system', content: [{ type: 'text', text: '# Environment' }] },
+      { role: 'system', content: 'Working directory: /tmp' },
+    ];
+    const post = (model: string) =>
+      fetch(`${gw.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': secret, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ model, max_tokens: 50, system: 'You are Claude Code.', messages }),
+      });
+    expect((await post('claude-test')).status).toBe(200);
+    expect(claude.last().body).toMatchObject({
+      system: [
+        { type: 'text', text: 'You are Claude Code.' },
+        { type: 'text', text: '# Environment' },
+        { type: 'text', text: 'Working directory: /tmp' },
+      ],
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    // translated to chat, the same words as the system message
+    expect((await post('gpt-behind')).status).toBe(200);
+    expect(openai.last().body.messages).toEqual([
+      { role: 'system', content: 'You are Claude Code.\n# Environment\nWorking directory: /tmp' },
+      { role: 'user', content: 'hi' },
+    ]);
+  });
+
   test("adaptive thinking (the model decides how much to think) is Anthropic's too: it goes through", async () => {
     const res = await client.messages.create({
       model: 'claude-test',

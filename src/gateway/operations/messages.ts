@@ -11,6 +11,27 @@ import { collect } from './openai';
 import { anthropicBetas, anthropicBody } from './policy';
 import type { Operation, Reader } from './types';
 
+type Message = MessagesRequest['messages'][number];
+type SystemBlock = Exclude<MessagesRequest['system'], string | undefined>[number];
+
+/**
+ * The body with its `system` messages' text moved to the end of the top-level `system`. Claude Code sends its
+ * environment as a `system` message when it does not know the model id (any gateway's own), and neither Bedrock,
+ * Vertex, a chat upstream nor every Anthropic-compatible server takes one; the instructions keep their words and
+ * their order after the system prompt. The same body when there is none (no copy on the usual path).
+ */
+export function systemHoisted(body: MessagesRequest): MessagesRequest {
+  if (!body.messages.some((m) => m.role === 'system')) return body;
+  const blocks = (m: Message): SystemBlock[] =>
+    typeof m.content === 'string'
+      ? [{ type: 'text', text: m.content }]
+      : m.content.flatMap((b) => (b.type === 'text' ? [b as SystemBlock] : []));
+  const moved = body.messages.filter((m) => m.role === 'system').flatMap(blocks);
+  const system: SystemBlock[] =
+    typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : [...(body.system ?? [])];
+  return { ...body, system: [...system, ...moved], messages: body.messages.filter((m) => m.role !== 'system') };
+}
+
 const NOT_TEXT = new Set([
   'type',
   'id',
@@ -81,7 +102,7 @@ export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEve
   includeUsage: () => false,
   output: (body) => ({ perChoice: body.max_tokens, choices: 1 }),
   // Pricier tiers, server tools, MCP servers, containers, compaction, 1-hour cache writes: see policy.ts.
-  features: (body, model: ModelConfig, profile) => anthropicBody(body, model, !!profile.longCache),
+  features: (body, model: ModelConfig, profile) => systemHoisted(anthropicBody(body, model, !!profile.longCache)),
   headers: (headers, model) => anthropicBetas(headers, model),
   present: (res, p) => ({ ...res, model: p.model, usage: p.reported ? res.usage : toAnthropicUsage(p.usage) }),
   presentChunk: (ev, { model }) =>
