@@ -1045,6 +1045,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log
+         * @description Every state-changing operator action, newest first, `limit` at a time
+         *     (`next_cursor` → `cursor`): calls of the admin API (as `admin-token`,
+         *     from the client's address) and CLI commands (as `cli:<system user>`,
+         *     `local`), with what each acted on (`account:42`, `key:7`) and its
+         *     state before and after. Secrets are cut to their last 4 characters
+         *     (redemption codes, keys, tokens). The log is only ever appended to.
+         *     `format=csv` answers the same page as CSV (`text/csv`).
+         */
+        get: operations["adminListAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/redemption-codes": {
         parameters: {
             query?: never;
@@ -3685,6 +3711,27 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        AdminAuditList: {
+            data: components["schemas"]["AuditRecord"][];
+            next_cursor: string | null;
+        };
+        AuditRecord: {
+            id: number;
+            /** Format: date-time */
+            created_at: string;
+            /** @description `admin-token`, or `cli:<system user>`. */
+            actor: string;
+            /** @description The client's address; `local` for the CLI. */
+            address: string;
+            /** @description The operationId, or the CLI command. */
+            action: string;
+            /** @description `account:<id>`, `key:<id>`, or null (a batch of codes). */
+            target: string | null;
+            /** @description What it acted on, before (null when it has no single target); secrets masked. */
+            before: unknown;
+            /** @description What it acted on, after (or the answer, when it has no single target); secrets masked. */
+            after: unknown;
+        };
         AdminAccountList: {
             data: components["schemas"]["AdminAccount"][];
             next_cursor: string | null;
@@ -6216,6 +6263,54 @@ export interface operations {
                     "application/json": components["schemas"]["AdminAccount"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListAudit: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this action (an operationId or a CLI command).
+                 * @example adminGrantCredits
+                 */
+                action?: string;
+                /**
+                 * @description Only what acted on this (`account:42`, `key:7`).
+                 * @example account:42
+                 */
+                target?: string;
+                format?: "json" | "csv";
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next_cursor` of the previous page.
+                 * @example 1187
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminAuditList"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];

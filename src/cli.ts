@@ -4,6 +4,7 @@
  * {"error": "..."} on stderr and exit 1 (2 for a misused command). The help is made from the table.
  */
 import cluster from 'node:cluster';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
@@ -41,6 +42,7 @@ import { loadConfig } from './services/app';
 import { formatUsd, parseUsd } from './money';
 import { connectRedis } from './redis';
 import { createCodesOnce, grantOnce, setKeyState, setStatus } from './services/admin';
+import { listAudit, recordAudit, snapshot } from './services/audit';
 import { changeKey } from './services/consoleKeys';
 import { farmingReport, revokeFreeCredits } from './services/farming';
 import { IdempotencyMismatch } from './services/idempotency';
@@ -64,11 +66,13 @@ interface Command {
   /** Arguments and options, as the help shows them. */
   usage: string;
   note?: string;
+  /** It changes nothing: not recorded in the audit log (every other command is, once it succeeded). */
+  reads?: true;
   run(ctx: Context): Promise<unknown>;
 }
 
 const COMMANDS: Record<string, Command> = {
-  migrate: { usage: '', run: async () => ({ migrated: true }) },
+  migrate: { usage: '', reads: true, run: async () => ({ migrated: true }) },
   serve: {
     usage: '[--port P] [--host H] [--workers N]',
     note: 'also PORT, HOST, WORKERS; default 127.0.0.1:8080, 1 process',
@@ -84,10 +88,15 @@ const COMMANDS: Record<string, Command> = {
   },
   'accounts show': {
     usage: 'ID',
+    reads: true,
     note: 'balance in USD and micro-USD, keys',
     run: async ({ db, o }) => showAccount(db, await account(db, o.positionals[0])),
   },
-  'accounts list': { usage: '', run: async ({ db }) => ({ accounts: (await listAccounts(db)).map(adminAccountView) }) },
+  'accounts list': {
+    usage: '',
+    reads: true,
+    run: async ({ db }) => ({ accounts: (await listAccounts(db)).map(adminAccountView) }),
+  },
   'accounts disable': {
     usage: 'ID',
     note: 'its keys and console sessions stop working (within 2 s everywhere)',
@@ -135,6 +144,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'keys show': {
+    reads: true,
     usage: 'ID',
     run: async ({ db, o }) => {
       const key = await getKey(db, id(o.positionals[0], 'ID'));
@@ -209,6 +219,7 @@ const COMMANDS: Record<string, Command> = {
   },
   farming: {
     usage: '',
+    reads: true,
     note: 'referrals per referrer, accounts per registration network, unconfirmed accounts',
     run: async ({ db }) => farmingReport(db),
   },
@@ -234,6 +245,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'ledger verify': {
+    reads: true,
     usage: '',
     note: 'exit 1 when a balance differs from its ledger; shortfalls are listed',
     run: async ({ db }) => {
@@ -248,6 +260,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'ledger list': {
+    reads: true,
     usage: '--account ID [--limit N]',
     run: async ({ db, o }) => {
       const rows = await entries(db, id(required(o, 'account'), '--account'), limit(o));
@@ -260,7 +273,20 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'audit list': {
+    reads: true,
+    usage: '[--action A] [--target account:ID|key:ID] [--limit N]',
+    note: 'state-changing operator actions (admin API and CLI), newest first, secrets masked',
+    run: async ({ db, o }) => ({
+      audit: await listAudit(db, {
+        limit: o.values.limit !== undefined ? count(String(o.values.limit), '--limit') : 50,
+        action: o.values.action as string | undefined,
+        target: o.values.target as string | undefined,
+      }),
+    }),
+  },
   'usage list': {
+    reads: true,
     usage: '[--account ID] [--key ID] [--limit N]',
     run: async ({ db, o }) => {
       const filter = { accountId: optionalId(o, 'account'), keyId: optionalId(o, 'key') };
@@ -306,6 +332,8 @@ const OPTIONS = [
   'expires',
   'budget',
   'period',
+  'action',
+  'target',
 ] as const;
 
 const HELP = `switchyard — OpenAI-compatible model gateway
@@ -364,11 +392,36 @@ async function run(argv: string[]): Promise<void> {
             .catch(() => undefined),
         )
       );
-    print(await command.run({ db, o, announce }));
+    const target = command.reads ? null : cliTarget(name, o);
+    const before = command.reads ? null : await snapshot(db, target);
+    const result = await command.run({ db, o, announce });
+    if (!command.reads) {
+      const after = target ? await snapshot(db, target) : result;
+      await recordAudit(db, { actor: `cli:${systemUser()}`, address: 'local', action: name, target, before, after });
+    }
+    print(result);
   } finally {
     await Promise.all(announced);
     redis?.disconnect(); // not quit(): a connection still opening refuses it and would keep the process alive
     await db.destroy();
+  }
+}
+
+/** What a command acts on, for the audit log: `--account ID`, or the ID of an `accounts` or `keys` command. */
+function cliTarget(name: string, o: Opts): string | null {
+  const n = (v: unknown) => (typeof v === 'string' && /^\d+$/.test(v) ? v : null);
+  const account = n(o.values.account) ?? (name.startsWith('accounts ') ? n(o.positionals[0]) : null);
+  if (account) return `account:${account}`;
+  const key = name.startsWith('keys ') ? n(o.positionals[0]) : null;
+  return key ? `key:${key}` : null;
+}
+
+/** Who runs the CLI, as the system knows them (SUDO_USER: who ran it with sudo). */
+function systemUser(): string {
+  try {
+    return process.env.SUDO_USER || os.userInfo().username;
+  } catch {
+    return 'unknown';
   }
 }
 

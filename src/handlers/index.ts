@@ -6,6 +6,7 @@ import { adminEnableAccount } from './adminEnableAccount';
 import { adminFarmingReport } from './adminFarmingReport';
 import { adminGrantCredits } from './adminGrantCredits';
 import { adminListAccounts } from './adminListAccounts';
+import { adminListAudit } from './adminListAudit';
 import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
 import { adminUpdateKey } from './adminUpdateKey';
@@ -95,6 +96,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   adminSetLowBalanceAlert,
   adminDisableAccount,
   adminEnableAccount,
+  adminListAudit,
   adminCreateRedemptionCodes,
   createMessage,
   countMessageTokens,

@@ -29,6 +29,7 @@ import { handlers } from '../handlers';
 import type { Client, HttpInfo, Reply } from '../handlers/types';
 import type { App } from '../services/app';
 import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
+import { audited } from './audit';
 import { fieldKinds, forValidation, isForm, readForm, type FieldKinds } from './form';
 import { authorize, type Guard } from './security';
 import { validationError } from './validation';
@@ -45,6 +46,8 @@ interface Route {
   operationId: string;
   guard: Guard;
   hasBody: boolean;
+  /** A state-changing admin call: recorded in the audit log (audit.ts). */
+  audit: boolean;
   /** The body is multipart/form-data (files): how each of its fields is read. */
   form: FieldKinds | null;
   validateBody: ValidateFunction | null;
@@ -173,9 +176,11 @@ export class Api {
       if (body && typeof body === 'object' && typeof (body as { model?: unknown }).model === 'string')
         ex.model = (body as { model: string }).model;
       if (gone(ex.res)) throw errors.clientClosed(); // nobody waits for the answer: nothing is sent upstream or charged
-      const reply = await route.run(
-        new Input(app, ex, body, profile, params.path, params.query, raw) as unknown as Record<string, unknown>,
-      );
+      const input = new Input(app, ex, body, profile, params.path, params.query, raw);
+      const run = () => route.run(input as unknown as Record<string, unknown>);
+      const reply = route.audit
+        ? await audited(app, { action: route.operationId, path: ex.path, address: input.http.remoteAddress }, run)
+        : await run();
       await sendReply(ex, reply);
     } catch (e) {
       sendError(app, ex, e);
@@ -383,6 +388,7 @@ function routeOf(api: OpenAPIBackend, op: Operation): Route {
   return {
     operationId: id,
     guard: guardOf(ENDPOINTS[id as OperationId]),
+    audit: ENDPOINTS[id as OperationId].caller === 'admin' && op.method.toUpperCase() !== 'GET',
     hasBody,
     form: multipart ? fieldKinds(multipart.schema) : null,
     validateBody: hasBody ? bodyValidator : null,

@@ -18,6 +18,7 @@ import * as m015 from './015_images';
 import * as m016 from './016_speech';
 import * as m017 from './017_moderation_rerank';
 import * as m018 from './018_transcription';
+import * as m019 from './019_audit_log';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -38,6 +39,7 @@ const migrations: Record<string, Knex.Migration> = {
   '016_speech': m016,
   '017_moderation_rerank': m017,
   '018_transcription': m018,
+  '019_audit_log': m019,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,35 @@
+/**
+ * Every state-changing call of the admin API goes into the audit log (services/audit.ts) once it succeeded: as the
+ * admin token, from the client's address, with what it acted on before and after. A call that failed changed
+ * nothing and is not recorded; the error is the operator's answer.
+ */
+import type { Reply } from '../handlers/types';
+import { recordAudit, snapshot } from '../services/audit';
+import type { App } from '../services/app';
+
+/** What an admin path acts on: `/admin/api/accounts/42/credits` → `account:42`, `/admin/api/keys/7` → `key:7`. */
+export function auditTarget(path: string): string | null {
+  const m = /^\/admin\/api\/(accounts|keys)\/(\d+)(\/|$)/.exec(path);
+  return m ? `${m[1] === 'accounts' ? 'account' : 'key'}:${m[2]}` : null;
+}
+
+/** Runs an admin call and records it, with its target's state before and after. */
+export async function audited(
+  app: App,
+  call: { action: string; path: string; address: string },
+  run: () => Promise<Reply>,
+): Promise<Reply> {
+  const target = auditTarget(call.path);
+  const before = await snapshot(app.db, target);
+  const reply = await run();
+  const after = target ? await snapshot(app.db, target) : 'body' in reply ? reply.body : null;
+  await recordAudit(app.db, {
+    actor: 'admin-token',
+    address: call.address,
+    action: call.action,
+    target,
+    before,
+    after,
+  });
+  return reply;
+}
