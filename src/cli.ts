@@ -392,12 +392,15 @@ async function run(argv: string[]): Promise<void> {
             .catch(() => undefined),
         )
       );
-    const target = command.reads ? null : cliTarget(name, o);
-    const before = command.reads ? null : await snapshot(db, target);
+    const acted = command.reads ? null : cliTarget(name, o);
+    const before = command.reads ? null : await snapshot(db, acted);
     const result = await command.run({ db, o, announce });
     if (!command.reads) {
+      const made = created(name, result); // what it made is its target, and had no state before
+      const target = made ?? acted;
       const after = target ? await snapshot(db, target) : result;
-      await recordAudit(db, { actor: `cli:${systemUser()}`, address: 'local', action: name, target, before, after });
+      const entry = { actor: `cli:${systemUser()}`, address: 'local', action: name, target };
+      await recordAudit(db, { ...entry, before: made ? null : before, after });
     }
     print(result);
   } finally {
@@ -414,6 +417,13 @@ function cliTarget(name: string, o: Opts): string | null {
   if (account) return `account:${account}`;
   const key = name.startsWith('keys ') ? n(o.positionals[0]) : null;
   return key ? `key:${key}` : null;
+}
+
+/** What a creating command made (`keys create`: `key:ID`, `accounts create`: `account:ID`), from its answer. */
+function created(name: string, result: unknown): string | null {
+  const madeId = (result as { id?: unknown } | null)?.id;
+  if (typeof madeId !== 'number') return null;
+  return name === 'keys create' ? `key:${madeId}` : name === 'accounts create' ? `account:${madeId}` : null;
 }
 
 /** Who runs the CLI, as the system knows them (SUDO_USER: who ran it with sudo). */
