@@ -1094,6 +1094,113 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who am I
+         * @description The signed-in operator and the session's CSRF token; 401 when not signed in.
+         */
+        get: operations["getOperatorSession"];
+        put?: never;
+        /**
+         * Sign in as an operator
+         * @description Checks the email, the password and, once the operator has enrolled
+         *     TOTP, the 6-digit `code` of their authenticator app; sets the
+         *     `sy_admin` cookie. A wrong email, password or code is a 401
+         *     `invalid_credentials` (the same for each), and so is a disabled
+         *     operator. Failed attempts are limited as the console's log-ins are
+         *     (per email and address, per address, per email a day — the last not at
+         *     an address the operator signed in from before): 429 with
+         *     `retry-after`. An operator who has not enrolled TOTP yet signs in with
+         *     the password alone, and that session can only enrol
+         *     (`second_factor: false`; every other admin call is a 403
+         *     `second_factor_required`).
+         */
+        post: operations["signInOperator"];
+        /**
+         * Sign out
+         * @description Deletes the operator's session on the server and clears the cookie.
+         */
+        delete: operations["signOutOperator"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/session/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start TOTP enrolment
+         * @description Makes a new TOTP secret for the signed-in operator and answers its
+         *     `otpauth://` URI (for a QR code or an authenticator app) this once: no
+         *     later answer carries it. It is not in force until confirmed; starting
+         *     again replaces it. An operator who has enrolled already gets a 409
+         *     `totp_enrolled`.
+         */
+        post: operations["startTotpEnrolment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/session/totp/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm TOTP enrolment
+         * @description A current `code` of the new secret turns the second factor on: from now
+         *     on signing in needs a code, and this session may do what the
+         *     operator's role may. A wrong code is a 400 `invalid_code`; nothing to
+         *     confirm (no enrolment started, or enrolled already) a 409.
+         */
+        post: operations["confirmTotpEnrolment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/operators": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List operators
+         * @description Every operator, with role and whether TOTP is on; never a password or
+         *     a TOTP secret. Operators are made and disabled with the CLI
+         *     (`switchyard operators create`, `operators disable`).
+         */
+        get: operations["adminListOperators"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/messages": {
         parameters: {
             query?: never;
@@ -3326,6 +3433,50 @@ export interface components {
             /** @description The alert threshold in USD; null for no alert. */
             low_balance_usd?: components["schemas"]["UsdInput"] | null;
         };
+        /**
+         * @description What an operator may do, most powerful first; each role may do what
+         *     the roles after it may. Each admin operation names the least role that
+         *     may call it in `x-switchyard.role`; the admin token is an owner.
+         * @enum {string}
+         */
+        OperatorRole: "owner" | "admin" | "support" | "viewer";
+        Operator: {
+            id: number;
+            email: string;
+            role: components["schemas"]["OperatorRole"];
+            /** @description Signing in needs a TOTP code. */
+            totp_enabled: boolean;
+            disabled: boolean;
+            /** Format: date-time */
+            created_at: string;
+        };
+        OperatorList: {
+            data: components["schemas"]["Operator"][];
+        };
+        OperatorSession: {
+            operator: components["schemas"]["Operator"];
+            /**
+             * @description The session passed the second factor. Without it (an operator who
+             *     has not enrolled TOTP yet) it may only enrol, ask who it is and sign
+             *     out.
+             */
+            second_factor: boolean;
+            /** @description Send it as `x-csrf-token` on every state-changing admin call. */
+            csrf_token: string;
+        };
+        OperatorSignIn: {
+            email: string;
+            password: string;
+            /** @description The 6-digit TOTP code; required once the operator has enrolled. */
+            code?: string;
+        };
+        TotpEnrolment: {
+            /** @description The new secret as an `otpauth://totp/...` URI, shown this once. */
+            otpauth_uri: string;
+        };
+        TotpConfirm: {
+            code: string;
+        };
         LoginRequest: {
             email: string;
             password: string;
@@ -4081,6 +4232,16 @@ export interface components {
          * @example sy_session=3q2-7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA; Max-Age=2592000; Path=/; HttpOnly; SameSite=Lax
          */
         SetSessionCookie: string;
+        /**
+         * @description The `sy_admin` cookie (HttpOnly; SameSite=Strict; Path=/admin; Max-Age in seconds; Secure over HTTPS).
+         * @example sy_admin=3q2-7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA; Max-Age=43200; Path=/admin; HttpOnly; SameSite=Strict
+         */
+        SetOperatorCookie: string;
+        /**
+         * @description Clears the `sy_admin` cookie.
+         * @example sy_admin=; Max-Age=0; Path=/admin; HttpOnly; SameSite=Strict
+         */
+        ClearOperatorCookie: string;
         /**
          * @description Clears the `sy_session` cookie.
          * @example sy_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax
@@ -5943,6 +6104,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6002,6 +6164,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6054,6 +6217,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6091,6 +6255,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6134,6 +6299,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6180,6 +6346,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6222,6 +6389,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6264,6 +6432,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6312,6 +6481,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6373,6 +6543,208 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOperatorSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorSession"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    signInOperator: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "grace@example.com",
+                 *       "password": "correct horse 42",
+                 *       "code": "123456"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OperatorSignIn"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "set-cookie": components["headers"]["SetOperatorCookie"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "operator": {
+                     *         "id": 1,
+                     *         "email": "grace@example.com",
+                     *         "role": "owner",
+                     *         "totp_enabled": true,
+                     *         "disabled": false,
+                     *         "created_at": "2026-11-22T10:00:00.000Z"
+                     *       },
+                     *       "second_factor": true,
+                     *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OperatorSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    signOutOperator: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out. */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "set-cookie": components["headers"]["ClearOperatorCookie"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startTotpEnrolment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret's URI, shown once. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "otpauth_uri": "otpauth://totp/Switchyard:grace%40example.com?secret=JBSWY3DPEHPK3PXP&period=30&digits=6&algorithm=SHA1&issuer=Switchyard"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TotpEnrolment"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    confirmTotpEnrolment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "123456"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TotpConfirm"];
+            };
+        };
+        responses: {
+            /** @description Enrolled; the session as it is now. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListOperators: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": 1,
+                     *           "email": "grace@example.com",
+                     *           "role": "owner",
+                     *           "totp_enabled": true,
+                     *           "disabled": false,
+                     *           "created_at": "2026-11-22T10:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OperatorList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -21,7 +21,8 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export type Endpoint =
   | { caller: 'key'; scope: string; anthropicKey: boolean; meter: string; wire?: string }
   | { caller: 'session'; csrf: boolean }
-  | { caller: 'admin' }
+  | { caller: 'admin'; role: string; csrf: boolean }
+  | { caller: 'operator'; csrf: boolean }
   | { caller: 'public' };
 
 /** An upstream operation: the contract operation whose request and answer it carries, its kinds, its stream event. */
@@ -44,6 +45,8 @@ export interface Tables {
   /** What each scope lets a key call (KeyScope's x-enumDescriptions), for people. */
   scopeLabels: Record<string, string>;
   kinds: string[];
+  /** The operators' roles (OperatorRole), most powerful first. */
+  roles: string[];
   endpoints: Record<string, Endpoint>;
   wires: Record<string, WireUse>;
 }
@@ -72,6 +75,7 @@ export function derive(spec: Json): Tables {
   const scopes = enumOf(schemas, 'KeyScope', problems);
   const scopeLabels = labelsOf(schemas, 'KeyScope', scopes, problems);
   const kinds = enumOf(schemas, 'ModelKind', problems);
+  const roles = enumOf(schemas, 'OperatorRole', problems);
   const endpoints: Record<string, Endpoint> = {};
   const wires: Record<string, WireUse> = {};
   for (const op of operations(spec, problems)) {
@@ -83,8 +87,10 @@ export function derive(spec: Json): Tables {
       if (!scopes.includes(endpoint.scope))
         fail(`requires the scope '${endpoint.scope}', which KeyScope does not list`);
       switchyard(op, endpoint, { kinds, schemas, wires }, fail);
+    } else if (endpoint.caller === 'admin') {
+      endpoint.role = roleOf(op, roles, fail);
     } else if (op.def['x-switchyard'] !== undefined) {
-      fail('has x-switchyard, which only operations called with an API key have');
+      fail('has x-switchyard, which only operations called with an API key or as an operator have');
     }
   }
   const required = new Set(Object.values(endpoints).map((e) => (e.caller === 'key' ? e.scope : '')));
@@ -93,7 +99,7 @@ export function derive(spec: Json): Tables {
   const served = new Set(Object.values(wires).flatMap((w) => w.kinds));
   for (const k of kinds) if (!served.has(k)) problems.push(`the kind '${k}' of ModelKind is served by no wire`);
   if (problems.length) throw new ContractError(problems);
-  return { scopes, scopeLabels, kinds, endpoints, wires };
+  return { scopes, scopeLabels, kinds, roles, endpoints, wires };
 }
 
 function enumOf(schemas: Json, name: string, problems: string[]): string[] {
@@ -140,14 +146,31 @@ function callerOf(op: Op, fail: (problem: string) => void): Endpoint | null {
   }
   if (!security.length) return { caller: 'public' };
   const schemes = security.map((r) => Object.keys(r).sort().join('+'));
-  if (schemes.length === 1 && schemes[0] === 'adminToken') return { caller: 'admin' };
-  if (schemes.length === 1 && /^cookieSession(\+csrfToken)?$/.test(schemes[0])) {
-    const csrf = schemes[0].endsWith('csrfToken');
-    const safe = op.method === 'get' || op.method === 'head';
-    if (!csrf && !safe) fail('changes state and must require csrfToken with cookieSession');
-    return { caller: 'session', csrf };
-  }
+  const safe = op.method === 'get' || op.method === 'head';
+  /** A session scheme alone or with csrfToken: whether with it (required when the method changes state). */
+  const session = (name: string, s: string | undefined): boolean | null => {
+    if (s !== name && s !== [name, 'csrfToken'].sort().join('+')) return null;
+    if (s === name && !safe) fail(`changes state and must require csrfToken with ${name}`);
+    return s !== name;
+  };
+  const [one, two] = [...schemes].sort();
+  const console = schemes.length === 1 ? session('cookieSession', one) : null;
+  if (console !== null) return { caller: 'session', csrf: console };
+  const operator = schemes.length === 1 ? session('operatorSession', one) : null;
+  if (operator !== null) return { caller: 'operator', csrf: operator };
+  // The admin API: the admin token (an owner), or an operator's session with the role its x-switchyard.role names.
+  const admin = schemes.length === 2 && one === 'adminToken' ? session('operatorSession', two) : null;
+  if (admin !== null) return { caller: 'admin', role: '', csrf: admin };
   return keyed(security, schemes, fail);
+}
+
+/** The role an admin operation needs (x-switchyard.role, one of OperatorRole); its only x-switchyard field. */
+function roleOf(op: Op, roles: string[], fail: (problem: string) => void): string {
+  const x = op.def['x-switchyard'];
+  const role = isObject(x) && typeof x.role === 'string' && roles.includes(x.role) ? x.role : null;
+  if (!role) fail(`must name in x-switchyard.role the least role of OperatorRole that may call it`);
+  else if (Object.keys(x as Json).length > 1) fail('has x-switchyard fields other than role');
+  return role ?? '';
 }
 
 /** An operation called with an API key: bearerAuth with one scope, and optionally Anthropic's x-api-key with it. */
@@ -158,7 +181,9 @@ function keyed(security: Json[], schemes: string[], fail: (problem: string) => v
   const [scope] = scopes;
   const known = schemes.every((s) => s === 'bearerAuth' || s === 'anthropicApiKey');
   if (!schemes.includes('bearerAuth') || !known || scopes.size !== 1 || !scope) {
-    fail('must require bearerAuth (or anthropicApiKey besides) with one scope, cookieSession, adminToken or nothing');
+    fail(
+      'must require bearerAuth (or anthropicApiKey besides) with one scope, cookieSession, adminToken with operatorSession, operatorSession, or nothing',
+    );
     return null;
   }
   return { caller: 'key', scope, anthropicKey: schemes.includes('anthropicApiKey'), meter: 'none' };
@@ -281,6 +306,10 @@ ${t.scopes.map((s) => `  ${s}: ${q(t.scopeLabels[s] ?? '')},`).join('\n')}
 /** The kinds of model (ModelKind). */
 export const MODEL_KINDS = ${list(t.kinds)} as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
+
+/** The operators' roles (OperatorRole), most powerful first: a role may do what any role after it may. */
+export const OPERATOR_ROLES = ${list(t.roles)} as const;
+export type OperatorRole = (typeof OPERATOR_ROLES)[number];
 `;
 }
 
@@ -293,12 +322,14 @@ export type Meter = ${union(METERS)};
 
 /**
  * Who may call an operation: an API key with a scope (\`anthropicKey\`: also sent as x-api-key), a console session
- * (\`csrf\`: with the CSRF header too), the admin token, or anyone.
+ * (\`csrf\`: with the CSRF header too), the admin token or an operator's session of at least \`role\` (\`csrf\`: the
+ * session with the CSRF header), an operator's session whatever its role, or anyone.
  */
 export type Endpoint =
   | { caller: 'key'; scope: Scope; anthropicKey: boolean; meter: Meter; wire?: UpstreamOp }
   | { caller: 'session'; csrf: boolean }
-  | { caller: 'admin' }
+  | { caller: 'admin'; role: OperatorRole; csrf: boolean }
+  | { caller: 'operator'; csrf: boolean }
   | { caller: 'public' };
 
 /** Every operation of the contract, by operationId. */

@@ -4,6 +4,7 @@
  * {"error": "..."} on stderr and exit 1 (2 for a misused command). The help is made from the table.
  */
 import cluster from 'node:cluster';
+import crypto from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
@@ -17,6 +18,8 @@ import {
   type Account,
 } from './accounts/accounts';
 import { CHANNEL, type KeyChange } from './accounts/keyCache';
+import { createOperator, disableOperator, listOperators, OperatorError } from './accounts/operators';
+import { hashPassword, passwordProblem } from './accounts/passwords';
 import {
   BUDGET_PERIODS,
   createKey,
@@ -46,7 +49,7 @@ import { listAudit, recordAudit, snapshot } from './services/audit';
 import { changeKey } from './services/consoleKeys';
 import { farmingReport, revokeFreeCredits } from './services/farming';
 import { IdempotencyMismatch } from './services/idempotency';
-import { adminAccountView, keyView } from './services/views';
+import { adminAccountView, keyView, operatorView } from './services/views';
 
 class UsageError extends Error {}
 
@@ -244,6 +247,30 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'operators create': {
+    usage: '--email E --role owner|admin|support|viewer',
+    note: 'password from SWITCHYARD_OPERATOR_PASSWORD, or a generated one printed once; TOTP is enrolled at first sign-in',
+    run: async ({ db, o }) => {
+      const email = required(o, 'email');
+      const given = process.env.SWITCHYARD_OPERATOR_PASSWORD;
+      const password = given || crypto.randomBytes(18).toString('base64url');
+      const weak = given ? passwordProblem(password, email) : null; // a generated one is 144 random bits
+      if (weak) throw new UsageError(`SWITCHYARD_OPERATOR_PASSWORD: ${weak}`);
+      const made = operatorView(await createOperator(db, email, required(o, 'role'), await hashPassword(password)));
+      // A password the operator chose is theirs to know: only a generated one is printed (this once).
+      return given ? made : { ...made, password, note: 'This password is shown once; it is not stored.' };
+    },
+  },
+  'operators list': {
+    usage: '',
+    reads: true,
+    run: async ({ db }) => ({ operators: (await listOperators(db)).map(operatorView) }),
+  },
+  'operators disable': {
+    usage: 'ID',
+    note: 'its sessions end at once',
+    run: async ({ db, o }) => operatorView(await disableOperator(db, id(o.positionals[0], 'ID'))),
+  },
   'ledger verify': {
     reads: true,
     usage: '',
@@ -334,6 +361,7 @@ const OPTIONS = [
   'period',
   'action',
   'target',
+  'role',
 ] as const;
 
 const HELP = `switchyard — OpenAI-compatible model gateway
@@ -354,6 +382,7 @@ export async function main(argv: string[]): Promise<void> {
       usage ||
       e instanceof AccountError ||
       e instanceof KeyError ||
+      e instanceof OperatorError ||
       e instanceof ConfigError ||
       e instanceof DuplicateLedgerEntry ||
       e instanceof RangeError ||
@@ -410,9 +439,11 @@ async function run(argv: string[]): Promise<void> {
   }
 }
 
-/** What a command acts on, for the audit log: `--account ID`, or the ID of an `accounts` or `keys` command. */
+/** What a command acts on, for the audit log: `--account ID`, or the ID of an `accounts`, `keys` or `operators` command. */
 function cliTarget(name: string, o: Opts): string | null {
   const n = (v: unknown) => (typeof v === 'string' && /^\d+$/.test(v) ? v : null);
+  const operator = name.startsWith('operators ') ? n(o.positionals[0]) : null;
+  if (operator) return `operator:${operator}`;
   const account = n(o.values.account) ?? (name.startsWith('accounts ') ? n(o.positionals[0]) : null);
   if (account) return `account:${account}`;
   const key = name.startsWith('keys ') ? n(o.positionals[0]) : null;
@@ -423,7 +454,12 @@ function cliTarget(name: string, o: Opts): string | null {
 function created(name: string, result: unknown): string | null {
   const madeId = (result as { id?: unknown } | null)?.id;
   if (typeof madeId !== 'number') return null;
-  return name === 'keys create' ? `key:${madeId}` : name === 'accounts create' ? `account:${madeId}` : null;
+  const kinds: Record<string, string> = {
+    'keys create': 'key',
+    'accounts create': 'account',
+    'operators create': 'operator',
+  };
+  return kinds[name] ? `${kinds[name]}:${madeId}` : null;
 }
 
 /** Who runs the CLI, as the system knows them (SUDO_USER: who ran it with sudo). */

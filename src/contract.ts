@@ -7,7 +7,7 @@
 import type { components, operations } from '../generated/openapi';
 
 /** The sha-256 of the contract these tables come from: the server refuses to start on another (http/api.ts). */
-export const CONTRACT_SHA256 = 'f0480915069fe3f8d99fa660000ef91f20bf9e88e891b905db98dced5fb957b6';
+export const CONTRACT_SHA256 = '08069bc6b6083af2253bbcfa6739c0699856905abdc1a3a97041ce3361c6a949';
 
 /** The scopes an API key may have (KeyScope). */
 export const SCOPES = ['chat', 'completions', 'embeddings', 'models', 'messages', 'responses', 'images', 'audio', 'moderations', 'rerank'] as const;
@@ -31,6 +31,10 @@ export const SCOPE_LABELS: { readonly [S in Scope]: string } = {
 export const MODEL_KINDS = ['chat', 'completion', 'embedding', 'image', 'speech', 'transcription', 'moderation', 'rerank'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
+/** The operators' roles (OperatorRole), most powerful first: a role may do what any role after it may. */
+export const OPERATOR_ROLES = ['owner', 'admin', 'support', 'viewer'] as const;
+export type OperatorRole = (typeof OPERATOR_ROLES)[number];
+
 /**
  * What is checked of an API key before the body is read, besides its scope: `paid` and `metered`, its requests per
  * minute and money (a paid call is then held for and charged); `counted`, its requests per minute; `none`, nothing.
@@ -39,12 +43,14 @@ export type Meter = 'paid' | 'metered' | 'counted' | 'none';
 
 /**
  * Who may call an operation: an API key with a scope (`anthropicKey`: also sent as x-api-key), a console session
- * (`csrf`: with the CSRF header too), the admin token, or anyone.
+ * (`csrf`: with the CSRF header too), the admin token or an operator's session of at least `role` (`csrf`: the
+ * session with the CSRF header), an operator's session whatever its role, or anyone.
  */
 export type Endpoint =
   | { caller: 'key'; scope: Scope; anthropicKey: boolean; meter: Meter; wire?: UpstreamOp }
   | { caller: 'session'; csrf: boolean }
-  | { caller: 'admin' }
+  | { caller: 'admin'; role: OperatorRole; csrf: boolean }
+  | { caller: 'operator'; csrf: boolean }
   | { caller: 'public' };
 
 /** Every operation of the contract, by operationId. */
@@ -84,16 +90,22 @@ export const ENDPOINTS = {
   listUsage: { caller: 'session', csrf: false },
   getDailyUsage: { caller: 'session', csrf: false },
   listLedger: { caller: 'session', csrf: false },
-  adminListAccounts: { caller: 'admin' },
-  adminGrantCredits: { caller: 'admin' },
-  adminFarmingReport: { caller: 'admin' },
-  adminRevokeFreeCredits: { caller: 'admin' },
-  adminUpdateKey: { caller: 'admin' },
-  adminSetLowBalanceAlert: { caller: 'admin' },
-  adminDisableAccount: { caller: 'admin' },
-  adminEnableAccount: { caller: 'admin' },
-  adminListAudit: { caller: 'admin' },
-  adminCreateRedemptionCodes: { caller: 'admin' },
+  adminListAccounts: { caller: 'admin', role: 'viewer', csrf: false },
+  adminGrantCredits: { caller: 'admin', role: 'support', csrf: true },
+  adminFarmingReport: { caller: 'admin', role: 'viewer', csrf: false },
+  adminRevokeFreeCredits: { caller: 'admin', role: 'support', csrf: true },
+  adminUpdateKey: { caller: 'admin', role: 'support', csrf: true },
+  adminSetLowBalanceAlert: { caller: 'admin', role: 'support', csrf: true },
+  adminDisableAccount: { caller: 'admin', role: 'support', csrf: true },
+  adminEnableAccount: { caller: 'admin', role: 'support', csrf: true },
+  adminListAudit: { caller: 'admin', role: 'viewer', csrf: false },
+  adminCreateRedemptionCodes: { caller: 'admin', role: 'support', csrf: true },
+  getOperatorSession: { caller: 'operator', csrf: false },
+  signInOperator: { caller: 'public' },
+  signOutOperator: { caller: 'operator', csrf: true },
+  startTotpEnrolment: { caller: 'operator', csrf: true },
+  confirmTotpEnrolment: { caller: 'operator', csrf: true },
+  adminListOperators: { caller: 'admin', role: 'owner', csrf: false },
   createMessage: { caller: 'key', scope: 'messages', anthropicKey: true, meter: 'paid', wire: 'messages' },
   countMessageTokens: { caller: 'key', scope: 'messages', anthropicKey: true, meter: 'metered', wire: 'count_tokens' },
   createResponse: { caller: 'key', scope: 'responses', anthropicKey: false, meter: 'paid', wire: 'responses' },

@@ -105,8 +105,25 @@ export const errors = {
   notLoggedIn: () => new ApiError(401, 'authentication_error', 'Not logged in', 'not_logged_in'),
   invalidCredentials: () =>
     new ApiError(401, 'authentication_error', 'Invalid email or password', 'invalid_credentials'),
+  invalidOperatorCredentials: () =>
+    new ApiError(401, 'authentication_error', 'Invalid email, password or TOTP code', 'invalid_credentials'),
   invalidAdminToken: () => new ApiError(401, 'authentication_error', 'Invalid admin token', 'invalid_admin_token'),
   csrfFailed: () => new ApiError(403, 'permission_error', 'Missing or invalid CSRF token', 'csrf_failed'),
+  insufficientRole: (role: string, operation: string, needed: string) =>
+    new ApiError(
+      403,
+      'permission_error',
+      `The role '${role}' may not call ${operation}: it needs the role '${needed}' or a higher one`,
+      'insufficient_role',
+    ),
+  secondFactorRequired: () =>
+    new ApiError(
+      403,
+      'permission_error',
+      'Enrol a TOTP second factor first (POST /admin/api/session/totp, then /confirm)',
+      'second_factor_required',
+    ),
+  invalidCode: () => new ApiError(400, 'invalid_request_error', 'Invalid TOTP code', 'invalid_code', 'code'),
   accountDisabled: () => new ApiError(403, 'permission_error', 'This account is disabled', 'account_disabled'),
   keyNotFound: (id: number) =>
     new ApiError(404, 'invalid_request_error', `No such API key: ${id}`, 'key_not_found', 'id'),

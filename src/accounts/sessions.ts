@@ -69,7 +69,7 @@ export async function deleteSession(db: Knex, idHash: string): Promise<void> {
 }
 
 /** Constant-time comparison of the CSRF header with the session's token. */
-export function csrfMatches(session: Session, header: unknown): boolean {
+export function csrfMatches(session: Pick<Session, 'csrfToken'>, header: unknown): boolean {
   if (typeof header !== 'string' || !header) return false;
   const a = crypto.createHash('sha256').update(header).digest();
   const b = crypto.createHash('sha256').update(session.csrfToken).digest();

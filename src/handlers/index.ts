@@ -7,10 +7,12 @@ import { adminFarmingReport } from './adminFarmingReport';
 import { adminGrantCredits } from './adminGrantCredits';
 import { adminListAccounts } from './adminListAccounts';
 import { adminListAudit } from './adminListAudit';
+import { adminListOperators } from './adminListOperators';
 import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
 import { adminUpdateKey } from './adminUpdateKey';
 import { confirmPasswordReset } from './confirmPasswordReset';
+import { confirmTotpEnrolment } from './confirmTotpEnrolment';
 import { countMessageTokens } from './countMessageTokens';
 import { createChatCompletion } from './createChatCompletion';
 import { createCheckout } from './createCheckout';
@@ -31,6 +33,7 @@ import { deleteResponse } from './deleteResponse';
 import { getAccount } from './getAccount';
 import { getConsoleConfig } from './getConsoleConfig';
 import { getDailyUsage } from './getDailyUsage';
+import { getOperatorSession } from './getOperatorSession';
 import { getSession } from './getSession';
 import { getTopupOptions } from './getTopupOptions';
 import { listConsoleKeys } from './listConsoleKeys';
@@ -46,6 +49,9 @@ import { requestPasswordReset } from './requestPasswordReset';
 import { resendVerification } from './resendVerification';
 import { retrieveModel } from './retrieveModel';
 import { retrieveResponse } from './retrieveResponse';
+import { signInOperator } from './signInOperator';
+import { signOutOperator } from './signOutOperator';
+import { startTotpEnrolment } from './startTotpEnrolment';
 import { stripeWebhook } from './stripeWebhook';
 import { updateAccount } from './updateAccount';
 import { updateConsoleKey } from './updateConsoleKey';
@@ -98,6 +104,12 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   adminEnableAccount,
   adminListAudit,
   adminCreateRedemptionCodes,
+  getOperatorSession,
+  signInOperator,
+  signOutOperator,
+  startTotpEnrolment,
+  confirmTotpEnrolment,
+  adminListOperators,
   createMessage,
   countMessageTokens,
   createResponse,

@@ -4,9 +4,11 @@
  *
  * What a handler is told about its caller follows the operation's security in the contract (ENDPOINTS, derived
  * from it): `/v1` operations get the API key's `principal` (and, when the key is checked before the body is read,
- * its `grant`), console operations the log-in `session`, admin and public operations nothing.
+ * its `grant`), console operations the log-in `session`, an operator's own operations its `operator` session, admin
+ * and public operations nothing.
  */
 import type { KeyPrincipal } from '../accounts/keys';
+import type { OperatorSession } from '../accounts/operators';
 import type { Session } from '../accounts/sessions';
 import type { LimitGrant } from '../billing/limits';
 import type { ENDPOINTS, FormBodies, OperationId } from '../contract';
@@ -65,11 +67,13 @@ interface CommonInput<Op extends OperationId> {
 /** Who calls the operation, and for a key what was checked before the body was read (its requests, its money). */
 type CallerOf<Op extends OperationId> = (typeof ENDPOINTS)[Op] extends { caller: 'session' }
   ? { session: Session }
-  : (typeof ENDPOINTS)[Op] extends { caller: 'key'; meter: 'none' }
-    ? { principal: KeyPrincipal }
-    : (typeof ENDPOINTS)[Op] extends { caller: 'key' }
-      ? { principal: KeyPrincipal; grant: LimitGrant }
-      : unknown;
+  : (typeof ENDPOINTS)[Op] extends { caller: 'operator' }
+    ? { operator: OperatorSession }
+    : (typeof ENDPOINTS)[Op] extends { caller: 'key'; meter: 'none' }
+      ? { principal: KeyPrincipal }
+      : (typeof ENDPOINTS)[Op] extends { caller: 'key' }
+        ? { principal: KeyPrincipal; grant: LimitGrant }
+        : unknown;
 
 export type HandlerInput<Op extends OperationId> = CommonInput<Op> & CallerOf<Op>;
 

@@ -31,7 +31,7 @@ import type { App } from '../services/app';
 import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
 import { audited } from './audit';
 import { fieldKinds, forValidation, isForm, readForm, type FieldKinds } from './form';
-import { authorize, type Guard } from './security';
+import { authorize, type Caller, type Guard } from './security';
 import { validationError } from './validation';
 
 export const CONTRACT = path.join(__dirname, '..', '..', 'openapi', 'openapi.yaml');
@@ -178,9 +178,8 @@ export class Api {
       if (gone(ex.res)) throw errors.clientClosed(); // nobody waits for the answer: nothing is sent upstream or charged
       const input = new Input(app, ex, body, profile, params.path, params.query, raw);
       const run = () => route.run(input as unknown as Record<string, unknown>);
-      const reply = route.audit
-        ? await audited(app, { action: route.operationId, path: ex.path, address: input.http.remoteAddress }, run)
-        : await run();
+      const call = { action: route.operationId, path: ex.path, address: input.http.remoteAddress };
+      const reply = route.audit ? await audited(app, { ...call, actor: actorOf(ex.caller) }, run) : await run();
       await sendReply(ex, reply);
     } catch (e) {
       sendError(app, ex, e);
@@ -200,6 +199,7 @@ class Input {
   principal?: unknown;
   grant?: unknown;
   session?: unknown;
+  operator?: unknown;
   readonly #ex: Exchange;
   readonly #raw: Buffer | null;
 
@@ -221,11 +221,17 @@ class Input {
     if (c.principal) this.principal = c.principal;
     if (c.grant) this.grant = c.grant;
     if (c.session) this.session = c.session;
+    if (c.operator) this.operator = c.operator;
   }
 
   get http(): HttpInfo {
     return httpInfo(this.#ex.req, this.app, this.#raw);
   }
+}
+
+/** Who made an admin call, for the audit log: the operator of its session, or the admin token. */
+function actorOf(c: Caller): string {
+  return c.operator ? `operator:${c.operator.operator.id} ${c.operator.operator.email}` : 'admin-token';
 }
 
 /** The 503 of a process that is shutting down; the connection is closed after it, so the client's next goes elsewhere. */
@@ -387,7 +393,7 @@ function routeOf(api: OpenAPIBackend, op: Operation): Route {
   ];
   return {
     operationId: id,
-    guard: guardOf(ENDPOINTS[id as OperationId]),
+    guard: guardOf(ENDPOINTS[id as OperationId], id),
     audit: ENDPOINTS[id as OperationId].caller === 'admin' && op.method.toUpperCase() !== 'GET',
     hasBody,
     form: multipart ? fieldKinds(multipart.schema) : null,
@@ -401,9 +407,9 @@ function routeOf(api: OpenAPIBackend, op: Operation): Route {
 /**
  * The checks of the caller before the body is read: the key's scope and, for paid and metered operations, its
  * requests per minute and money, for counted ones its requests per minute; a session, with the CSRF header when
- * the call changes state; the admin token; or nothing.
+ * the call changes state; the admin token or an operator of the operation's role; an operator; or nothing.
  */
-function guardOf(e: Endpoint): Guard {
+function guardOf(e: Endpoint, operationId: string): Guard {
   switch (e.caller) {
     case 'key':
       return {
@@ -416,8 +422,11 @@ function guardOf(e: Endpoint): Guard {
     case 'session':
       return { scheme: 'session', csrf: e.csrf };
     case 'admin':
+      return { scheme: 'admin', role: e.role, csrf: e.csrf, operationId };
+    case 'operator':
+      return { scheme: 'operator', csrf: e.csrf };
     case 'public':
-      return { scheme: e.caller };
+      return { scheme: 'public' };
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Every state-changing call of the admin API goes into the audit log (services/audit.ts) once it succeeded: as the
- * admin token, from the client's address, with what it acted on before and after. A call that failed changed
+ * admin token or the operator whose session made it, from the client's address, with what it acted on before and after. A call that failed changed
  * nothing and is not recorded; the error is the operator's answer.
  */
 import type { Reply } from '../handlers/types';
@@ -16,7 +16,7 @@ export function auditTarget(path: string): string | null {
 /** Runs an admin call and records it, with its target's state before and after. */
 export async function audited(
   app: App,
-  call: { action: string; path: string; address: string },
+  call: { action: string; path: string; address: string; actor: string },
   run: () => Promise<Reply>,
 ): Promise<Reply> {
   const target = auditTarget(call.path);
@@ -24,7 +24,7 @@ export async function audited(
   const reply = await run();
   const after = target ? await snapshot(app.db, target) : 'body' in reply ? reply.body : null;
   await recordAudit(app.db, {
-    actor: 'admin-token',
+    actor: call.actor,
     address: call.address,
     action: call.action,
     target,

@@ -3,23 +3,32 @@
  * bearer key and its scope (`/v1`) — and for a metered operation the key's requests per minute and whether it has
  * any money, so that a key with nothing is refused before a byte of its body is parsed; for a counted one its
  * requests per minute —; the console session cookie, plus the CSRF header on state-changing calls (`/console/api`);
- * the admin token (`/admin/api`).
+ * the admin token or an operator's session of a role high enough, plus the CSRF header on state-changing calls
+ * (`/admin/api`).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KeyPrincipal, Scope } from '../accounts/keys';
 import { touchKey } from '../accounts/keys';
+import { findOperatorSession, roleAllows, type OperatorSession } from '../accounts/operators';
 import { csrfMatches, findSession, type Session } from '../accounts/sessions';
 import type { LimitGrant } from '../billing/limits';
+import type { OperatorRole } from '../contract';
 import { errors } from '../errors';
 import type { App } from '../services/app';
 import { bearerMatches } from '../services/consoleLimits';
-import { readCookie, SESSION_COOKIE } from '../services/views';
+import { OPERATOR_COOKIE, readCookie, SESSION_COOKIE } from '../services/views';
 
 /** What the contract says about an operation's caller (its ENDPOINTS entry, see api.ts). */
 export interface Guard {
-  /** bearerAuth: the scope it needs; cookieSession (+ csrfToken); adminToken; or nothing (public). */
-  scheme: 'bearer' | 'session' | 'admin' | 'public';
+  /**
+   * bearerAuth: the scope it needs; cookieSession (+ csrfToken); adminToken or operatorSession (+ csrfToken) of at
+   * least `role`; operatorSession (+ csrfToken) of any role; or nothing (public).
+   */
+  scheme: 'bearer' | 'session' | 'admin' | 'operator' | 'public';
   scope?: Scope;
+  role?: OperatorRole;
+  /** The operation, as a refused role is told what it may not call. */
+  operationId?: string;
   csrf?: boolean;
   /** A paid or metered /v1 operation (the contract's x-switchyard.meter): the rate limit and money are checked here. */
   metered?: boolean;
@@ -36,6 +45,8 @@ export interface Caller {
   principal?: KeyPrincipal;
   grant?: LimitGrant;
   session?: Session;
+  /** An operator's session (the admin token is no operator: then absent). */
+  operator?: OperatorSession;
 }
 
 /** Checks the caller against the guard, filling in `caller`; throws the ApiError the client gets. */
@@ -58,12 +69,39 @@ export async function authorize(
       return;
     }
     case 'admin':
-      if (!app.adminTokenHash) throw errors.notFound(path);
-      if (!bearerMatches(app.adminTokenHash, headers.authorization)) throw errors.invalidAdminToken();
+      return admin(app, guard, headers, path, caller);
+    case 'operator':
+      caller.operator = await operatorSession(app, guard, headers);
       return;
     case 'public':
       return;
   }
+}
+
+/**
+ * The admin API: a request with an Authorization header (or without an operator's cookie) is the admin token's —
+ * an owner; without ADMIN_TOKEN such calls answer 404, as before operators existed. One with the `sy_admin` cookie
+ * is an operator's, who must have passed the second factor and hold at least the operation's role.
+ */
+async function admin(app: App, guard: Guard, headers: IncomingHttpHeaders, path: string, caller: Caller) {
+  if (headers.authorization !== undefined || readCookie(headers.cookie, OPERATOR_COOKIE) === undefined) {
+    if (!app.adminTokenHash) throw errors.notFound(path);
+    if (!bearerMatches(app.adminTokenHash, headers.authorization)) throw errors.invalidAdminToken();
+    return;
+  }
+  const session = await operatorSession(app, guard, headers);
+  if (!session.secondFactor) throw errors.secondFactorRequired();
+  const { role } = session.operator;
+  if (!roleAllows(role, guard.role!)) throw errors.insufficientRole(role, guard.operationId!, guard.role!);
+  caller.operator = session;
+}
+
+/** The operator's live session of the `sy_admin` cookie (401 without), and its CSRF header when the call needs it. */
+async function operatorSession(app: App, guard: Guard, headers: IncomingHttpHeaders): Promise<OperatorSession> {
+  const session = await findOperatorSession(app.db, readCookie(headers.cookie, OPERATOR_COOKIE));
+  if (!session) throw errors.notLoggedIn();
+  if (guard.csrf && !csrfMatches(session, headers['x-csrf-token'])) throw errors.csrfFailed();
+  return session;
 }
 
 async function bearer(app: App, guard: Guard, headers: IncomingHttpHeaders, caller: Caller): Promise<void> {

@@ -38,6 +38,8 @@ export interface App {
   /** SHA-256 of ADMIN_TOKEN, or null: the admin API is off. */
   adminTokenHash: Buffer | null;
   consoleLimits: ConsoleLimits;
+  /** Operators' failed sign-ins, counted apart from the console's under the same rules. */
+  operatorLimits: ConsoleLimits;
   /** Stored responses of the Responses API. */
   responses: StoredResponses;
   metrics: Metrics;
@@ -84,6 +86,7 @@ export function createApp(o: {
     cards: stripe ? new CardPayments(stripe, o.db, o.log) : null,
     adminTokenHash: token ? sha256(token) : null,
     consoleLimits: new ConsoleLimits(o.config.console, redis),
+    operatorLimits: new ConsoleLimits(o.config.console, redis, 'operator'),
     responses: new StoredResponses(o.db, o.config.responses.keep_ms, o.config.server.max_body_bytes),
     metrics: new Metrics(),
     mailer: new Mailer(o.config.mail, o.log),

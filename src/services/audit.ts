@@ -1,5 +1,6 @@
 /**
- * The audit log: every state-changing operator action — through the admin API (as the admin token) or the CLI (as
+ * The audit log: every state-changing operator action — through the admin API (as the admin token, or as the
+ * operator whose session made the call) or the CLI (as
  * the system user who ran it) — with when, from which address, the action, what it acted on, and that thing's state
  * before and after (an account's balance and status, a key's limits; the answer the operator got). Secrets are
  * masked to their last 4 characters before anything is stored: redemption codes, keys, tokens, passwords. Rows are
@@ -8,16 +9,17 @@
 import type { Knex } from 'knex';
 import { getAccount } from '../accounts/accounts';
 import { getKey } from '../accounts/keys';
-import { adminAccountView } from './views';
+import { getOperator } from '../accounts/operators';
+import { adminAccountView, operatorView } from './views';
 
 export interface AuditEntry {
-  /** `admin-token`, or `cli:<system user>`. */
+  /** `admin-token`, `operator:<id> <email>`, or `cli:<system user>`. */
   actor: string;
   /** The client's address (`local` for the CLI). */
   address: string;
   /** The operationId, or the CLI command. */
   action: string;
-  /** What it acted on: `account:42`, `key:7`; null for what has no single target (a batch of codes). */
+  /** What it acted on: `account:42`, `key:7`, `operator:3`; null for what has no single target (a batch of codes). */
   target: string | null;
   before: unknown;
   after: unknown;
@@ -47,6 +49,10 @@ export async function snapshot(db: Knex, target: string | null): Promise<unknown
   if (kind === 'account') {
     const a = await getAccount(db, Number(id));
     return a ? adminAccountView(a) : null;
+  }
+  if (kind === 'operator') {
+    const o = await getOperator(db, Number(id));
+    return o ? operatorView(o) : null;
   }
   if (kind === 'key') {
     const k = await getKey(db, Number(id));

@@ -34,9 +34,10 @@ export class ConsoleLimits {
   private readonly register: RateLimiterAbstract | null;
   private readonly mails: RateLimiterAbstract;
 
-  constructor(config: ConsoleConfig, redis: Redis | null) {
+  /** `prefix`: whose sign-ins these are (`console`, `operator`): each counts apart, under the same rules. */
+  constructor(config: ConsoleConfig, redis: Redis | null, prefix = 'console') {
     const make = (name: string, points: number, duration: number) =>
-      makeLimiter(redis, `console:${name}`, points, duration);
+      makeLimiter(redis, `${prefix}:${name}`, points, duration);
     this.pair = make('login-pair', config.login_attempts_per_email, config.login_window_s);
     this.daily = make('login-email-day', config.login_attempts_per_email_daily, 86_400);
     this.address = make('login-address', config.login_attempts_per_address, config.login_window_s);

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi';
 import { accountTotals, type Account } from '../accounts/accounts';
 import type { ApiKey, BudgetPeriod } from '../accounts/keys';
+import type { Operator, OperatorSession } from '../accounts/operators';
 import { periodEnd, spentThisPeriod } from '../billing/budgets';
 import { formatUsd, parseUsd } from '../money';
 import { errors } from '../errors';
@@ -114,6 +115,40 @@ function numberText(n: number): string {
 
 export function sessionCookie(id: string, ttlMs: number, secure: boolean): string {
   return `${SESSION_COOKIE}=${id}; Max-Age=${Math.floor(ttlMs / 1000)}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+}
+
+/**
+ * Operators' sessions: a cookie of their own, sent only to /admin (never to the console's pages or API), SameSite
+ * Strict (an operator follows no links into the admin API), and shorter-lived than a customer's: 12 hours.
+ */
+export const OPERATOR_COOKIE = 'sy_admin';
+export const OPERATOR_SESSION_MS = 12 * 3_600_000;
+
+export function operatorCookie(id: string, secure: boolean): string {
+  return `${OPERATOR_COOKIE}=${id}; Max-Age=${OPERATOR_SESSION_MS / 1000}; Path=/admin; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+}
+
+export function clearOperatorCookie(secure: boolean): string {
+  return `${OPERATOR_COOKIE}=; Max-Age=0; Path=/admin; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+}
+
+/** An operator as the admin API shows it: never its password hash or TOTP secret. */
+export function operatorView(o: Operator): Schemas['Operator'] {
+  return {
+    id: o.id,
+    email: o.email,
+    role: o.role,
+    totp_enabled: o.totpEnabled,
+    disabled: o.disabled,
+    created_at: iso(o.createdAt),
+  };
+}
+
+export function operatorSessionView(
+  operator: Operator,
+  s: Pick<OperatorSession, 'csrfToken' | 'secondFactor'>,
+): Schemas['OperatorSession'] {
+  return { operator: operatorView(operator), second_factor: s.secondFactor, csrf_token: s.csrfToken };
 }
 
 export function clearSessionCookie(secure: boolean): string {

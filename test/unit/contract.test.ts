@@ -30,7 +30,14 @@ function spec(paths: Record<string, unknown> = {}) {
         get: { operationId: 'listKeys', security: [{ cookieSession: [] }] },
         post: { operationId: 'createKey', security: [{ cookieSession: [], csrfToken: [] }] },
       },
-      '/admin/accounts': { get: { operationId: 'adminList', security: [{ adminToken: [] }] } },
+      '/admin/accounts': {
+        get: {
+          operationId: 'adminList',
+          security: [{ adminToken: [] }, { operatorSession: [] }],
+          'x-switchyard': { role: 'viewer' },
+        },
+      },
+      '/admin/session': { get: { operationId: 'whoAmI', security: [{ operatorSession: [] }] } },
       '/login': { post: { operationId: 'login', security: [] } },
       ...paths,
     },
@@ -42,6 +49,7 @@ function spec(paths: Record<string, unknown> = {}) {
           'x-enumDescriptions': { chat: 'Chat', models: "Models' list" },
         },
         ModelKind: { type: 'string', enum: ['chat'] },
+        OperatorRole: { type: 'string', enum: ['owner', 'viewer'] },
         Req: { type: 'object' },
         Res: { type: 'object' },
         Chunk: { type: 'object' },
@@ -65,12 +73,14 @@ test('who may call each operation follows its security; what is checked of a key
     scopes: ['chat', 'models'],
     scopeLabels: { chat: 'Chat', models: "Models' list" },
     kinds: ['chat'],
+    roles: ['owner', 'viewer'],
     endpoints: {
       createChat: { caller: 'key', scope: 'chat', anthropicKey: false, meter: 'paid', wire: 'chat' },
       listModels: { caller: 'key', scope: 'models', anthropicKey: false, meter: 'none' },
       listKeys: { caller: 'session', csrf: false },
       createKey: { caller: 'session', csrf: true },
-      adminList: { caller: 'admin' },
+      adminList: { caller: 'admin', role: 'viewer', csrf: false },
+      whoAmI: { caller: 'operator', csrf: false },
       login: { caller: 'public' },
     },
     wires: { chat: { operationId: 'createChat', kinds: ['chat'], stream: 'Chunk', paid: true, binary: false } },
@@ -106,7 +116,7 @@ test('security the gateway cannot enforce is refused: no security at all, mixed 
     'a (GET /a) must state its security (`security: []` when public)',
     ...['b (GET /b)', 'c (GET /c)', 'd (GET /d)'].map(
       (o) =>
-        `${o} must require bearerAuth (or anthropicApiKey besides) with one scope, cookieSession, adminToken or nothing`,
+        `${o} must require bearerAuth (or anthropicApiKey besides) with one scope, cookieSession, adminToken with operatorSession, operatorSession, or nothing`,
     ),
   ]);
 });
@@ -125,11 +135,32 @@ test('an operation called with a key must say its meter, and a paid one its wire
   );
   const session = { operationId: 'listKeys', security: [{ cookieSession: [] }], 'x-switchyard': { meter: 'none' } };
   expect(problems(spec({ '/console/keys': { get: session } }))).toEqual([
-    'listKeys (GET /console/keys) has x-switchyard, which only operations called with an API key have',
+    'listKeys (GET /console/keys) has x-switchyard, which only operations called with an API key or as an operator have',
   ]);
   expect(problems(spec({ '/v1/chat': { post: chat({ price: 1 }) } }))).toEqual([
     'createChat (POST /v1/chat) has x-switchyard.price, which is not one of meter, wire, kinds, stream',
   ]);
+});
+
+test('an admin operation: the token or an operator, its least role named, the CSRF header when it changes state', () => {
+  const admin = (x: Record<string, unknown>) => ({
+    '/admin/accounts': {
+      post: {
+        operationId: 'adminList',
+        security: [{ adminToken: [] }, { operatorSession: [], csrfToken: [] }],
+        'x-switchyard': { role: 'owner' },
+        ...x,
+      },
+    },
+  });
+  expect(derive(spec(admin({}))).endpoints.adminList).toEqual({ caller: 'admin', role: 'owner', csrf: true });
+  expect(problems(spec(admin({ 'x-switchyard': { role: 'root' } })))).toEqual([
+    'adminList (POST /admin/accounts) must name in x-switchyard.role the least role of OperatorRole that may call it',
+  ]);
+  expect(problems(spec(admin({ security: [{ adminToken: [] }, { operatorSession: [] }] })))).toEqual([
+    'adminList (POST /admin/accounts) changes state and must require csrfToken with operatorSession',
+  ]);
+  expect(problems(spec(admin({ security: [{ adminToken: [] }] })))[0]).toMatch(/must require bearerAuth/);
 });
 
 test("scopes, kinds and stream events must be the contract's own; a wire is one operation; every scope and kind is used", () => {

@@ -19,6 +19,7 @@ import * as m016 from './016_speech';
 import * as m017 from './017_moderation_rerank';
 import * as m018 from './018_transcription';
 import * as m019 from './019_audit_log';
+import * as m020 from './020_operators';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -40,6 +41,7 @@ const migrations: Record<string, Knex.Migration> = {
   '017_moderation_rerank': m017,
   '018_transcription': m018,
   '019_audit_log': m019,
+  '020_operators': m020,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,223 @@
+/**
+ * Operators: the people who run the gateway, with a role (OperatorRole in the contract, most powerful first), a
+ * scrypt password (passwords.ts) and a TOTP second factor (otplib, RFC 6238: 6 digits, 30 s steps, one step of clock
+ * drift either way). Their sessions live apart from the console's (their own table and cookie), and a session
+ * opened before the second factor was enrolled can do nothing but enrol it.
+ *
+ * The TOTP secret is shown once, as an otpauth:// URI, when enrolment starts; no answer or audit record carries it
+ * afterwards. A code is accepted once: its time step is remembered, so a code seen over a shoulder cannot be replayed.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { authenticator } from 'otplib';
+import { OPERATOR_ROLES, type OperatorRole } from '../contract';
+
+export interface Operator {
+  id: number;
+  email: string;
+  role: OperatorRole;
+  totpEnabled: boolean;
+  disabled: boolean;
+  createdAt: number;
+}
+
+/** An operator as the sign-in reads it: with what is checked (never leaves this module's callers' handlers). */
+export interface OperatorSecrets extends Operator {
+  passwordHash: string;
+  totpSecret: string | null;
+  totpLastStep: number | null;
+}
+
+export interface OperatorSession {
+  idHash: string;
+  operatorId: number;
+  csrfToken: string;
+  /** The TOTP code was checked at sign-in (or enrolment was confirmed in this session). */
+  secondFactor: boolean;
+  expiresAt: number;
+  operator: Operator;
+}
+
+export class OperatorError extends Error {}
+
+const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
+const ID_FORMAT = /^[A-Za-z0-9_-]{43}$/;
+const STEP_MS = 30_000;
+const totp = authenticator.clone({ window: 1 });
+
+export const isOperatorRole = (r: string): r is OperatorRole => (OPERATOR_ROLES as readonly string[]).includes(r);
+
+/** Whether `role` may do what needs `needed`: roles are ranked, most powerful first (OperatorRole's order). */
+export const roleAllows = (role: OperatorRole, needed: OperatorRole): boolean =>
+  OPERATOR_ROLES.indexOf(role) <= OPERATOR_ROLES.indexOf(needed);
+
+function fromRow(r: Record<string, unknown>): OperatorSecrets {
+  return {
+    id: Number(r.id),
+    email: String(r.email),
+    role: String(r.role) as OperatorRole,
+    totpEnabled: !!r.totp_enabled,
+    disabled: !!r.disabled,
+    createdAt: Number(r.created_at),
+    passwordHash: String(r.password_hash),
+    totpSecret: (r.totp_secret as string | null) ?? null,
+    totpLastStep: r.totp_last_step === null || r.totp_last_step === undefined ? null : Number(r.totp_last_step),
+  };
+}
+
+/** The operator without what is secret. */
+export function publicOperator(o: OperatorSecrets): Operator {
+  const { passwordHash: _p, totpSecret: _t, totpLastStep: _s, ...rest } = o;
+  return rest;
+}
+
+export async function createOperator(db: Knex, email: string, role: string, passwordHash: string): Promise<Operator> {
+  const e = email.trim().toLowerCase();
+  if (!/^[^@\s]+@[^@\s]+$/.test(e) || e.length > 320) throw new OperatorError(`not an email address: ${email}`);
+  if (!isOperatorRole(role)) throw new OperatorError(`--role must be one of ${OPERATOR_ROLES.join(', ')}`);
+  if (await db('operators').where('email', e).first('id')) throw new OperatorError(`an operator ${e} exists`);
+  const [id] = await db('operators').insert({ email: e, role, password_hash: passwordHash, created_at: Date.now() });
+  return (await getOperator(db, Number(id)))!;
+}
+
+export async function getOperator(db: Knex, id: number): Promise<Operator | null> {
+  const row = await db('operators').where('id', id).first();
+  return row ? publicOperator(fromRow(row)) : null;
+}
+
+export async function findOperatorByEmail(db: Knex, email: string): Promise<OperatorSecrets | null> {
+  const row = await db('operators').where('email', email.trim().toLowerCase()).first();
+  return row ? fromRow(row) : null;
+}
+
+export async function listOperators(db: Knex): Promise<Operator[]> {
+  return (await db('operators').orderBy('id')).map((r: Record<string, unknown>) => publicOperator(fromRow(r)));
+}
+
+export async function setOperatorPassword(db: Knex, id: number, passwordHash: string): Promise<void> {
+  await db('operators').where('id', id).update({ password_hash: passwordHash });
+}
+
+/** Disables an operator: its sessions end at once. */
+export async function disableOperator(db: Knex, id: number): Promise<Operator> {
+  const n = await db('operators').where('id', id).update({ disabled: true });
+  if (!n) throw new OperatorError(`no operator ${id}`);
+  await db('operator_sessions').where('operator_id', id).del();
+  return (await getOperator(db, id))!;
+}
+
+/**
+ * Checks a TOTP code against the operator's secret; a code of a time step already used (or older) is refused, and
+ * the step of an accepted one is remembered (a conditional update, so two sign-ins racing with one code: one wins).
+ */
+export async function useTotpCode(db: Knex, o: OperatorSecrets, code: string, now = Date.now()): Promise<boolean> {
+  if (!o.totpSecret || !/^\d{6}$/.test(code)) return false;
+  const delta = totp.checkDelta(code, o.totpSecret);
+  if (delta === null) return false;
+  const step = Math.floor(now / STEP_MS) + delta;
+  if (o.totpLastStep !== null && step <= o.totpLastStep) return false;
+  const n = await db('operators')
+    .where('id', o.id)
+    .andWhere((q) => q.whereNull('totp_last_step').orWhere('totp_last_step', '<', step))
+    .update({ totp_last_step: step });
+  return n === 1;
+}
+
+/** Starts (or restarts) TOTP enrolment: a new secret, its otpauth:// URI; not in force until confirmed. */
+export async function startTotp(db: Knex, operatorId: number, issuer: string): Promise<string | null> {
+  const row = await db('operators').where('id', operatorId).first('email', 'totp_enabled');
+  if (!row || row.totp_enabled) return null;
+  const secret = totp.generateSecret();
+  await db('operators').where('id', operatorId).update({ totp_secret: secret, totp_last_step: null });
+  return totp.keyuri(String(row.email), issuer, secret);
+}
+
+/** Whether enrolment was started (a secret made, maybe not yet confirmed). */
+export async function totpStarted(db: Knex, operatorId: number): Promise<boolean> {
+  return !!(await db('operators').where('id', operatorId).first('totp_secret'))?.totp_secret;
+}
+
+/** Confirms enrolment with a code of the new secret: the second factor is in force from now on. */
+export async function confirmTotp(db: Knex, operatorId: number, code: string): Promise<boolean> {
+  const row = await db('operators').where('id', operatorId).first();
+  if (!row || row.totp_enabled) return false;
+  if (!(await useTotpCode(db, fromRow(row), code))) return false;
+  await db('operators').where('id', operatorId).update({ totp_enabled: true });
+  return true;
+}
+
+export async function createOperatorSession(
+  db: Knex,
+  operatorId: number,
+  secondFactor: boolean,
+  ttlMs: number,
+  now = Date.now(),
+): Promise<{ id: string; csrfToken: string }> {
+  const id = crypto.randomBytes(32).toString('base64url');
+  const csrfToken = crypto.randomBytes(24).toString('base64url');
+  await db('operator_sessions').insert({
+    id_hash: sha256(id),
+    operator_id: operatorId,
+    csrf_token: csrfToken,
+    second_factor: secondFactor,
+    created_at: now,
+    expires_at: now + ttlMs,
+  });
+  if (Math.random() < 0.02)
+    void db('operator_sessions')
+      .where('expires_at', '<', now)
+      .del()
+      .catch(() => undefined);
+  return { id, csrfToken };
+}
+
+/** The live session of a cookie value, with its operator, or null (unknown, expired, or the operator disabled). */
+export async function findOperatorSession(
+  db: Knex,
+  id: string | undefined,
+  now = Date.now(),
+): Promise<OperatorSession | null> {
+  if (!id || !ID_FORMAT.test(id)) return null;
+  const row = await db('operator_sessions as s')
+    .join('operators as o', 'o.id', 's.operator_id')
+    .where('s.id_hash', sha256(id))
+    .andWhere('s.expires_at', '>', now)
+    .andWhere('o.disabled', false)
+    .first('s.id_hash', 's.csrf_token', 's.second_factor', 's.expires_at', 'o.*');
+  if (!row) return null;
+  return {
+    idHash: row.id_hash,
+    operatorId: Number(row.id),
+    csrfToken: row.csrf_token,
+    secondFactor: !!row.second_factor,
+    expiresAt: Number(row.expires_at),
+    operator: publicOperator(fromRow(row)),
+  };
+}
+
+export async function markSecondFactor(db: Knex, idHash: string): Promise<void> {
+  await db('operator_sessions').where('id_hash', idHash).update({ second_factor: true });
+}
+
+export async function deleteOperatorSession(db: Knex, idHash: string): Promise<void> {
+  await db('operator_sessions').where('id_hash', idHash).del();
+}
+
+export async function rememberOperatorAddress(db: Knex, operatorId: number, address: string): Promise<void> {
+  const now = Date.now();
+  await db('operator_login_addresses')
+    .insert({ operator_id: operatorId, address, last_at: now })
+    .onConflict(['operator_id', 'address'])
+    .merge({ last_at: now });
+}
+
+/** Whether the operator with this email signed in from `address` within `withinMs`. */
+export async function knownOperatorAddress(db: Knex, email: string, address: string, withinMs: number) {
+  const row = await db('operator_login_addresses as l')
+    .join('operators as o', 'o.id', 'l.operator_id')
+    .where('o.email', email.trim().toLowerCase())
+    .andWhere('l.address', address)
+    .andWhere('l.last_at', '>', Date.now() - withinMs)
+    .first('l.operator_id');
+  return !!row;
+}

@@ -1,0 +1,260 @@
+/**
+ * Operators as their own users of /admin/api: made with the CLI, signed in with a password and a real TOTP code
+ * (otplib, as an authenticator app makes them), each role allowed or refused by the operation's role in the
+ * contract, the CSRF header required on state-changing calls, the audit log naming the operator, failed sign-ins
+ * limited as the console's without a stranger locking the operator out, and no password or TOTP secret in any
+ * answer or audit record. On DATABASE_URL.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { authenticator } from 'otplib';
+import { startGateway, type TestGateway } from '../helpers/app';
+import { ConsoleClient, uniqueEmail } from '../helpers/console';
+
+const TOKEN = 'admin-token-for-operator-tests-0123456789';
+const ROOT = path.resolve(__dirname, '../..');
+const STEP = 30_000;
+
+let gw: TestGateway;
+/** Everything the gateway answered in this file, to grep for secrets at the end. */
+const answers: string[] = [];
+/** Every password and TOTP secret made in this file. */
+const secrets: string[] = [];
+
+beforeAll(async () => {
+  gw = await startGateway(
+    `
+console: { login_attempts_per_email: 4 }
+server: { trust_proxy: [127.0.0.1/8] }
+limits: { rpm: 0, tpm: 0 }
+providers: { local: { type: mock } }
+models:
+  - { id: mock-chat, kind: chat, price: { input: 1, output: 1 }, routes: [ { provider: local } ] }
+`,
+    { ...process.env, ADMIN_TOKEN: TOKEN },
+  );
+});
+
+afterAll(async () => {
+  await gw?.close();
+});
+
+/** `switchyard ARGS` from the sources, on the test database; its printed JSON. */
+function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<any> {
+  return new Promise((resolve, reject) =>
+    execFile(
+      process.execPath,
+      ['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', ...args],
+      { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'silent', ...env } },
+      (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(JSON.parse(stdout))),
+    ),
+  );
+}
+
+/** An operator's browser: its cookie, its CSRF token, and (once enrolled) its authenticator's secret. */
+class OperatorClient extends ConsoleClient {
+  secret = '';
+  lastStep = -Infinity;
+
+  constructor(
+    readonly email: string,
+    readonly password: string,
+    readonly id: number,
+    private readonly from = '127.0.0.1',
+  ) {
+    super(gw.url);
+  }
+
+  override async call<T = any>(method: string, p: string, body?: unknown, o: { csrf?: boolean | string } = {}) {
+    const r = await super.call<T>(method, p, body, { ...o, headers: { 'x-forwarded-for': this.from } });
+    answers.push(JSON.stringify(r.body), r.cookies.join('\n'));
+    return r;
+  }
+
+  /**
+   * A code of the authenticator, of a time step after the last one used (each is accepted once) and within the
+   * one step of drift the gateway allows either way.
+   */
+  code(): string {
+    const step = Math.max(this.lastStep + 1, Math.floor(Date.now() / STEP) - 1);
+    this.lastStep = step;
+    return authenticator.clone({ epoch: step * STEP + 1000 }).generate(this.secret);
+  }
+
+  async signIn(o: { code?: string; password?: string } = {}) {
+    const code = o.code ?? (this.secret ? this.code() : undefined);
+    const r = await this.post('/admin/api/session', {
+      email: this.email,
+      password: o.password ?? this.password,
+      ...(code && { code }),
+    });
+    if (r.status === 200) this.csrf = r.body.csrf_token;
+    return r;
+  }
+
+  async enrol() {
+    const started = await this.post('/admin/api/session/totp');
+    expect(started.status).toBe(200);
+    const uri = new URL(started.body.otpauth_uri);
+    expect(uri.protocol).toBe('otpauth:');
+    this.secret = uri.searchParams.get('secret')!;
+    secrets.push(this.secret);
+    return this.post('/admin/api/session/totp/confirm', { code: this.code() });
+  }
+}
+
+/** A new operator of `role`, made with the CLI, signed in and enrolled. */
+async function operator(role: string): Promise<OperatorClient> {
+  const email = uniqueEmail(role);
+  const made = await cli(['operators', 'create', '--email', email, '--role', role]);
+  expect(made).toMatchObject({ email, role, totp_enabled: false, disabled: false });
+  secrets.push(made.password);
+  const c = new OperatorClient(email, made.password, made.id);
+  expect((await c.signIn()).status).toBe(200);
+  expect((await c.enrol()).status).toBe(200);
+  return c;
+}
+
+const admin = (method: string, url: string, body?: unknown) =>
+  fetch(`${gw.url}${url}`, {
+    method,
+    headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+
+test('the first sign-in takes the password alone and can only enrol; the confirmed code turns TOTP on', async () => {
+  const email = uniqueEmail('owner');
+  const made = await cli(['operators', 'create', '--email', email, '--role', 'owner']);
+  secrets.push(made.password);
+  expect(made.password).toMatch(/^[\w-]{24}$/);
+  const c = new OperatorClient(email, made.password, made.id);
+  const first = await c.signIn();
+  expect(first.status).toBe(200);
+  expect(first.body).toMatchObject({ operator: { id: made.id, role: 'owner' }, second_factor: false });
+  expect(first.cookies[0]).toMatch(/^sy_admin=[\w-]{43}; Max-Age=43200; Path=\/admin; HttpOnly; SameSite=Strict/);
+  const before = await c.get('/admin/api/accounts');
+  expect(before.status).toBe(403);
+  expect(before.body.error.code).toBe('second_factor_required');
+  const started = await c.post('/admin/api/session/totp');
+  const secret = new URL(started.body.otpauth_uri).searchParams.get('secret')!;
+  secrets.push(secret);
+  const wrong = await c.post('/admin/api/session/totp/confirm', { code: '000000' });
+  expect(wrong.status).toBe(400);
+  expect(wrong.body.error).toMatchObject({ code: 'invalid_code', type: 'invalid_request_error' });
+  c.secret = secret;
+  const confirmed = await c.post('/admin/api/session/totp/confirm', { code: c.code() });
+  expect(confirmed.body).toMatchObject({ operator: { totp_enabled: true }, second_factor: true });
+  expect((await c.get('/admin/api/accounts')).status).toBe(200);
+  expect((await c.post('/admin/api/session/totp')).status).toBe(409); // a stolen session cannot swap the factor
+  expect((await c.get('/admin/api/session')).body).toMatchObject({ operator: { email }, second_factor: true });
+});
+
+test('a wrong code, a wrong password, a replayed code and a disabled operator are refused with the same 401', async () => {
+  const c = await operator('viewer');
+  const wrongCode = await c.signIn({ code: '000000' });
+  const noCode = await c.signIn({ code: '' });
+  const wrongPassword = await c.signIn({ password: 'not the password 1', code: '123456' });
+  for (const r of [wrongCode, noCode, wrongPassword]) {
+    expect(r.status).toBe(401);
+    expect(r.body.error).toMatchObject({ code: 'invalid_credentials', type: 'authentication_error' });
+  }
+  const code = c.code();
+  expect((await c.signIn({ code })).status).toBe(200);
+  expect((await c.signIn({ code })).status).toBe(401); // a code is good once
+  await cli(['operators', 'disable', String(c.id)]);
+  expect((await c.get('/admin/api/accounts')).status).toBe(401); // its sessions ended
+  expect((await c.signIn()).status).toBe(401);
+});
+
+test('failed sign-ins are limited per email and address, and a stranger elsewhere does not lock the operator out', async () => {
+  const c = await operator('support');
+  const stranger = new OperatorClient(c.email, 'a wrong guess 12', c.id, '203.0.113.9');
+  for (let i = 0; i < 4; i++) expect((await stranger.signIn({ code: '123456' })).status).toBe(401);
+  const refused = await stranger.signIn({ code: '123456' });
+  expect(refused.status).toBe(429);
+  expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+  expect((await c.signIn()).status).toBe(200); // the operator, at its own address
+});
+
+test('each role is allowed what it may and refused the rest with a 403 naming the role and what it needs', async () => {
+  const { accountId } = await gw.newKey({}, 1_000_000);
+  const [owner, adminOp, support, viewer] = [
+    await operator('owner'),
+    await operator('admin'),
+    await operator('support'),
+    await operator('viewer'),
+  ];
+  const grant = (c: OperatorClient) => c.post(`/admin/api/accounts/${accountId}/credits`, { usd: '1', note: 'x' });
+  const table: [OperatorClient, string, () => Promise<{ status: number; body: any }>, number][] = [
+    [viewer, 'list accounts', () => viewer.get('/admin/api/accounts'), 200],
+    [viewer, 'audit', () => viewer.get('/admin/api/audit'), 200],
+    [viewer, 'grant', () => grant(viewer), 403],
+    [viewer, 'operators', () => viewer.get('/admin/api/operators'), 403],
+    [support, 'grant', () => grant(support), 200],
+    [support, 'codes', () => support.post('/admin/api/redemption-codes', { count: 1, usd: '1' }), 201],
+    [support, 'operators', () => support.get('/admin/api/operators'), 403],
+    [adminOp, 'disable', () => adminOp.post(`/admin/api/accounts/${accountId}/disable`), 200],
+    [adminOp, 'operators', () => adminOp.get('/admin/api/operators'), 403],
+    [owner, 'enable', () => owner.post(`/admin/api/accounts/${accountId}/enable`), 200],
+    [owner, 'operators', () => owner.get('/admin/api/operators'), 200],
+  ];
+  for (const [, what, call, status] of table) expect([what, (await call()).status]).toEqual([what, status]);
+  const refused = await grant(viewer);
+  expect(refused.body.error).toEqual({
+    type: 'permission_error',
+    code: 'insufficient_role',
+    param: null,
+    message: "The role 'viewer' may not call adminGrantCredits: it needs the role 'support' or a higher one",
+  });
+  expect((await adminOp.get('/admin/api/operators')).body.error.message).toMatch(/'admin'.*'owner'/);
+  const list = await owner.get('/admin/api/operators');
+  expect(list.body.data.map((o: { id: number }) => o.id)).toEqual(expect.arrayContaining([viewer.id, owner.id]));
+  expect((await admin('GET', '/admin/api/operators')).status).toBe(200); // the admin token is an owner
+});
+
+test('state-changing calls need the CSRF header; signing out ends the session', async () => {
+  const c = await operator('support');
+  const { accountId } = await gw.newKey({}, 1_000_000);
+  for (const csrf of [false, 'not-the-token']) {
+    const r = await c.post(`/admin/api/accounts/${accountId}/credits`, { usd: '1' }, { csrf });
+    expect(r.status).toBe(403);
+    expect(r.body.error.code).toBe('csrf_failed');
+  }
+  expect((await c.del('/admin/api/session', { csrf: false })).status).toBe(403);
+  const cookie = c.cookie;
+  const out = await c.del('/admin/api/session');
+  expect(out.status).toBe(204);
+  expect(out.cookies[0]).toMatch(/^sy_admin=; Max-Age=0/);
+  c.cookie = cookie; // the old cookie, replayed, is worth nothing
+  expect((await c.get('/admin/api/session')).status).toBe(401);
+});
+
+test('the audit log names the operator of a session call, the admin token and the CLI as before', async () => {
+  const c = await operator('support');
+  const { accountId } = await gw.newKey({}, 1_000_000);
+  expect((await c.post(`/admin/api/accounts/${accountId}/credits`, { usd: '1' })).status).toBe(200);
+  expect((await admin('POST', `/admin/api/accounts/${accountId}/disable`)).status).toBe(200);
+  const { data } = (await admin('GET', `/admin/api/audit?target=account:${accountId}`)).body;
+  expect(data.map((r: { actor: string; action: string }) => [r.actor, r.action])).toEqual([
+    ['admin-token', 'adminDisableAccount'],
+    [`operator:${c.id} ${c.email}`, 'adminGrantCredits'],
+  ]);
+  const made = (await admin('GET', `/admin/api/audit?target=operator:${c.id}`)).body.data;
+  expect(made.map((r: { action: string }) => r.action)).toEqual(['operators create']);
+  expect(made[0].after).toMatchObject({ id: c.id, email: c.email, role: 'support' });
+  expect(made[0].actor).toMatch(/^cli:/);
+});
+
+test('no answer and no audit record carries a password or a TOTP secret', async () => {
+  const audit = await cli(['audit', 'list', '--limit', '1000']);
+  const everything = [...answers, JSON.stringify(audit)].join('\n');
+  expect(secrets.length).toBeGreaterThan(10);
+  const started = answers.filter((a) => a.includes('otpauth://')).length;
+  // Each secret appears once: in the otpauth URI of the answer that started its enrolment, never after.
+  for (const s of secrets) {
+    const seen = everything.split(s).length - 1;
+    expect([s.length, seen]).toEqual([s.length, s.length === 24 ? 0 : 1]);
+  }
+  expect(started).toBe(secrets.filter((s) => s.length !== 24).length);
+  expect(everything).not.toMatch(/scrypt\$/);
+});
