@@ -11,6 +11,10 @@
  * `stripe` library's own test helper. Skipped, with the reason beside them: the 404s that only a gateway
  * without Stripe keys or without ADMIN_TOKEN gives (this run has both; test/integration covers them), and 500s.
  *
+ * Operators (run.sh makes them with the CLI) sign in with real TOTP codes (otplib): an owner, a viewer (refused the
+ * operations that need more: 403), one that has not enrolled TOTP (its session may only enrol: 403 elsewhere), and
+ * one whose enrolment a transaction confirms.
+ *
  * Anthropic's Messages operations answer in Anthropic's shapes: errors `{type:"error",error:{type,message}}`, an
  * insufficient balance as 402 `billing_error`, the rate limit as 429 (provoked with a key allowed one request a
  * minute), streams as `event:`/`data:` pairs with no `[DONE]`, each event checked against AnthropicStreamEvent.
@@ -24,6 +28,8 @@ const addFormats = require('ajv-formats');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const Stripe = require('stripe');
+const { authenticator } = require('otplib');
+const { ENDPOINTS } = require('../../dist/contract'); // run.sh builds dist/ first
 
 const KEY = process.env.CONTRACT_KEY;
 const LIMITED_KEY = process.env.CONTRACT_LIMITED_KEY; // scope: embeddings only
@@ -234,6 +240,12 @@ hooks.beforeEachValidation((t, done) => {
     !/^sy_session=[\w-]{43};.*HttpOnly; SameSite=Lax/.test(String(t.real.headers['set-cookie']))
   ) {
     t.fail = 'no HttpOnly SameSite session cookie';
+  } else if (
+    status === 200 &&
+    operationOf(t) === 'signInOperator' &&
+    !/^sy_admin=[\w-]{43};.*Path=\/admin; HttpOnly; SameSite=Strict/.test(String(t.real.headers['set-cookie']))
+  ) {
+    t.fail = 'no HttpOnly SameSite operator cookie';
   } else if (op && real.startsWith('application/json')) {
     const errors = check(JSON.parse(t.real.body), op, status);
     if (errors) t.fail = errors;
@@ -384,6 +396,14 @@ const ADMIN_TOKEN = process.env.ADMIN_TOKEN;
 const WEBHOOK_SECRET = process.env.STRIPE_WEBHOOK_SECRET;
 const PASSWORD = 'contract password 1';
 const NO_SUCH_ID = 987654321;
+/** The operators run.sh made with the CLI, all with this password. */
+const OPERATOR_PASSWORD = process.env.SWITCHYARD_OPERATOR_PASSWORD;
+const OPERATORS = {
+  owner: process.env.CONTRACT_OPERATOR_OWNER,
+  viewer: process.env.CONTRACT_OPERATOR_VIEWER,
+  pending: process.env.CONTRACT_OPERATOR_PENDING,
+  confirm: process.env.CONTRACT_OPERATOR_CONFIRM,
+};
 const S = {}; // accounts, keys and codes made in setUpConsole
 
 function isConsole(t) {
@@ -485,6 +505,7 @@ async function setUpConsole() {
   S.resetOutEmail = S.b.email;
   for (let i = 0; i < 3; i++)
     await must(202, call('POST', '/console/api/password-reset', { body: { email: S.resetOutEmail } }));
+  await setUpOperators();
   // An email whose failed log-ins are used up (429).
   S.lockedEmail = uniqueEmail('locked');
   for (let i = 0; i < 30; i++) {
@@ -493,6 +514,74 @@ async function setUpConsole() {
     });
     if (r.status === 429) break;
   }
+}
+
+/** Operators' TOTP codes: one time step after the last used (each code is good once), within a step of drift. */
+function totpCode(who) {
+  const step = Math.max((who.lastStep ?? -Infinity) + 1, Math.floor(Date.now() / 30_000) - 1);
+  who.lastStep = step;
+  return authenticator.clone({ epoch: step * 30_000 + 1000 }).generate(who.secret);
+}
+
+/** Signs an operator in (with a code once enrolled): its cookie and CSRF token. */
+async function signIn(who) {
+  const body = { email: who.email, password: OPERATOR_PASSWORD, ...(who.secret && { code: totpCode(who) }) };
+  const r = await must(200, call('POST', '/admin/api/session', { body }));
+  return { ...who, cookie: r.cookie, csrf: r.body.csrf_token };
+}
+
+/** Signs in and enrols TOTP: a session past the second factor. */
+async function enrolled(email) {
+  const who = await signIn({ email });
+  const uri = (await must(200, call('POST', '/admin/api/session/totp', who))).body.otpauth_uri;
+  who.secret = new URL(uri).searchParams.get('secret');
+  await must(200, call('POST', '/admin/api/session/totp/confirm', { ...who, body: { code: totpCode(who) } }));
+  return who;
+}
+
+/** The operators run.sh made: an owner and a viewer, enrolled; one that only started enrolment; an email locked out. */
+async function setUpOperators() {
+  S.owner = await enrolled(OPERATORS.owner);
+  S.viewer = await enrolled(OPERATORS.viewer);
+  S.pending = await signIn({ email: OPERATORS.pending });
+  await must(200, call('POST', '/admin/api/session/totp', S.pending));
+  S.lockedOperator = uniqueEmail('locked-operator');
+  for (let i = 0; i < 30; i++) {
+    const r = await call('POST', '/admin/api/session', {
+      body: { email: S.lockedOperator, password: 'wrong password 1', code: '123456' },
+    });
+    if (r.status === 429) break;
+  }
+}
+
+/** The operations an operator calls as itself (its session, whatever its role). */
+const OPERATOR_OPS = new Set(Object.keys(ENDPOINTS).filter((op) => ENDPOINTS[op].caller === 'operator'));
+
+/**
+ * An operator's own operation: its session (none for the 401, no CSRF header for the 403), and who provokes the
+ * other statuses: a fresh session to sign out, the owner (enrolled already: 409), the one that started enrolment.
+ */
+async function operatorTransaction(t, op, status) {
+  const who = { 409: S.owner }[status] || (op === 'getOperatorSession' ? S.owner : S.pending);
+  let session = who;
+  if (op === 'signOutOperator' && status === '204') session = await signIn({ email: OPERATORS.pending });
+  if (op === 'confirmTotpEnrolment' && status === '200') {
+    session = await signIn({ email: OPERATORS.confirm });
+    const uri = (await must(200, call('POST', '/admin/api/session/totp', session))).body.otpauth_uri;
+    session.secret = new URL(uri).searchParams.get('secret');
+    setBody(t, { code: totpCode(session) });
+  }
+  if (op === 'confirmTotpEnrolment' && status === '400') setBody(t, { code: '12' });
+  if (status !== '401') t.request.headers.Cookie = session.cookie;
+  if (t.request.method !== 'GET' && status !== '403') t.request.headers['x-csrf-token'] = session.csrf;
+}
+
+/** Signing in: the owner with its password and a fresh code; a body without a password; a wrong one; a locked email. */
+async function signInTransaction(t, status) {
+  if (status === '200') setBody(t, { email: S.owner.email, password: OPERATOR_PASSWORD, code: totpCode(S.owner) });
+  if (status === '400') setBody(t, { email: S.owner.email });
+  if (status === '401') setBody(t, { email: S.owner.email, password: 'not the password 1', code: '123456' });
+  if (status === '429') setBody(t, { email: S.lockedOperator, password: OPERATOR_PASSWORD, code: '123456' });
 }
 
 const SESSION_OPS = new Set([
@@ -513,18 +602,7 @@ const SESSION_OPS = new Set([
   'getDailyUsage',
   'listLedger',
 ]);
-const ADMIN_OPS = new Set([
-  'adminListAccounts',
-  'adminGrantCredits',
-  'adminDisableAccount',
-  'adminEnableAccount',
-  'adminCreateRedemptionCodes',
-  'adminFarmingReport',
-  'adminRevokeFreeCredits',
-  'adminUpdateKey',
-  'adminSetLowBalanceAlert',
-  'adminListAudit',
-]);
+const ADMIN_OPS = new Set(Object.keys(ENDPOINTS).filter((op) => ENDPOINTS[op].caller === 'admin'));
 
 function setBody(t, body) {
   t.request.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -548,11 +626,22 @@ async function consoleTransaction(t, op, status) {
     for (const h of Object.keys(t.request.headers))
       if (h.toLowerCase() === 'idempotency-key') t.request.headers[h] = `contract-${crypto.randomUUID()}`;
     t.request.headers.Authorization = `Bearer ${status === '401' ? 'not-the-admin-token' : ADMIN_TOKEN}`;
+    if (status === '403') {
+      // An operator refused: the viewer where the operation needs more, else one that has not enrolled TOTP.
+      const who = ENDPOINTS[op].role === 'viewer' ? S.pending : S.viewer;
+      delete t.request.headers.Authorization;
+      t.request.headers.Cookie = who.cookie;
+      if (t.request.method !== 'GET') t.request.headers['x-csrf-token'] = who.csrf;
+    }
     // 404 for every admin path comes only from a gateway started without ADMIN_TOKEN; this one has it. The
     // operations that take an account id give 404 for an unknown one, provoked below.
     if (status === '404' && !/\/accounts\/\d+\//.test(path)) t.skip = true;
   }
+  if (OPERATOR_OPS.has(op)) await operatorTransaction(t, op, status);
   switch (op) {
+    case 'signInOperator':
+      await signInTransaction(t, status);
+      break;
     case 'verifyEmail':
       if (status === '200') setBody(t, { token: await mailedToken(S.toVerify.email, '/console/verify') });
       if (status === '400') setBody(t, { token: 'not-a-token-that-was-ever-mailed' });

@@ -24,6 +24,14 @@ export CONTRACT_KEY=$(cli keys create --account "$account" --name contract | fie
 export CONTRACT_LIMITED_KEY=$(cli keys create --account "$account" --name limited --scopes embeddings | field key)
 # One request a minute: its second Messages request is the documented 429 rate_limit_error.
 export CONTRACT_RPM_KEY=$(cli keys create --account "$account" --name rpm --rpm 1 | field key)
+# Operators, with one password: an owner, a viewer, one that will only start TOTP enrolment, one whose enrolment a
+# transaction confirms (hooks.js signs them in and enrols them with real codes).
+export SWITCHYARD_OPERATOR_PASSWORD="contract operator $(node -e 'console.log(require("crypto").randomBytes(8).toString("hex"))')"
+for who in owner viewer pending confirm; do
+  role=$([ "$who" = owner ] && echo owner || echo viewer)
+  cli operators create --email "operator-$who@example.com" --role "$role" > /dev/null
+  export "CONTRACT_OPERATOR_${who^^}=operator-$who@example.com"
+done
 broke=$(cli accounts create --email broke@example.com | field id)
 export CONTRACT_BROKE_KEY=$(cli keys create --account "$broke" --name broke | field key)
 
