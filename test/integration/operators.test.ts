@@ -19,20 +19,20 @@ let gw: TestGateway;
 /** Everything the gateway answered in this file, to grep for secrets at the end. */
 const answers: string[] = [];
 /** Every password and TOTP secret made in this file. */
-const secrets: string[] = [];
+const passwords: string[] = [];
+const totpSecrets: string[] = [];
 
-beforeAll(async () => {
-  gw = await startGateway(
-    `
+const CONFIG = `
 console: { login_attempts_per_email: 4 }
 server: { trust_proxy: [127.0.0.1/8] }
 limits: { rpm: 0, tpm: 0 }
 providers: { local: { type: mock } }
 models:
   - { id: mock-chat, kind: chat, price: { input: 1, output: 1 }, routes: [ { provider: local } ] }
-`,
-    { ...process.env, ADMIN_TOKEN: TOKEN },
-  );
+`;
+
+beforeAll(async () => {
+  gw = await startGateway(CONFIG, { ...process.env, ADMIN_TOKEN: TOKEN });
 });
 
 afterAll(async () => {
@@ -61,8 +61,9 @@ class OperatorClient extends ConsoleClient {
     readonly password: string,
     readonly id: number,
     private readonly from = '127.0.0.1',
+    baseUrl = gw.url,
   ) {
-    super(gw.url);
+    super(baseUrl);
   }
 
   override async call<T = any>(method: string, p: string, body?: unknown, o: { csrf?: boolean | string } = {}) {
@@ -98,18 +99,18 @@ class OperatorClient extends ConsoleClient {
     const uri = new URL(started.body.otpauth_uri);
     expect(uri.protocol).toBe('otpauth:');
     this.secret = uri.searchParams.get('secret')!;
-    secrets.push(this.secret);
+    totpSecrets.push(this.secret);
     return this.post('/admin/api/session/totp/confirm', { code: this.code() });
   }
 }
 
-/** A new operator of `role`, made with the CLI, signed in and enrolled. */
-async function operator(role: string): Promise<OperatorClient> {
+/** A new operator of `role`, made with the CLI, signed in and enrolled (at the gateway of `baseUrl`). */
+async function operator(role: string, baseUrl = gw.url): Promise<OperatorClient> {
   const email = uniqueEmail(role);
   const made = await cli(['operators', 'create', '--email', email, '--role', role]);
   expect(made).toMatchObject({ email, role, totp_enabled: false, disabled: false });
-  secrets.push(made.password);
-  const c = new OperatorClient(email, made.password, made.id);
+  passwords.push(made.password);
+  const c = new OperatorClient(email, made.password, made.id, '127.0.0.1', baseUrl);
   expect((await c.signIn()).status).toBe(200);
   expect((await c.enrol()).status).toBe(200);
   return c;
@@ -125,7 +126,7 @@ const admin = (method: string, url: string, body?: unknown) =>
 test('the first sign-in takes the password alone and can only enrol; the confirmed code turns TOTP on', async () => {
   const email = uniqueEmail('owner');
   const made = await cli(['operators', 'create', '--email', email, '--role', 'owner']);
-  secrets.push(made.password);
+  passwords.push(made.password);
   expect(made.password).toMatch(/^[\w-]{24}$/);
   const c = new OperatorClient(email, made.password, made.id);
   const first = await c.signIn();
@@ -137,7 +138,7 @@ test('the first sign-in takes the password alone and can only enrol; the confirm
   expect(before.body.error.code).toBe('second_factor_required');
   const started = await c.post('/admin/api/session/totp');
   const secret = new URL(started.body.otpauth_uri).searchParams.get('secret')!;
-  secrets.push(secret);
+  totpSecrets.push(secret);
   const wrong = await c.post('/admin/api/session/totp/confirm', { code: '000000' });
   expect(wrong.status).toBe(400);
   expect(wrong.body.error).toMatchObject({ code: 'invalid_code', type: 'invalid_request_error' });
@@ -245,16 +246,45 @@ test('the audit log names the operator of a session call, the admin token and th
   expect(made[0].actor).toMatch(/^cli:/);
 });
 
+test('without ADMIN_TOKEN the admin API is off to bearer calls, and open to operators', async () => {
+  const off = await startGateway(CONFIG, { ...process.env, ADMIN_TOKEN: '' });
+  try {
+    const c = await operator('viewer', off.url);
+    expect((await c.get('/admin/api/accounts?limit=1')).status).toBe(200);
+    const bearer = await fetch(`${off.url}/admin/api/accounts`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(bearer.status).toBe(404);
+  } finally {
+    await off.close();
+  }
+});
+
+test('a password chosen in SWITCHYARD_OPERATOR_PASSWORD is not printed; a weak one is refused', async () => {
+  const password = 'operator chosen 42';
+  passwords.push(password);
+  const email = uniqueEmail('chosen');
+  const made = await cli(['operators', 'create', '--email', email, '--role', 'viewer'], {
+    SWITCHYARD_OPERATOR_PASSWORD: password,
+  });
+  expect(made.password).toBeUndefined();
+  const c = new OperatorClient(email, password, made.id);
+  expect((await c.signIn()).status).toBe(200);
+  await expect(
+    cli(['operators', 'create', '--email', uniqueEmail('weak'), '--role', 'viewer'], {
+      SWITCHYARD_OPERATOR_PASSWORD: 'short',
+    }),
+  ).rejects.toThrow(/at least 10 characters/);
+  await expect(cli(['operators', 'create', '--email', uniqueEmail('root'), '--role', 'root'])).rejects.toThrow(
+    /--role must be one of owner, admin, support, viewer/,
+  );
+});
+
 test('no answer and no audit record carries a password or a TOTP secret', async () => {
   const audit = await cli(['audit', 'list', '--limit', '1000']);
   const everything = [...answers, JSON.stringify(audit)].join('\n');
-  expect(secrets.length).toBeGreaterThan(10);
-  const started = answers.filter((a) => a.includes('otpauth://')).length;
-  // Each secret appears once: in the otpauth URI of the answer that started its enrolment, never after.
-  for (const s of secrets) {
-    const seen = everything.split(s).length - 1;
-    expect([s.length, seen]).toEqual([s.length, s.length === 24 ? 0 : 1]);
-  }
-  expect(started).toBe(secrets.filter((s) => s.length !== 24).length);
+  expect(passwords.length).toBeGreaterThan(10);
+  for (const p of passwords) expect([p, everything.includes(p)]).toEqual([p, false]);
+  // A TOTP secret appears once: in the otpauth URI of the answer that started its enrolment, never after.
+  for (const t of totpSecrets) expect([t, everything.split(t).length - 1]).toEqual([t, 1]);
+  expect(answers.filter((a) => a.includes('otpauth://')).length).toBe(totpSecrets.length);
   expect(everything).not.toMatch(/scrypt\$/);
 });
