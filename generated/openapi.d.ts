@@ -1055,9 +1055,10 @@ export interface paths {
         /**
          * The audit log
          * @description Every state-changing operator action, newest first, `limit` at a time
-         *     (`next_cursor` → `cursor`): calls of the admin API (as `admin-token`,
-         *     from the client's address) and CLI commands (as `cli:<system user>`,
-         *     `local`), with what each acted on (`account:42`, `key:7`) and its
+         *     (`next_cursor` → `cursor`): calls of the admin API (as `admin-token`
+         *     or `operator:<id> <email>`, from the client's address), operators'
+         *     TOTP enrolments, and CLI commands (as `cli:<system user>`, `local`),
+         *     with what each acted on (`account:42`, `key:7`, `operator:3`) and its
          *     state before and after. Secrets are cut to their last 4 characters
          *     (redemption codes, keys, tokens). The log is only ever appended to.
          *     `format=csv` answers the same page as CSV (`text/csv`).
@@ -1169,8 +1170,9 @@ export interface paths {
          * Confirm TOTP enrolment
          * @description A current `code` of the new secret turns the second factor on: from now
          *     on signing in needs a code, and this session may do what the
-         *     operator's role may. A wrong code is a 400 `invalid_code`; nothing to
-         *     confirm (no enrolment started, or enrolled already) a 409.
+         *     operator's role may; recorded in the audit log. A wrong code is a 400
+         *     `invalid_code`; nothing to confirm (no enrolment started, or enrolled
+         *     already) a 409.
          */
         post: operations["confirmTotpEnrolment"];
         delete?: never;

@@ -1,13 +1,15 @@
 import { confirmTotp, getOperator, markSecondFactor, totpStarted } from '../accounts/operators';
 import { errors } from '../errors';
-import { operatorSessionView } from '../services/views';
+import { operatorActor, recordAudit } from '../services/audit';
+import { operatorSessionView, operatorView } from '../services/views';
 import type { Handler } from './types';
 
 /**
  * POST /admin/api/session/totp/confirm: a code of the new secret proves the app holds it; the second factor is on,
- * and this session (which proved it just now) may do what the role may.
+ * and this session (which proved it just now) may do what the role may. Recorded in the audit log: who enrolled a
+ * second factor, when and from where, is what an owner looks for after a password leaked.
  */
-export const confirmTotpEnrolment: Handler<'confirmTotpEnrolment'> = async ({ operator, app, body }) => {
+export const confirmTotpEnrolment: Handler<'confirmTotpEnrolment'> = async ({ operator, app, body, http }) => {
   if (operator.operator.totpEnabled) throw errors.conflict('TOTP is enrolled already', 'totp_enrolled', null);
   if (!(await confirmTotp(app.db, operator.operatorId, body.code))) {
     if (!(await totpStarted(app.db, operator.operatorId)))
@@ -16,6 +18,14 @@ export const confirmTotpEnrolment: Handler<'confirmTotpEnrolment'> = async ({ op
   }
   await markSecondFactor(app.db, operator.idHash);
   const now = (await getOperator(app.db, operator.operatorId))!;
+  await recordAudit(app.db, {
+    actor: operatorActor(now),
+    address: http.remoteAddress,
+    action: 'confirmTotpEnrolment',
+    target: `operator:${now.id}`,
+    before: operatorView(operator.operator),
+    after: operatorView(now),
+  });
   return {
     body: operatorSessionView(now, { csrfToken: operator.csrfToken, secondFactor: true }),
     headers: { 'cache-control': 'no-store' },

@@ -28,6 +28,7 @@ import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
 import { handlers } from '../handlers';
 import type { Client, HttpInfo, Reply } from '../handlers/types';
 import type { App } from '../services/app';
+import { operatorActor } from '../services/audit';
 import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
 import { audited } from './audit';
 import { fieldKinds, forValidation, isForm, readForm, type FieldKinds } from './form';
@@ -231,7 +232,7 @@ class Input {
 
 /** Who made an admin call, for the audit log: the operator of its session, or the admin token. */
 function actorOf(c: Caller): string {
-  return c.operator ? `operator:${c.operator.operator.id} ${c.operator.operator.email}` : 'admin-token';
+  return c.operator ? operatorActor(c.operator.operator) : 'admin-token';
 }
 
 /** The 503 of a process that is shutting down; the connection is closed after it, so the client's next goes elsewhere. */

@@ -93,6 +93,7 @@ function logExchange(app: App, ex: Exchange): void {
     received: ex.received,
     key: c.keyPrefix,
     account: c.accountId,
+    ...(c.operator && { operator: c.operator.operatorId }), // who did what in /admin/api, beside the audit log
     ...(ex.model && { model: ex.model }),
     ...(meter && { provider: meter.provider, usage: meter.usage, counted: meter.counted }),
     ...(ex.error && { error: ex.error.code, cause: ex.error.message, ...ex.error.logged }),

@@ -63,6 +63,9 @@ export async function snapshot(db: Knex, target: string | null): Promise<unknown
   return null;
 }
 
+/** An operator as the audit log names it: `operator:<id> <email>` (the id stays, the email says who at a glance). */
+export const operatorActor = (o: { id: number; email: string }) => `operator:${o.id} ${o.email}`;
+
 export async function recordAudit(db: Knex, e: AuditEntry): Promise<void> {
   const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(masked(v)));
   await db('audit_log').insert({

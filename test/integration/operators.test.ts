@@ -241,9 +241,15 @@ test('the audit log names the operator of a session call, the admin token and th
     [`operator:${c.id} ${c.email}`, 'adminGrantCredits'],
   ]);
   const made = (await admin('GET', `/admin/api/audit?target=operator:${c.id}`)).body.data;
-  expect(made.map((r: { action: string }) => r.action)).toEqual(['operators create']);
-  expect(made[0].after).toMatchObject({ id: c.id, email: c.email, role: 'support' });
-  expect(made[0].actor).toMatch(/^cli:/);
+  expect(made.map((r: { action: string }) => r.action)).toEqual(['confirmTotpEnrolment', 'operators create']);
+  expect(made[0]).toMatchObject({
+    actor: `operator:${c.id} ${c.email}`,
+    address: '127.0.0.1',
+    before: { totp_enabled: false },
+    after: { totp_enabled: true },
+  });
+  expect(made[1].after).toMatchObject({ id: c.id, email: c.email, role: 'support' });
+  expect(made[1].actor).toMatch(/^cli:/);
 });
 
 test('without ADMIN_TOKEN the admin API is off to bearer calls, and open to operators', async () => {
