@@ -515,6 +515,7 @@ function consoleConfig(c: NonNullable<RawConfig['console']>, fail: Fail): Consol
  * token (plain OAuth): nobody's identity could be checked.
  */
 function oidcConfig(o: NonNullable<NonNullable<RawConfig['admin']>['oidc']>, fail: Fail): OidcConfig {
+  issuerProblem(o.issuer, fail);
   const scopes = o.scopes ?? ['openid', 'email', 'profile'];
   if (!scopes.includes('openid')) fail(['admin', 'oidc', 'scopes'], 'must include openid');
   return {
@@ -528,6 +529,23 @@ function oidcConfig(o: NonNullable<NonNullable<RawConfig['admin']>['oidc']>, fai
     roles: o.roles,
     allow_password: o.allow_password ?? true,
   };
+}
+
+/**
+ * An issuer is HTTPS, or plain HTTP to a provider on this machine (a loopback address, as in the tests): who may run
+ * the gateway is what its answers say. Discovery appends /.well-known/openid-configuration: no query, no fragment.
+ */
+function issuerProblem(issuer: string, fail: Fail): void {
+  const at = ['admin', 'oidc', 'issuer'];
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    return fail(at, 'must be a URL (https://...)');
+  }
+  if (url.search || url.hash) fail(at, 'must have no query or fragment');
+  if (url.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname))
+    fail(at, 'must be https:// (http:// only to a provider on a loopback address: 127.0.0.1, localhost, [::1])');
 }
 
 /** The providers' documented server-side token checks. */
