@@ -15,6 +15,7 @@ import type { BreakerPosition } from '../gateway/router';
 import { PROVIDER_CATALOG } from '../gateway/providers';
 import { databaseAnswers } from '../db';
 import { Metrics } from '../metrics';
+import { Catalog } from './catalog';
 import { ConsoleLimits, sha256 } from './consoleLimits';
 import { checkLowBalances } from './alerts';
 import { purgeIdempotencyKeys } from './idempotency';
@@ -47,6 +48,8 @@ export interface App {
   mailer: Mailer;
   /** SHA-256 of METRICS_TOKEN, or null: /metrics needs no token. */
   metricsTokenHash: Buffer | null;
+  /** Providers and models: from the file, or from the database and followed there (services/catalog.ts). */
+  catalog: Catalog;
 }
 
 /** Reads the configuration file, with the provider types of the registry. */
@@ -91,7 +94,9 @@ export function createApp(o: {
     metrics: new Metrics(),
     mailer: new Mailer(o.config.mail, o.log),
     metricsTokenHash: metricsToken ? sha256(metricsToken) : null,
+    catalog: undefined as unknown as Catalog, // below: it applies what it loads to this app
   };
+  app.catalog = new Catalog({ db: o.db, log: o.log, redis, env, config: o.config, apply: (c) => reload(app, c) });
   observe(app);
   observeGateway(app);
   return app;
@@ -231,6 +236,7 @@ export async function startApp(app: App): Promise<void> {
   app.mailer.announce();
   housekeeping.set(app, startHousekeeping(app));
   await app.keys.listen();
+  await app.catalog.start(); // before the server listens: it serves the database's catalog from the first request
 }
 
 /** Stops it, once the server no longer takes requests: writes what billing queued, returns its leases. */
@@ -240,6 +246,7 @@ export async function stopApp(app: App): Promise<{ unwritten: number; leasesKept
   chores?.timers.forEach(clearInterval);
   await Promise.all(chores?.running ?? []); // nothing touches the database after stop
   app.keys.close();
+  app.catalog.close();
   await Promise.all([app.gateway, ...(retired.get(app) ?? [])].map((g) => g.close()));
   return left;
 }
