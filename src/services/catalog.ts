@@ -14,12 +14,14 @@
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { checkConfig, ConfigError, type Config } from '../config';
-import { newestRevisionId, readRevision, StaleRevision, writeRevision } from '../db/catalog';
+import { Document as YamlDocument, type Scalar, type YAMLMap } from 'yaml';
+import { checkConfig, ConfigError, readYaml, type Config } from '../config';
+import { newestRevisionId, readRevision, rewriteRevisions, StaleRevision, writeRevision } from '../db/catalog';
 import { PROVIDER_CATALOG } from '../gateway/providers';
-import { secretKey, SecretKeyError } from '../secrets';
+import { last4, secretKey, SecretKeyError } from '../secrets';
 import {
   CatalogError,
+  credentialNames,
   open,
   providerView,
   seal,
@@ -246,4 +248,92 @@ function invalid(doc: CatalogDocument, e: ConfigError): CatalogError {
     return new CatalogError('invalid', `provider ${at}: ${field ? `${field}: ` : ''}${e.problem}`, param || null);
   }
   return new CatalogError('invalid', e.problem === e.message ? e.message : `${e.path.join('.')}: ${e.problem}`);
+}
+
+/** The newest stored document, opened (a SecretKeyError without the right key), or null when there is none. */
+async function stored(db: Knex, key: Buffer | null): Promise<{ id: number; doc: CatalogDocument } | null> {
+  const rev = await readRevision(db);
+  return rev ? { id: rev.id, doc: open(parseDocument(rev.document), key) } : null;
+}
+
+/**
+ * `switchyard catalog export`: the newest revision as YAML (providers, models), credentials left out: a comment above
+ * each provider that has some says they are kept in the database, with their last 4 characters.
+ */
+export async function exportCatalog(db: Knex, env: NodeJS.ProcessEnv): Promise<{ yaml: string; revision: number }> {
+  const found = await stored(db, secretKey(env.SWITCHYARD_SECRET_KEY));
+  if (!found) throw new CatalogError('not_found', 'the database holds no catalog yet (switchyard catalog import)');
+  const notes = new Map<string, string>();
+  const providers: Record<string, RawProvider> = {};
+  for (const [name, p] of Object.entries(found.doc.providers)) {
+    const copy: RawProvider = { ...p, ...(p.headers ? { headers: { ...p.headers } } : {}) };
+    const kept = credentialNames(p).map((c) => {
+      if (c.startsWith('headers.')) delete copy.headers![c.slice(8)];
+      else delete copy[c];
+      return `${c} ${last4(String(c.startsWith('headers.') ? p.headers![c.slice(8)] : p[c]))}`;
+    });
+    if (copy.headers && !Object.keys(copy.headers).length) delete copy.headers;
+    if (kept.length)
+      notes.set(name, ` credentials kept in the database (left out, import keeps them): ${kept.join(', ')}`);
+    providers[name] = copy;
+  }
+  const yaml = new YamlDocument({ providers, models: found.doc.models });
+  const map = yaml.get('providers', true) as YAMLMap<Scalar, unknown>;
+  for (const pair of map.items) {
+    const note = notes.get(String(pair.key.value));
+    if (note) pair.key.commentBefore = note;
+  }
+  yaml.commentBefore = ` Switchyard catalog, revision ${found.id} (switchyard catalog export)`;
+  return { yaml: yaml.toString({ lineWidth: 120 }), revision: found.id };
+}
+
+/**
+ * `switchyard catalog import`: a file's providers and models (`${VAR}`s expanded) as a new revision, checked within
+ * the configuration's settings as the file would be (its messages say where in `file`). A credential the file leaves
+ * out of a provider that is stored with the same type keeps the stored one.
+ */
+export async function importCatalog(
+  db: Knex,
+  config: Config,
+  text: string,
+  file: string,
+  o: { env: NodeJS.ProcessEnv; actor: string },
+): Promise<{ revision: number; providers: number; models: number }> {
+  const key = secretKey(o.env.SWITCHYARD_SECRET_KEY);
+  const { raw, where } = readYaml(text, file, o.env);
+  const given = raw as Partial<CatalogDocument>;
+  const doc: CatalogDocument = { providers: given.providers ?? {}, models: given.models ?? [] };
+  const before = await stored(db, key);
+  for (const [name, p] of Object.entries(doc.providers)) {
+    const old = before?.doc.providers[name];
+    if (old && typeof p === 'object' && old.type === p.type) doc.providers[name] = keepCredentials(p, old);
+  }
+  checkConfig(PROVIDER_CATALOG, { ...config.raw, ...doc }, file, where);
+  const revision = await writeRevision(db, before?.id ?? 0, JSON.stringify(seal(doc, key)), o.actor);
+  return { revision, providers: Object.keys(doc.providers).length, models: doc.models.length };
+}
+
+function keepCredentials(p: RawProvider, old: RawProvider): RawProvider {
+  const out: RawProvider = { ...p, ...(p.headers || old.headers ? { headers: { ...p.headers } } : {}) };
+  for (const c of credentialNames(old)) {
+    if (c.startsWith('headers.')) out.headers![c.slice(8)] ??= old.headers![c.slice(8)];
+    else out[c] ??= old[c];
+  }
+  if (out.headers && !Object.keys(out.headers).length) delete out.headers;
+  return out;
+}
+
+/**
+ * `switchyard catalog rotate-secret`: every credential of every revision re-encrypted from SWITCHYARD_SECRET_KEY to
+ * SWITCHYARD_NEW_SECRET_KEY, in one transaction (all or nothing).
+ */
+export async function rotateSecret(db: Knex, env: NodeJS.ProcessEnv): Promise<{ revisions: number; note: string }> {
+  const from = secretKey(env.SWITCHYARD_SECRET_KEY);
+  const to = secretKey(env.SWITCHYARD_NEW_SECRET_KEY, 'SWITCHYARD_NEW_SECRET_KEY');
+  if (!from || !to) throw new SecretKeyError('set SWITCHYARD_SECRET_KEY (the key now) and SWITCHYARD_NEW_SECRET_KEY');
+  const revisions = await rewriteRevisions(db, (text) => JSON.stringify(seal(open(parseDocument(text), from), to)));
+  return {
+    revisions,
+    note: 'Done: now set SWITCHYARD_SECRET_KEY to the new key (and remove SWITCHYARD_NEW_SECRET_KEY) on every gateway process, and restart them',
+  };
 }
