@@ -1,15 +1,21 @@
 // Generated from openapi/openapi.yaml by scripts/generate.ts (`npm run generate`): do not edit.
 /** The handler of every operation of the contract, by operationId: src/handlers/<operationId>.ts. */
 import { adminCreateRedemptionCodes } from './adminCreateRedemptionCodes';
+import { adminDeleteCatalogModel } from './adminDeleteCatalogModel';
+import { adminDeleteCatalogProvider } from './adminDeleteCatalogProvider';
 import { adminDisableAccount } from './adminDisableAccount';
 import { adminEnableAccount } from './adminEnableAccount';
 import { adminFarmingReport } from './adminFarmingReport';
+import { adminGetCatalog } from './adminGetCatalog';
 import { adminGrantCredits } from './adminGrantCredits';
 import { adminListAccounts } from './adminListAccounts';
 import { adminListAudit } from './adminListAudit';
 import { adminListOperators } from './adminListOperators';
+import { adminPutCatalogModel } from './adminPutCatalogModel';
+import { adminPutCatalogProvider } from './adminPutCatalogProvider';
 import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
+import { adminTestCatalogRoute } from './adminTestCatalogRoute';
 import { adminUpdateKey } from './adminUpdateKey';
 import { confirmPasswordReset } from './confirmPasswordReset';
 import { confirmTotpEnrolment } from './confirmTotpEnrolment';
@@ -116,6 +122,12 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   startTotpEnrolment,
   confirmTotpEnrolment,
   adminListOperators,
+  adminGetCatalog,
+  adminPutCatalogProvider,
+  adminDeleteCatalogProvider,
+  adminPutCatalogModel,
+  adminDeleteCatalogModel,
+  adminTestCatalogRoute,
   createMessage,
   countMessageTokens,
   createResponse,
