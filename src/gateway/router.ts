@@ -37,8 +37,19 @@ export interface Routed<T> {
 
 export type BreakerPosition = 'closed' | 'open' | 'half_open';
 
+/** A failed attempt of a route, as the operator's overview shows it: when, the upstream's status (if it answered), why. */
+export interface RouteFailure {
+  at: number;
+  status: number | null;
+  message: string;
+}
+
+/** How many failed attempts of each route are kept (newest first), for the operator's overview. */
+const RECENT_FAILURES = 5;
+
 export class Router {
   private readonly breakers = new Map<string, BreakerState>();
+  private readonly failures = new Map<string, RouteFailure[]>();
   /**
    * Set while the process shuts down. New requests are refused at the door (503, before their body is read) and
    * readiness fails; a request that came in before still gets its upstream call.
@@ -95,6 +106,7 @@ export class Router {
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure?.reason ?? 'error' });
         finish();
         this.onFailure?.(`${route.provider}/${route.model}`, failure?.reason ?? 'error');
+        if (failure && failure.reason !== 'aborted') this.remember(route, failure);
         if (!failure || failure.reason === 'aborted' || failure.reason === 'invalid') this.released(route); // tells nothing about the route
         if (!failure) throw e;
         last = failure;
@@ -124,9 +136,28 @@ export class Router {
     return [...this.breakers.entries()].map(([k, b]) => ({ route: k.replace('\u0000', '/'), state: position(b) }));
   }
 
+  /** The breaker of one route, and its last failed attempts (newest first), in this process. */
+  routeHealth(route: RouteConfig): { breaker: BreakerPosition; failures: RouteFailure[] } {
+    const b = this.breakers.get(key(route));
+    const now = this.now();
+    const breaker: BreakerPosition =
+      !b || b.failures < this.routing.breaker_failures ? 'closed' : b.openUntil > now ? 'open' : 'half_open';
+    return { breaker, failures: [...(this.failures.get(key(route)) ?? [])] };
+  }
+
+  /** Keeps a failed attempt for the overview; the message is ours (an UpstreamError's), never a URL or a credential. */
+  private remember(route: RouteConfig, e: UpstreamError): void {
+    const list = this.failures.get(key(route)) ?? [];
+    list.unshift({ at: this.now(), status: e.status ?? null, message: e.message.slice(0, 300) });
+    this.failures.set(key(route), list.slice(0, RECENT_FAILURES));
+  }
+
   /** A failure after the route had answered (a stream that broke, `cause` given) or of an attempt: counts against the route's breaker. */
   failed(route: RouteConfig, cause?: string): void {
-    if (cause) this.onFailure?.(`${route.provider}/${route.model}`, cause);
+    if (cause) {
+      this.onFailure?.(`${route.provider}/${route.model}`, cause);
+      this.remember(route, new UpstreamError('invalid', `the stream failed: ${cause}`));
+    }
     const b = this.breaker(route);
     b.failures += 1;
     b.probing = false;

@@ -4,13 +4,22 @@ import { adminCreateRedemptionCodes } from './adminCreateRedemptionCodes';
 import { adminDisableAccount } from './adminDisableAccount';
 import { adminEnableAccount } from './adminEnableAccount';
 import { adminFarmingReport } from './adminFarmingReport';
+import { adminGetAccount } from './adminGetAccount';
+import { adminGetUsage } from './adminGetUsage';
 import { adminGrantCredits } from './adminGrantCredits';
 import { adminListAccounts } from './adminListAccounts';
 import { adminListAudit } from './adminListAudit';
+import { adminListKeys } from './adminListKeys';
 import { adminListOperators } from './adminListOperators';
+import { adminListRedemptionCodes } from './adminListRedemptionCodes';
+import { adminListUsage } from './adminListUsage';
+import { adminOverview } from './adminOverview';
+import { adminResendConfirmation } from './adminResendConfirmation';
 import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
+import { adminSettleDebt } from './adminSettleDebt';
 import { adminUpdateKey } from './adminUpdateKey';
+import { changeOperatorPassword } from './changeOperatorPassword';
 import { confirmPasswordReset } from './confirmPasswordReset';
 import { confirmTotpEnrolment } from './confirmTotpEnrolment';
 import { countMessageTokens } from './countMessageTokens';
@@ -103,6 +112,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   adminDisableAccount,
   adminEnableAccount,
   adminListAudit,
+  adminListRedemptionCodes,
   adminCreateRedemptionCodes,
   getOperatorSession,
   signInOperator,
@@ -110,6 +120,14 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   startTotpEnrolment,
   confirmTotpEnrolment,
   adminListOperators,
+  adminOverview,
+  adminGetAccount,
+  adminSettleDebt,
+  adminResendConfirmation,
+  adminListKeys,
+  adminListUsage,
+  adminGetUsage,
+  changeOperatorPassword,
   createMessage,
   countMessageTokens,
   createResponse,

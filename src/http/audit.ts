@@ -22,7 +22,7 @@ export async function audited(
   const target = auditTarget(call.path);
   const before = await snapshot(app.db, target);
   const reply = await run();
-  const after = target ? await snapshot(app.db, target) : 'body' in reply ? reply.body : null;
+  const after = target ? await snapshot(app.db, target) : (reply.audit ?? ('body' in reply ? reply.body : null));
   await recordAudit(app.db, {
     actor: call.actor,
     address: call.address,
