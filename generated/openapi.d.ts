@@ -1235,12 +1235,16 @@ export interface paths {
          *     `redemption`, a code) or granted by an operator (`grant`); free credits
          *     (`signup`, `referral`) and what card payments took back are not
          *     counted. `by_model` and `by_provider` sum the last 30 days, dearest
-         *     first. `routes` lists every configured route with its requests,
-         *     errors and p50/p99 latency (`latency_ms` of its usage records) over
-         *     the last day, and — from this process's router, since it started or
-         *     last reloaded its catalog — its breaker (`closed`, `open`: skipped
-         *     while it cools down, `half_open`: one probe at a time) and its last
-         *     failed attempts (at most 5, newest first).
+         *     first. `routes` lists every configured route with, over the last
+         *     day, the requests it answered (`answered`) and their p50/p99 latency
+         *     (`latency_ms` of its usage records, every process), and — from this
+         *     process's router, since it started or last reloaded its catalog — its
+         *     attempts (`requests`), the failed ones (`errors`, `error_rate`), its
+         *     breaker (`closed`, `open`: skipped while it cools down, `half_open`:
+         *     one probe at a time) and its last failed attempts (at most 5, newest
+         *     first). A usage record names the route that answered; the attempts
+         *     that failed before it (or before nothing answered) are only known to
+         *     the router that made them.
          */
         get: operations["adminOverview"];
         put?: never;
@@ -1298,7 +1302,7 @@ export interface paths {
         put?: never;
         /**
          * Settle what an account owes
-         * @description `from: balance` (the default) pays the debt out of what the account
+         * @description `from: balance` (the default: `{}`) pays the debt out of what the account
          *     has — its balance less what requests in flight hold — as a
          *     `debt_payment` ledger row, as a top-up would; what is left owed stays
          *     owed. `from: forgive` writes the debt off: nothing is taken from the
@@ -4206,9 +4210,14 @@ export interface components {
             upstream_model: string;
             /** @description The route's position among the model's routes (from 0). */
             index: number;
+            /** @description Attempts through the route in this process over the last day (a fallback's too). */
             requests: number;
+            /** @description Of them, those that failed as its breaker counts failures (not the caller's 400s). */
             errors: number;
             error_rate: number;
+            /** @description Requests it answered over the last day, in every process (usage records). */
+            answered: number;
+            /** @description Median latency of the requests it answered over the last day (null without any). */
             p50_ms: number | null;
             p99_ms: number | null;
             /** @enum {string} */
@@ -7349,7 +7358,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 /**
                  * @example {

@@ -47,9 +47,15 @@ export interface RouteFailure {
 /** How many failed attempts of each route are kept (newest first), for the operator's overview. */
 const RECENT_FAILURES = 5;
 
+/** A route's attempts and failures (those its breaker counts) in one hour; a day of them is kept. */
+type Tally = { hour: number; tried: number; failed: number };
+const HOUR_MS = 3_600_000;
+const TALLY_HOURS = 24;
+
 export class Router {
   private readonly breakers = new Map<string, BreakerState>();
   private readonly failures = new Map<string, RouteFailure[]>();
+  private readonly tallies = new Map<string, Tally[]>();
   /**
    * Set while the process shuts down. New requests are refused at the door (503, before their body is read) and
    * readiness fails; a request that came in before still gets its upstream call.
@@ -97,6 +103,7 @@ export class Router {
         span.end();
       };
       if (clientSignal?.aborted) onClient();
+      this.tally(route).tried += 1;
       try {
         const value = await attempt(this.providers.get(route.provider)!, route, controller.signal);
         this.succeeded(route);
@@ -136,13 +143,38 @@ export class Router {
     return [...this.breakers.entries()].map(([k, b]) => ({ route: k.replace('\u0000', '/'), state: position(b) }));
   }
 
-  /** The breaker of one route, and its last failed attempts (newest first), in this process. */
-  routeHealth(route: RouteConfig): { breaker: BreakerPosition; failures: RouteFailure[] } {
+  /**
+   * One route in this process: its breaker, its attempts and failures (those its breaker counts) over the last 24
+   * hours, and its last failed attempts (newest first).
+   */
+  routeHealth(route: RouteConfig): {
+    breaker: BreakerPosition;
+    tried: number;
+    failed: number;
+    failures: RouteFailure[];
+  } {
     const b = this.breakers.get(key(route));
     const now = this.now();
     const breaker: BreakerPosition =
       !b || b.failures < this.routing.breaker_failures ? 'closed' : b.openUntil > now ? 'open' : 'half_open';
-    return { breaker, failures: [...(this.failures.get(key(route)) ?? [])] };
+    const since = Math.floor(now / HOUR_MS) - TALLY_HOURS;
+    const day = (this.tallies.get(key(route)) ?? []).filter((t) => t.hour > since);
+    const sum = (f: 'tried' | 'failed') => day.reduce((n, t) => n + t[f], 0);
+    return {
+      breaker,
+      tried: sum('tried'),
+      failed: sum('failed'),
+      failures: [...(this.failures.get(key(route)) ?? [])],
+    };
+  }
+
+  /** The route's tally of this hour (a new hour starts a new one; older than a day are dropped). */
+  private tally(route: RouteConfig): Tally {
+    const hour = Math.floor(this.now() / HOUR_MS);
+    const list = this.tallies.get(key(route)) ?? [];
+    if (list[0]?.hour !== hour)
+      this.tallies.set(key(route), [{ hour, tried: 0, failed: 0 }, ...list.slice(0, TALLY_HOURS)]);
+    return this.tallies.get(key(route))![0];
   }
 
   /** Keeps a failed attempt for the overview; the message is ours (an UpstreamError's), never a URL or a credential. */
@@ -158,6 +190,7 @@ export class Router {
       this.onFailure?.(`${route.provider}/${route.model}`, cause);
       this.remember(route, new UpstreamError('invalid', `the stream failed: ${cause}`));
     }
+    this.tally(route).failed += 1;
     const b = this.breaker(route);
     b.failures += 1;
     b.probing = false;

@@ -8,8 +8,8 @@ import type { Handler } from './types';
  * reason). Audited by the HTTP layer, with the account before and after.
  */
 export const adminSettleDebt: Handler<'adminSettleDebt'> = async ({ params, body, app }) => {
-  const forgive = body?.from === 'forgive';
-  const note = body?.note?.trim() || null;
+  const forgive = body.from === 'forgive';
+  const note = body.note?.trim() || null;
   if (forgive && !note) throw errors.invalidRequest('Say why the debt is forgiven in note', 'note', 'note_required');
   let done;
   try {

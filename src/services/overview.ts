@@ -56,8 +56,10 @@ const spendView = (a: Activity) => ({
 });
 
 /**
- * Every configured route over the last day. Usage records name the provider, not the upstream model, so two routes
- * of one model to the same provider share their numbers.
+ * Every configured route over the last day. Its attempts and failures are this process's router's: a usage record
+ * names the route that answered, and a request that a route failed and another answered — or that none answered —
+ * says nothing of the route that failed. Its latency is that of the requests it answered, from the usage records of
+ * every process (they name the provider, not the upstream model: two routes of one model to one provider share it).
  */
 async function routes(db: Knex, models: ModelConfig[], router: Router, since: number) {
   const used = await activityBy(db, { from: since }, ['model', 'provider']);
@@ -73,9 +75,10 @@ async function routes(db: Knex, models: ModelConfig[], router: Router, since: nu
         provider: route.provider,
         upstream_model: route.model,
         index,
-        requests: a?.requests ?? 0,
-        errors: a?.errors ?? 0,
-        error_rate: rate(a?.errors ?? 0, a?.requests ?? 0),
+        requests: health.tried,
+        errors: health.failed,
+        error_rate: rate(health.failed, health.tried),
+        answered: a?.requests ?? 0,
         p50_ms: p50,
         p99_ms: p99,
         breaker: health.breaker,
