@@ -104,9 +104,14 @@ export function codeView(c: CodeRecord): Schemas['RedemptionCodeView'] {
   };
 }
 
-/** One CSV line (RFC 4180: every field quoted, quotes doubled; null is empty), ended with CRLF. */
+/**
+ * One CSV line (RFC 4180: every field quoted, quotes doubled; null is empty), ended with CRLF. Text that a
+ * spreadsheet would run as a formula (`=`, `+`, `-`, `@` first: an email may start so) gets a `'` before it.
+ */
 export const csvLine = (values: unknown[]) =>
-  `${values.map((v) => `"${(v === null || v === undefined ? '' : String(v)).replace(/"/g, '""')}"`).join(',')}\r\n`;
+  `${values.map((v) => `"${(v === null || v === undefined ? '' : inert(v)).replace(/"/g, '""')}"`).join(',')}\r\n`;
+
+const inert = (v: unknown) => (typeof v === 'string' && /^[=+\-@\t\r]/.test(v) ? `'${v}` : String(v));
 
 export function codesCsv(codes: Schemas['RedemptionCodeView'][]): string {
   const head =
