@@ -11,6 +11,8 @@ import { authenticator } from 'otplib';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, uniqueEmail } from '../helpers/console';
 
+jest.setTimeout(60_000); // operators are made with the CLI, a process of its own: seconds each on a busy machine
+
 const TOKEN = 'admin-token-for-operator-tests-0123456789';
 const ROOT = path.resolve(__dirname, '../..');
 const STEP = 30_000;
