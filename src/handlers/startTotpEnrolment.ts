@@ -11,7 +11,7 @@ const ISSUER = 'Switchyard';
  * stolen session, so that is a 409.
  */
 export const startTotpEnrolment: Handler<'startTotpEnrolment'> = async ({ operator, app }) => {
-  const uri = await startTotp(app.db, operator.operatorId, ISSUER);
+  const uri = await startTotp(app.db, operator.operatorId, ISSUER, app.secretKey);
   if (!uri) throw errors.conflict('TOTP is enrolled already', 'totp_enrolled', null);
   return { body: { otpauth_uri: uri }, headers: { 'cache-control': 'no-store' } };
 };

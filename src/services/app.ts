@@ -15,6 +15,7 @@ import type { BreakerPosition } from '../gateway/router';
 import { PROVIDER_CATALOG } from '../gateway/providers';
 import { databaseAnswers } from '../db';
 import { Metrics } from '../metrics';
+import { secretKey as readSecretKey } from '../secrets';
 import { Catalog } from './catalog';
 import { ConsoleLimits, sha256 } from './consoleLimits';
 import { checkLowBalances } from './alerts';
@@ -53,6 +54,8 @@ export interface App {
   oidc: OidcSignIn | null;
   /** Providers and models: from the file, or from the database and followed there (services/catalog.ts). */
   catalog: Catalog;
+  /** SWITCHYARD_SECRET_KEY, or null: what operators' TOTP secrets are sealed under (the catalog's credentials too). */
+  secretKey: Buffer | null;
 }
 
 /** Reads the configuration file, with the provider types of the registry. */
@@ -99,6 +102,7 @@ export function createApp(o: {
     metricsTokenHash: metricsToken ? sha256(metricsToken) : null,
     oidc: o.config.admin.oidc ? new OidcSignIn(o.config.admin.oidc, o.log) : null,
     catalog: undefined as unknown as Catalog, // below: it applies what it loads to this app
+    secretKey: readSecretKey(env.SWITCHYARD_SECRET_KEY),
   };
   app.catalog = new Catalog({ db: o.db, log: o.log, redis, env, config: o.config, apply: (c) => reload(app, c) });
   observe(app);
