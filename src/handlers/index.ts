@@ -17,6 +17,8 @@ import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
 import { adminTestCatalogRoute } from './adminTestCatalogRoute';
 import { adminUpdateKey } from './adminUpdateKey';
+import { checkPasswordReset } from './checkPasswordReset';
+import { checkPasswordStrength } from './checkPasswordStrength';
 import { confirmPasswordReset } from './confirmPasswordReset';
 import { confirmTotpEnrolment } from './confirmTotpEnrolment';
 import { countMessageTokens } from './countMessageTokens';
@@ -87,6 +89,8 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   resendVerification,
   requestPasswordReset,
   confirmPasswordReset,
+  checkPasswordReset,
+  checkPasswordStrength,
   logout,
   getSession,
   getAccount,
