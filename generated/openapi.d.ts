@@ -3934,6 +3934,12 @@ export interface components {
                 requests: number;
                 topped_up_usd: components["schemas"]["Usd"];
                 referral_usd: components["schemas"]["Usd"];
+                /**
+                 * @description Every credit the account received: all ledger rows that add
+                 *     money and are not spending — top-ups, codes, sign-up and referral
+                 *     credits, operators' grants, money given back.
+                 */
+                credited_usd: components["schemas"]["Usd"];
             };
         };
         ConsoleSession: {
@@ -5304,7 +5310,8 @@ export interface operations {
                      *           "spent_usd": "0.000000",
                      *           "requests": 0,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "0.000000"
+                     *           "referral_usd": "0.000000",
+                     *           "credited_usd": "0.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -5363,7 +5370,8 @@ export interface operations {
                      *           "spent_usd": "8.654322",
                      *           "requests": 1289,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "20.000000"
+                     *           "referral_usd": "20.000000",
+                     *           "credited_usd": "21.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -5668,7 +5676,8 @@ export interface operations {
                      *           "spent_usd": "8.654322",
                      *           "requests": 1289,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "20.000000"
+                     *           "referral_usd": "20.000000",
+                     *           "credited_usd": "21.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -5712,7 +5721,8 @@ export interface operations {
                      *         "spent_usd": "8.654322",
                      *         "requests": 1289,
                      *         "topped_up_usd": "0.000000",
-                     *         "referral_usd": "20.000000"
+                     *         "referral_usd": "20.000000",
+                     *         "credited_usd": "21.000000"
                      *       }
                      *     }
                      */
