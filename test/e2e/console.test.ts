@@ -430,13 +430,14 @@ test('a key disabled in the console is refused by /v1', async () => {
   const row = page.locator('tr', { hasText: 'e2e app' });
   await row.getByText('Active').waitFor();
   await row.getByRole('switch').click();
-  await row.getByText('Disabled').waitFor();
+  await row.locator('.toggle-text').getByText('Disabled').waitFor();
+  await row.getByTestId('key-blocked').getByText('Disabled').waitFor(); // the row says why, in the API's reason words
   await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
   await eventually(async () => expect(await status()).toBe(401));
 
   // The state survives a reload: it is the server's, not the page's.
   await page.reload();
-  await row.getByText('Disabled').waitFor();
+  await row.locator('.toggle-text').getByText('Disabled').waitFor();
   await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
 });
 
@@ -776,8 +777,10 @@ describe('as a new user meets it (issue 22)', () => {
     await page.getByRole('button', { name: 'Create account' }).click();
     const emailField = page.locator('#reg-email');
     await eventually(async () => expect(await emailField.getAttribute('aria-invalid')).toBe('true'));
-    const described = await emailField.getAttribute('aria-describedby');
-    expect(await page.locator(`#${described}`).textContent()).toContain('throwaway address');
+    await eventually(async () => {
+      const described = await emailField.getAttribute('aria-describedby');
+      expect(await page.locator(`#${described}`).textContent({ timeout: 500 })).toContain('throwaway address');
+    });
     await eventually(async () => expect(await page.evaluate(() => document.activeElement?.id)).toBe('reg-email'));
   });
 
