@@ -331,7 +331,10 @@ export interface paths {
         /**
          * What the console's pages need before log-in
          * @description Whether registration asks for a CAPTCHA, and with which provider and
-         *     public site key (`console.captcha`; none by default).
+         *     public site key (`console.captcha`; none by default); the amounts the
+         *     pages state (`console.starter_credits_usd`,
+         *     `console.referral_credits_usd`); and where redemption codes come from
+         *     (`console.topup_note`, null: the console's own words).
          */
         get: operations["getConsoleConfig"];
         put?: never;
@@ -416,8 +419,10 @@ export interface paths {
          * Confirm an email address
          * @description Uses the token of the link mailed at registration (or sent again): the
          *     address is confirmed and the sign-up and referral credits are paid (see
-         *     `register`). A token works once and for 48 hours; an unknown, used or
-         *     expired one is a 400 `invalid_token`.
+         *     `register`). A token works once and for 48 hours; an unknown or
+         *     expired one is a 400 `invalid_token`. A used one whose account's address
+         *     is confirmed answers 200 with `already_verified: true` (a link opened
+         *     twice is not an error: the address is confirmed).
          */
         post: operations["verifyEmail"];
         delete?: never;
@@ -487,6 +492,55 @@ export interface paths {
          *     `invalid_token`; a weak password a 400 with `param: password`.
          */
         post: operations["confirmPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/password-reset/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a password-reset link without using it
+         * @description Tells the reset page, as it opens, whether its link still works, so a
+         *     used or expired link offers a new one before a password is typed. The
+         *     token is not used up. An unknown, used or expired token is a 400
+         *     `invalid_token` (the token travels in the body, never in a URL a log
+         *     would keep).
+         */
+        post: operations["checkPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/password-strength": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * How hard a password is to guess
+         * @description The same estimate registration and password resets apply (zxcvbn with
+         *     its common-passwords lists; `email`'s words count as known to an
+         *     attacker), for the pages to show as the user types: `score` 0–4,
+         *     `ok` when the server would accept the password, and zxcvbn's advice.
+         *     Nothing is stored or logged. At most 120 checks a minute per client
+         *     address (429).
+         */
+        post: operations["checkPasswordStrength"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3899,6 +3953,10 @@ export interface components {
                 provider: "turnstile" | "hcaptcha";
                 site_key: string;
             } | null;
+            starter_credits_usd: components["schemas"]["Usd"];
+            referral_credits_usd: components["schemas"]["Usd"];
+            /** @description The operator's words on where redemption codes come from (`console.topup_note`). */
+            topup_note: string | null;
         };
         TokenRequest: {
             token: string;
@@ -3906,6 +3964,8 @@ export interface components {
         EmailVerified: {
             /** @constant */
             email_verified: true;
+            /** @description True when this link had been used already (nothing was paid this time). */
+            already_verified: boolean;
         };
         MailSent: {
             /** @constant */
@@ -3918,9 +3978,26 @@ export interface components {
             token: string;
             password: string;
         };
+        PasswordResetValid: {
+            /** @constant */
+            valid: true;
+        };
+        PasswordStrengthRequest: {
+            password: string;
+            email?: string;
+        };
+        PasswordStrength: {
+            score: number;
+            /** @description Whether registration or a reset would accept this password. */
+            ok: boolean;
+            warning: string | null;
+            suggestions: string[];
+        };
         PasswordResetDone: {
             /** @constant */
             password_reset: true;
+            /** @description The account's address, for the log-in page to fill in (the link's holder reads that mailbox). */
+            email: string;
         };
         UpdateAccountRequest: {
             /** @description The alert threshold in USD; null for no alert. */
@@ -4111,6 +4188,12 @@ export interface components {
                 requests: number;
                 topped_up_usd: components["schemas"]["Usd"];
                 referral_usd: components["schemas"]["Usd"];
+                /**
+                 * @description Every credit the account received: all ledger rows that add
+                 *     money and are not spending — top-ups, codes, sign-up and referral
+                 *     credits, operators' grants, money given back.
+                 */
+                credited_usd: components["schemas"]["Usd"];
             };
         };
         ConsoleSession: {
@@ -5666,7 +5749,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "captcha": null
+                     *       "captcha": null,
+                     *       "starter_credits_usd": "1.000000",
+                     *       "referral_credits_usd": "20.000000",
+                     *       "topup_note": null
                      *     }
                      */
                     "application/json": components["schemas"]["ConsoleConfig"];
@@ -5713,7 +5799,8 @@ export interface operations {
                      *           "spent_usd": "0.000000",
                      *           "requests": 0,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "0.000000"
+                     *           "referral_usd": "0.000000",
+                     *           "credited_usd": "0.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -5772,7 +5859,8 @@ export interface operations {
                      *           "spent_usd": "8.654322",
                      *           "requests": 1289,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "20.000000"
+                     *           "referral_usd": "20.000000",
+                     *           "credited_usd": "21.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -5816,7 +5904,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "email_verified": true
+                     *       "email_verified": true,
+                     *       "already_verified": false
                      *     }
                      */
                     "application/json": components["schemas"]["EmailVerified"];
@@ -5926,13 +6015,97 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "password_reset": true
+                     *       "password_reset": true,
+                     *       "email": "ada@example.com"
                      *     }
                      */
                     "application/json": components["schemas"]["PasswordResetDone"];
                 };
             };
             400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    checkPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "Zk3m9Qx1bT7wR2yVbq0C7m4aW5Zs3T8uEkq7X1fJ0bq"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The link works. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "valid": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasswordResetValid"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    checkPasswordStrength: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "password": "correct horse 42",
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordStrengthRequest"];
+            };
+        };
+        responses: {
+            /** @description The estimate. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "score": 1,
+                     *       "ok": false,
+                     *       "warning": "This is similar to a commonly used password.",
+                     *       "suggestions": [
+                     *         "Add more words that are less common."
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasswordStrength"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -5992,7 +6165,8 @@ export interface operations {
                      *           "spent_usd": "8.654322",
                      *           "requests": 1289,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "20.000000"
+                     *           "referral_usd": "20.000000",
+                     *           "credited_usd": "21.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -6036,7 +6210,8 @@ export interface operations {
                      *         "spent_usd": "8.654322",
                      *         "requests": 1289,
                      *         "topped_up_usd": "0.000000",
-                     *         "referral_usd": "20.000000"
+                     *         "referral_usd": "20.000000",
+                     *         "credited_usd": "21.000000"
                      *       }
                      *     }
                      */

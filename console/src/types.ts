@@ -39,3 +39,5 @@ export type LoginBody = Body<'login'>;
 
 /** Every scope a key may have and what it lets the key call, from the contract (KeyScope; see src/contract.ts). */
 export { SCOPE_LABELS, SCOPES } from '../../src/contract';
+export type ConsoleConfig = S['ConsoleConfig'];
+export type PasswordStrength = S['PasswordStrength'];

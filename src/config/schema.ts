@@ -104,6 +104,7 @@ const CONSOLE = object({
   registration_window_s: int(1),
   referrals_per_month: int(0),
   disposable_domains: { type: 'array', items: { type: 'string', minLength: 1 } },
+  topup_note: { type: 'string', maxLength: 500 },
   captcha: object(
     {
       provider: { enum: ['turnstile', 'hcaptcha'] },

@@ -199,6 +199,8 @@ export interface ConsoleConfig {
   registration_window_s: number;
   /** Referral credits a referrer may earn per calendar month (UTC). */
   referrals_per_month: number;
+  /** What the Top up page says about where redemption codes come from; null: the console's own words. */
+  topup_note: string | null;
   /** Mail domains refused at registration (disposable mailboxes), lower case. */
   disposable_domains: string[];
   /** A CAPTCHA on registration (Cloudflare Turnstile or hCaptcha), or null: none (the default). */

@@ -26,6 +26,8 @@ import { adminSettleDebt } from './adminSettleDebt';
 import { adminTestCatalogRoute } from './adminTestCatalogRoute';
 import { adminUpdateKey } from './adminUpdateKey';
 import { changeOperatorPassword } from './changeOperatorPassword';
+import { checkPasswordReset } from './checkPasswordReset';
+import { checkPasswordStrength } from './checkPasswordStrength';
 import { confirmPasswordReset } from './confirmPasswordReset';
 import { confirmTotpEnrolment } from './confirmTotpEnrolment';
 import { countMessageTokens } from './countMessageTokens';
@@ -96,6 +98,8 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   resendVerification,
   requestPasswordReset,
   confirmPasswordReset,
+  checkPasswordReset,
+  checkPasswordStrength,
   logout,
   getSession,
   getAccount,

@@ -6,7 +6,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api } from '../api';
 import { Alert, Badge, Button, Card, Empty, Field, Loading, PageHeader, useLoader } from '../components/ui';
-import { dateTime, heading, int, num, quantity, usd } from '../format';
+import { dateTime, heading, int, num, quantity, shortDay, usd } from '../format';
 import type { ApiKey, ModelTotal, UsageClass, UsageCounts } from '../types';
 
 const PAGE = 25;
@@ -167,6 +167,7 @@ export function Usage() {
       ) : (
         <>
           <Totals totals={totals} classes={classes} loading={page.loading && !page.data} />
+          <Daily />
           <Card
             title="Requests"
             subtitle={filtered ? 'Matching the filters above, newest first' : 'Newest first'}
@@ -182,7 +183,7 @@ export function Usage() {
               </Empty>
             ) : (
               <div class={`table-wrap${page.loading ? ' is-refreshing' : ''}`}>
-                <table class="table" data-testid="usage-table">
+                <table class="table table-stack" data-testid="usage-table">
                   <thead>
                     <tr>
                       <th>Time</th>
@@ -205,30 +206,37 @@ export function Usage() {
                       const ok = r.status >= 200 && r.status < 300;
                       return (
                         <tr key={r.request_id} title={r.request_id}>
-                          <td class="nowrap">{dateTime(r.created_at)}</td>
-                          <td class="nowrap">
+                          <td class="nowrap" data-label="Time">
+                            {dateTime(r.created_at)}
+                          </td>
+                          <td class="nowrap" data-label="Key">
                             {k ? (
                               k.name || <code>{k.prefix}…</code>
                             ) : (
                               <span class="muted">{r.key_id === null ? 'Deleted key' : `#${r.key_id}`}</span>
                             )}
                           </td>
-                          <td>
+                          <td data-label="Model">
                             <code>{r.model}</code>
                           </td>
-                          <td>
+                          <td data-label="Status">
                             <Badge tone={ok ? 'green' : r.status >= 500 ? 'red' : 'amber'}>{r.status}</Badge>
+                            {STATUS_WORDS[r.status] && (
+                              <div class="muted small" data-testid="status-words">
+                                {STATUS_WORDS[r.status]}
+                              </div>
+                            )}
                           </td>
                           {tops.map((c) => (
-                            <td key={c.name} class="num">
+                            <td key={c.name} class="num" data-label={heading(c)}>
                               {amount(c, r.usage[c.name] ?? 0)}
                               <Parts of={c} classes={classes} usage={r.usage} />
                             </td>
                           ))}
-                          <td class="num muted">
+                          <td class="num muted" data-label="Latency">
                             {r.latency_ms === null || r.latency_ms === undefined ? '—' : `${int(r.latency_ms)} ms`}
                           </td>
-                          <td class="num" title={COUNTED[r.counted]}>
+                          <td class="num" title={COUNTED[r.counted]} data-label="Cost">
                             {num(r.cost_usd) === 0 && !ok ? (
                               <span class="muted">Not charged</span>
                             ) : (
@@ -267,6 +275,48 @@ export function Usage() {
         </>
       )}
     </>
+  );
+}
+
+/** What a status means where the number alone does not say (a cut stream above all: it was charged). */
+const STATUS_WORDS: Record<number, string> = {
+  499: 'Client closed the stream; charged for what was sent.',
+  429: 'Refused: rate limited or out of credits.',
+  401: 'Refused: the key was not accepted.',
+};
+
+/** Requests and cost per day over the last 30 days (GET /console/api/usage/daily), the days with requests. */
+function Daily() {
+  const daily = useLoader(() => api.daily(30));
+  const days = (daily.data?.data ?? []).filter((d) => d.requests > 0).reverse();
+  if (daily.loading || daily.error || !days.length) return null;
+  return (
+    <Card title="By day" subtitle="The last 30 days (UTC), newest first" pad={false}>
+      <div class="table-wrap">
+        <table class="table table-stack" data-testid="usage-daily">
+          <thead>
+            <tr>
+              <th>Day</th>
+              <th class="num">Requests</th>
+              <th class="num">Cost</th>
+            </tr>
+          </thead>
+          <tbody>
+            {days.map((d) => (
+              <tr key={d.date}>
+                <td data-label="Day">{shortDay(d.date)}</td>
+                <td class="num" data-label="Requests">
+                  {int(d.requests)}
+                </td>
+                <td class="num" data-label="Cost">
+                  {usd(d.cost_usd, { precise: true })}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </Card>
   );
 }
 
@@ -316,7 +366,7 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
   return (
     <Card title="Totals by model" pad={false}>
       <div class="table-wrap">
-        <table class="table" data-testid="usage-totals">
+        <table class="table table-stack" data-testid="usage-totals">
           <thead>
             <tr>
               <th>Model</th>
@@ -335,14 +385,18 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
                 <td>
                   <code>{t.model}</code>
                 </td>
-                <td class="num">{int(t.requests)}</td>
+                <td class="num" data-label="Requests">
+                  {int(t.requests)}
+                </td>
                 {tops.map((c) => (
-                  <td key={c.name} class="num">
+                  <td key={c.name} class="num" data-label={heading(c)}>
                     {amount(c, t.usage[c.name] ?? 0)}
                     <Parts of={c} classes={classes} usage={t.usage} />
                   </td>
                 ))}
-                <td class="num">{usd(t.cost_usd, { precise: true })}</td>
+                <td class="num" data-label="Cost">
+                  {usd(t.cost_usd, { precise: true })}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -350,13 +404,15 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
             <tfoot>
               <tr>
                 <td>All models</td>
-                <td class="num">{int(totals.reduce((a, t) => a + t.requests, 0))}</td>
+                <td class="num" data-label="Requests">
+                  {int(totals.reduce((a, t) => a + t.requests, 0))}
+                </td>
                 {tops.map((c) => (
-                  <td key={c.name} class="num">
+                  <td key={c.name} class="num" data-label={heading(c)}>
                     {amount(c, sum(c.name))}
                   </td>
                 ))}
-                <td class="num">
+                <td class="num" data-label="Cost">
                   {usd(
                     totals.reduce((a, t) => a + num(t.cost_usd), 0),
                     { precise: true },
