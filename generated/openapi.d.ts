@@ -851,9 +851,42 @@ export interface paths {
          * Requests and cost per day
          * @description The last `days` days (UTC, today included), oldest first, every day
          *     present (zeros included), with what each day used by usage class
-         *     (`usage`, described by `classes`).
+         *     (`usage`, described by `classes`), and how many calls of the account's
+         *     keys were refused (`refused`: a 401 or 429 before reaching a model,
+         *     see listRefusedCalls; not in `requests`).
          */
         get: operations["getDailyUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/usage/refused": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Refused calls
+         * @description Calls of this account's keys that the gateway refused before they
+         *     reached a model, counted per minute (`by: minute`, the default) or per
+         *     UTC day (`by: day`), newest first, at most `limit` rows: 429 for money
+         *     (`account_balance`, `key_quota`, `key_budget`, as the API's
+         *     `error.reason` says) or for the key's requests or tokens per minute
+         *     (`rate_limit`), and 401 for a key that is disabled (`key_disabled`) or
+         *     expired (`key_expired`). A key that does not exist belongs to no
+         *     account and is not counted. Refusals are counted in memory and written
+         *     every few seconds (`billing.refusals_flush_ms`, 5 s by default), so the
+         *     newest ones appear after that. `totals` sums the whole filtered range
+         *     per status and reason, whatever the limit. Filters: `key_id`, `from`
+         *     (inclusive) and `to` (exclusive).
+         */
+        get: operations["listRefusedCalls"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4469,6 +4502,35 @@ export interface components {
             /** @description Every usage class, wholes before their parts. */
             classes: components["schemas"]["UsageClass"][];
         };
+        /**
+         * @description Why a call of a known key was refused: an `error.reason` of the API
+         *     (ErrorReason), or `rate_limit` (429 `rate_limit_exceeded`: the key's
+         *     requests or tokens per minute).
+         * @enum {string}
+         */
+        RefusalReason: "account_balance" | "key_quota" | "key_budget" | "key_disabled" | "key_expired" | "rate_limit";
+        RefusedCalls: {
+            /** @description Newest first. */
+            data: {
+                /**
+                 * Format: date-time
+                 * @description The start of the minute (or UTC day) counted.
+                 */
+                at: string;
+                key_id: number;
+                /** @description The operation refused (its operationId). */
+                endpoint: string;
+                status: number;
+                reason: components["schemas"]["RefusalReason"];
+                count: number;
+            }[];
+            /** @description Per status and reason, over the whole filtered range; most first. */
+            totals: {
+                status: number;
+                reason: components["schemas"]["RefusalReason"];
+                count: number;
+            }[];
+        };
         DailyUsage: {
             data: {
                 /** Format: date */
@@ -4476,6 +4538,8 @@ export interface components {
                 requests: number;
                 cost_usd: components["schemas"]["Usd"];
                 usage: components["schemas"]["UsageCounts"];
+                /** @description Calls of the account's keys refused that day (see listRefusedCalls), not in `requests`. */
+                refused: number;
             }[];
             /** @description Every usage class, wholes before their parts. */
             classes: components["schemas"]["UsageClass"][];
@@ -6915,6 +6979,7 @@ export interface operations {
                      *           "date": "2026-11-21",
                      *           "requests": 0,
                      *           "cost_usd": "0.000000",
+                     *           "refused": 0,
                      *           "usage": {
                      *             "prompt": 0,
                      *             "cached": 0,
@@ -6932,6 +6997,7 @@ export interface operations {
                      *           "date": "2026-11-22",
                      *           "requests": 1289,
                      *           "cost_usd": "6.248103",
+                     *           "refused": 12,
                      *           "usage": {
                      *             "prompt": 1843210,
                      *             "cached": 912384,
@@ -7011,6 +7077,87 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["DailyUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRefusedCalls: {
+        parameters: {
+            query?: {
+                /** @example 7 */
+                key_id?: number;
+                /**
+                 * @description Count per minute or per UTC day.
+                 * @example minute
+                 */
+                by?: "minute" | "day";
+                /**
+                 * @description Start of the range, inclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+                 * @example 2026-11-01
+                 */
+                from?: components["parameters"]["From"];
+                /**
+                 * @description End of the range, exclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: components["parameters"]["To"];
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "at": "2026-11-22T11:04:00.000Z",
+                     *           "key_id": 7,
+                     *           "endpoint": "createChatCompletion",
+                     *           "status": 429,
+                     *           "reason": "account_balance",
+                     *           "count": 12
+                     *         },
+                     *         {
+                     *           "at": "2026-11-22T10:58:00.000Z",
+                     *           "key_id": 8,
+                     *           "endpoint": "createEmbedding",
+                     *           "status": 401,
+                     *           "reason": "key_disabled",
+                     *           "count": 3
+                     *         }
+                     *       ],
+                     *       "totals": [
+                     *         {
+                     *           "status": 429,
+                     *           "reason": "account_balance",
+                     *           "count": 12
+                     *         },
+                     *         {
+                     *           "status": 401,
+                     *           "reason": "key_disabled",
+                     *           "count": 3
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RefusedCalls"];
                 };
             };
             400: components["responses"]["BadRequest"];

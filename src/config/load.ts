@@ -258,6 +258,8 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
       lease_idle_ms: b.lease_idle_ms ?? 30_000,
       flush_ms: b.flush_ms ?? 50,
       flush_rows: b.flush_rows ?? 500,
+      refusals_flush_ms: b.refusals_flush_ms ?? 5_000,
+      refusals_max_buckets: b.refusals_max_buckets ?? 10_000,
     },
     limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
     responses: { keep_ms: Math.round((raw.responses?.keep_days ?? 30) * 86_400_000) },

@@ -207,6 +207,8 @@ export function configSchema(catalog: ProviderCatalog): object {
         lease_idle_ms: int(100),
         flush_ms: int(1),
         flush_rows: int(1),
+        refusals_flush_ms: int(100),
+        refusals_max_buckets: int(1),
       }),
       limits: object({ rpm: int(0), tpm: int(0) }),
       responses: object({ keep_days: { type: 'number', exclusiveMinimum: 0 } }),

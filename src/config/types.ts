@@ -270,6 +270,10 @@ export interface BillingConfig {
   flush_ms: number;
   /** ...or as soon as this many are waiting. */
   flush_rows: number;
+  /** Refused calls of known keys are counted in memory and written this often (and at stop). */
+  refusals_flush_ms: number;
+  /** The most distinct refusal counts (key, minute, reason...) kept between writes; beyond, the oldest is dropped. */
+  refusals_max_buckets: number;
 }
 
 /** Default per-key limits; a key's own setting wins. 0 means no limit. */

@@ -59,6 +59,7 @@ import { listConsoleKeys } from './listConsoleKeys';
 import { listConsoleModels } from './listConsoleModels';
 import { listLedger } from './listLedger';
 import { listModels } from './listModels';
+import { listRefusedCalls } from './listRefusedCalls';
 import { listUsage } from './listUsage';
 import { login } from './login';
 import { logout } from './logout';
@@ -115,6 +116,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   stripeWebhook,
   listUsage,
   getDailyUsage,
+  listRefusedCalls,
   listLedger,
   adminListAccounts,
   adminGrantCredits,
