@@ -51,8 +51,6 @@ export class RefusalCounts {
   private writing: Promise<void> | null = null;
   /** Told how many refusals were dropped uncounted (memory full, or a write that failed and found no room). */
   onDropped: (n: number) => void = () => undefined;
-  /** Told of each batch written, with its rows (tests and metrics). */
-  onWritten: (rows: number) => void = () => undefined;
 
   constructor(
     private readonly db: Knex,
@@ -121,7 +119,6 @@ export class RefusalCounts {
         .insert(batch)
         .onConflict(['account_id', 'minute', 'key_id', 'status', 'reason', 'endpoint'])
         .merge({ count: added });
-      this.onWritten(batch.length);
     }
   }
 

@@ -359,6 +359,7 @@ describe('log-in and sessions', () => {
       ['POST', '/console/api/topup/checkout'],
       ['GET', '/console/api/usage'],
       ['GET', '/console/api/usage/daily'],
+      ['GET', '/console/api/usage/refused'],
       ['GET', '/console/api/ledger'],
       ['POST', '/console/api/logout'],
     ]) {
@@ -1076,8 +1077,8 @@ describe('usage, daily usage and ledger', () => {
     // Every class, by name: none on the days without requests, today's the sum of its records'.
     const zeros = Object.fromEntries(page.classes.map((k: any) => [k.name, 0]));
     expect(r.body.data.slice(0, 2)).toEqual([
-      { date: day(2), requests: 0, cost_usd: '0.000000', usage: zeros },
-      { date: day(1), requests: 0, cost_usd: '0.000000', usage: zeros },
+      { date: day(2), requests: 0, cost_usd: '0.000000', usage: zeros, refused: 0 },
+      { date: day(1), requests: 0, cost_usd: '0.000000', usage: zeros, refused: 0 },
     ]);
     expect(r.body.data[2].requests).toBe(4);
     const summed = { ...zeros };
@@ -1090,7 +1091,7 @@ describe('usage, daily usage and ledger', () => {
     // Another account sees nothing of this.
     const other = await registered(gw.url);
     expect((await other.get('/console/api/usage/daily?days=1')).body.data).toEqual([
-      { date: day(0), requests: 0, cost_usd: '0.000000', usage: zeros },
+      { date: day(0), requests: 0, cost_usd: '0.000000', usage: zeros, refused: 0 },
     ]);
   });
 
