@@ -17,6 +17,7 @@ import type {
   NewKeyInput,
   PasswordStrength,
   Redeemed,
+  RefusedCalls,
   RegisterBody,
   Session,
   TopupOptions,
@@ -114,6 +115,7 @@ export const api = {
   checkout: (amount_usd: string) => call<CheckoutResponse>('POST', '/topup/checkout', { body: { amount_usd } }),
   usage: (query: Query) => call<UsagePage>('GET', '/usage', { query }),
   daily: (days: number) => call<DailyPage>('GET', '/usage/daily', { query: { days } }),
+  refused: (query: Query) => call<RefusedCalls>('GET', '/usage/refused', { query }),
   ledger: (query: Query) => call<LedgerPage>('GET', '/ledger', { query }),
   config: () => call<ConsoleConfig>('GET', '/config', { quiet401: true }),
   verifyEmail: (token: string) =>

@@ -20,7 +20,7 @@ function fillDays(rows: DailyUsage[], days: number): DailyUsage[] {
     const d = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - i))
       .toISOString()
       .slice(0, 10);
-    out.push(byDate.get(d) ?? { date: d, requests: 0, cost_usd: '0.000000', usage: {} });
+    out.push(byDate.get(d) ?? { date: d, requests: 0, cost_usd: '0.000000', usage: {}, refused: 0 });
   }
   return out;
 }
