@@ -439,6 +439,19 @@ test('a key disabled in the console is refused by /v1', async () => {
   await page.reload();
   await row.locator('.toggle-text').getByText('Disabled').waitFor();
   await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
+
+  // The refused calls are on the Usage page in the same words, and in its per-day view (the counts are written every
+  // few seconds: here at once).
+  for (let i = 0; i < 3; i++) expect(await status()).toBe(401);
+  await gw.app.refusals.flush();
+  await page.goto(`${gw.url}/console/usage`);
+  const said = page.getByTestId('refused-summary').locator('li', { hasText: 'refused: the key is disabled.' });
+  await said.waitFor();
+  const refused = Number(/(\d+) calls refused/.exec((await said.textContent()) ?? '')?.[1]);
+  expect(refused).toBeGreaterThanOrEqual(4);
+  await page.getByTestId('refused-table').getByRole('cell', { name: 'e2e app' }).first().waitFor();
+  const today = page.getByTestId('usage-daily').locator('tbody tr').first();
+  await expect(today.locator('td[data-label="Refused"]').textContent()).resolves.toBe(String(refused));
 });
 
 test('a key is renamed, limited to a model and a scope, then deleted', async () => {
