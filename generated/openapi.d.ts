@@ -1145,7 +1145,7 @@ export interface paths {
         /**
          * Start TOTP enrolment
          * @description Makes a new TOTP secret for the signed-in operator and answers its
-         *     `otpauth://` URI (for a QR code or an authenticator app) this once: no
+         *     `otpauth://` URI, and the same as a QR code (`qr_svg`), this once: no
          *     later answer carries it. It is not in force until confirmed; starting
          *     again replaces it. An operator who has enrolled already gets a 409
          *     `totp_enrolled`.
@@ -3475,6 +3475,12 @@ export interface components {
         TotpEnrolment: {
             /** @description The new secret as an `otpauth://totp/...` URI, shown this once. */
             otpauth_uri: string;
+            /**
+             * @description The same URI as a QR code, an SVG document drawn on the server (no
+             *     script, no external reference), for the enrolment page to show as
+             *     an image an authenticator app can scan.
+             */
+            qr_svg: string;
         };
         TotpConfirm: {
             code: string;
@@ -6665,7 +6671,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "otpauth_uri": "otpauth://totp/Switchyard:grace%40example.com?secret=JBSWY3DPEHPK3PXP&period=30&digits=6&algorithm=SHA1&issuer=Switchyard"
+                     *       "otpauth_uri": "otpauth://totp/Switchyard:grace%40example.com?secret=JBSWY3DPEHPK3PXP&period=30&digits=6&algorithm=SHA1&issuer=Switchyard",
+                     *       "qr_svg": "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 33 33\" shape-rendering=\"crispEdges\"><path fill=\"#ffffff\" d=\"M0 0h33v33H0z\"/><path stroke=\"#000000\" d=\"M4 4.5h7\"/></svg>"
                      *     }
                      */
                     "application/json": components["schemas"]["TotpEnrolment"];

@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { authenticator } from 'otplib';
+import { toString as qrCode } from 'qrcode';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, uniqueEmail } from '../helpers/console';
 
@@ -138,6 +139,12 @@ test('the first sign-in takes the password alone and can only enrol; the confirm
   expect(before.body.error.code).toBe('second_factor_required');
   const started = await c.post('/admin/api/session/totp');
   const secret = new URL(started.body.otpauth_uri).searchParams.get('secret')!;
+  // The QR code an authenticator scans is that same URI, drawn as a self-contained SVG (no script, nothing fetched).
+  expect(started.body.qr_svg).toBe(
+    await qrCode(started.body.otpauth_uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 }),
+  );
+  expect(started.body.qr_svg).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"[^>]*>/);
+  expect(started.body.qr_svg).not.toMatch(/<script|href=/i);
   totpSecrets.push(secret);
   const wrong = await c.post('/admin/api/session/totp/confirm', { code: '000000' });
   expect(wrong.status).toBe(400);
