@@ -1191,12 +1191,47 @@ export interface paths {
         /**
          * List operators
          * @description Every operator, with role and whether TOTP is on; never a password or
-         *     a TOTP secret. Operators are made and disabled with the CLI
-         *     (`switchyard operators create`, `operators disable`).
+         *     a TOTP secret. Operators are made and disabled here (owners) or with
+         *     the CLI (`switchyard operators create`, `operators disable`).
          */
         get: operations["adminListOperators"];
         put?: never;
-        post?: never;
+        /**
+         * Add an operator
+         * @description Makes an operator of `role` with a generated password (144 random
+         *     bits), answered this once in `password` and never stored but as its
+         *     scrypt hash (the audit log keeps its last 4 characters only). The new
+         *     operator enrols TOTP at their first sign-in. An email that is already
+         *     an operator's is a 409 `operator_exists`.
+         */
+        post: operations["adminCreateOperator"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/operators/{id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The operator's id.
+                 * @example 2
+                 */
+                id: components["parameters"]["OperatorId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable an operator
+         * @description The operator can no longer sign in, and their sessions end at once.
+         *     Disabling a disabled operator changes nothing.
+         */
+        post: operations["adminDisableOperator"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3455,6 +3490,15 @@ export interface components {
         OperatorList: {
             data: components["schemas"]["Operator"][];
         };
+        CreateOperatorRequest: {
+            email: string;
+            role: components["schemas"]["OperatorRole"];
+        };
+        CreatedOperator: {
+            operator: components["schemas"]["Operator"];
+            /** @description The first password, shown this once. */
+            password: string;
+        };
         OperatorSession: {
             operator: components["schemas"]["Operator"];
             /**
@@ -4162,6 +4206,11 @@ export interface components {
          * @example 7
          */
         KeyId: number;
+        /**
+         * @description The operator's id.
+         * @example 2
+         */
+        OperatorId: number;
         /**
          * @description The account's id.
          * @example 42
@@ -6750,6 +6799,97 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["OperatorList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminCreateOperator: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "role": "support"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateOperatorRequest"];
+            };
+        };
+        responses: {
+            /** @description Made; its first password, shown once. */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "operator": {
+                     *         "id": 2,
+                     *         "email": "ada@example.com",
+                     *         "role": "support",
+                     *         "totp_enabled": false,
+                     *         "disabled": false,
+                     *         "created_at": "2026-11-22T10:00:00.000Z"
+                     *       },
+                     *       "password": "Zx3v9QeT0bq2ArLkWm7yUsHd"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedOperator"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminDisableOperator: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The operator's id.
+                 * @example 2
+                 */
+                id: components["parameters"]["OperatorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operator after the change. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 2,
+                     *       "email": "ada@example.com",
+                     *       "role": "support",
+                     *       "totp_enabled": true,
+                     *       "disabled": true,
+                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Operator"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -1,7 +1,9 @@
 // Generated from openapi/openapi.yaml by scripts/generate.ts (`npm run generate`): do not edit.
 /** The handler of every operation of the contract, by operationId: src/handlers/<operationId>.ts. */
+import { adminCreateOperator } from './adminCreateOperator';
 import { adminCreateRedemptionCodes } from './adminCreateRedemptionCodes';
 import { adminDisableAccount } from './adminDisableAccount';
+import { adminDisableOperator } from './adminDisableOperator';
 import { adminEnableAccount } from './adminEnableAccount';
 import { adminFarmingReport } from './adminFarmingReport';
 import { adminGrantCredits } from './adminGrantCredits';
@@ -110,6 +112,8 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   startTotpEnrolment,
   confirmTotpEnrolment,
   adminListOperators,
+  adminCreateOperator,
+  adminDisableOperator,
   createMessage,
   countMessageTokens,
   createResponse,

@@ -7,10 +7,13 @@ import type { Reply } from '../handlers/types';
 import { recordAudit, snapshot } from '../services/audit';
 import type { App } from '../services/app';
 
-/** What an admin path acts on: `/admin/api/accounts/42/credits` → `account:42`, `/admin/api/keys/7` → `key:7`. */
+/**
+ * What an admin path acts on: `/admin/api/accounts/42/credits` → `account:42`, `/admin/api/keys/7` → `key:7`,
+ * `/admin/api/operators/3/disable` → `operator:3`.
+ */
 export function auditTarget(path: string): string | null {
-  const m = /^\/admin\/api\/(accounts|keys)\/(\d+)(\/|$)/.exec(path);
-  return m ? `${m[1] === 'accounts' ? 'account' : 'key'}:${m[2]}` : null;
+  const m = /^\/admin\/api\/(account|key|operator)s\/(\d+)(\/|$)/.exec(path);
+  return m ? `${m[1]}:${m[2]}` : null;
 }
 
 /** Runs an admin call and records it, with its target's state before and after. */
