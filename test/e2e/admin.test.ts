@@ -1,0 +1,505 @@
+/**
+ * /admin, the operators' web app, end to end in headless Chromium (Debian's `chromium`, driven by playwright-core)
+ * against a real gateway on loopback with a mock model: an operator made with the CLI enrols TOTP from the QR page
+ * and signs in with codes computed as an authenticator app does (otplib); a wrong code and too many failures are
+ * refused as such; each page shows data the test made (accounts, real paid requests through the mock model, codes,
+ * referrals); each action changes what a user of the gateway then sees (a suspended account's key is refused, a
+ * disabled key too); and each role is refused what it may not do, twice: the page does not offer it, and a call
+ * forged past the page is refused by the server, whose 403 the page shows.
+ *
+ * As in the console's test, every test has its own browser context and its own operators and accounts, made in the
+ * test, and the page may reach nothing but the gateway. Operators other than the CLI's are made by the admin API
+ * (the admin token is an owner) and enrolled through the API from the test's browser context, so that its cookie
+ * is the operator's session.
+ *
+ * Needs the built app (`make build`; `make e2e` builds first) and /usr/bin/chromium (or CHROMIUM_PATH).
+ * Screenshots go to .tmp/e2e/; with E2E_SCREENSHOT_ADMIN=docs/admin.png the Overview page is also saved there.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { authenticator } from 'otplib';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { ADMIN_DIST } from '../../src/http/consoleStatic';
+import { startGateway, type TestGateway } from '../helpers/app';
+import { registered, uniqueEmail } from '../helpers/console';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ADMIN_TOKEN = 'e2e-admin-token-for-the-operators-app';
+const ROOT = path.resolve(__dirname, '..', '..');
+const OUT = path.join(ROOT, '.tmp', 'e2e');
+const STEP = 30_000;
+
+jest.setTimeout(180_000);
+
+let gw: TestGateway;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let outside: string[] = [];
+let pageErrors: string[] = [];
+
+const CONFIG = `
+console: { login_attempts_per_email: 3 }
+limits: { rpm: 0, tpm: 0 }
+providers: { local: { type: mock } }
+models:
+  - { id: mock-chat, kind: chat, owned_by: switchyard, price: { input: 0.15, output: 0.60 }, routes: [ { provider: local } ] }
+  - { id: mock-embedding, kind: embedding, owned_by: switchyard, price: { input: 0.02 }, routes: [ { provider: local } ] }
+`;
+
+beforeAll(async () => {
+  if (!fs.existsSync(path.join(ADMIN_DIST, 'index.html')))
+    throw new Error(`the operators' app is not built (${ADMIN_DIST}): run make build`);
+  if (!fs.existsSync(CHROMIUM))
+    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  fs.mkdirSync(OUT, { recursive: true });
+  gw = await startGateway(CONFIG, { ...process.env, ADMIN_TOKEN });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await gw?.close();
+});
+
+beforeEach(async () => {
+  outside = [];
+  pageErrors = [];
+  context = await browser.newContext({
+    viewport: { width: 1440, height: 900 },
+    deviceScaleFactor: 2,
+    locale: 'en-US',
+    timezoneId: 'UTC',
+    acceptDownloads: true,
+  });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
+  // Anything but the gateway is refused and remembered: the app must work without any other network.
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${gw.url}/`) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
+    outside.push(url);
+    return route.abort();
+  });
+  page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+});
+
+afterEach(async () => {
+  await context?.close();
+  expect(pageErrors).toEqual([]);
+  expect(outside).toEqual([]);
+});
+
+/** `switchyard ARGS` from the sources, on the test database; its printed JSON. */
+function cli(args: string[]): Promise<any> {
+  return new Promise((resolve, reject) =>
+    execFile(
+      process.execPath,
+      ['-r', 'tsx/cjs', '-e', "require('./src/cli.ts').main(process.argv.slice(1))", '--', ...args],
+      { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'silent' } },
+      (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(JSON.parse(stdout))),
+    ),
+  );
+}
+
+/** A call of the admin API with the admin token (an owner), outside the browser: setting up and checking. */
+async function bearer(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const r = await fetch(`${gw.url}${url}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text && r.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
+}
+
+/** An operator as their authenticator app knows them. */
+class Operator {
+  secret = '';
+  private lastStep = -Infinity;
+
+  constructor(
+    readonly email: string,
+    readonly password: string,
+    readonly id: number,
+  ) {}
+
+  /** A code of a time step after the last one used (each is accepted once), within the step of drift allowed. */
+  code(): string {
+    const step = Math.max(this.lastStep + 1, Math.floor(Date.now() / STEP) - 1);
+    this.lastStep = step;
+    return authenticator.clone({ epoch: step * STEP + 1000 }).generate(this.secret);
+  }
+}
+
+/**
+ * A new operator of `role` (made by the admin API), signed in and enrolled from this test's browser context: its
+ * page is then signed in as the operator.
+ */
+async function operator(role: 'owner' | 'admin' | 'support' | 'viewer'): Promise<Operator> {
+  const email = uniqueEmail(role);
+  const made = await bearer('POST', '/admin/api/operators', { email, role });
+  expect(made.status).toBe(201);
+  const op = new Operator(email, made.body.password, made.body.operator.id);
+  const signedIn = await context.request.post(`${gw.url}/admin/api/session`, {
+    data: { email, password: op.password },
+  });
+  expect(signedIn.status()).toBe(200);
+  const csrf = ((await signedIn.json()) as { csrf_token: string }).csrf_token;
+  const started = await context.request.post(`${gw.url}/admin/api/session/totp`, { headers: { 'x-csrf-token': csrf } });
+  op.secret = new URL(((await started.json()) as { otpauth_uri: string }).otpauth_uri).searchParams.get('secret')!;
+  const confirmed = await context.request.post(`${gw.url}/admin/api/session/totp/confirm`, {
+    headers: { 'x-csrf-token': csrf },
+    data: { code: op.code() },
+  });
+  expect(confirmed.status()).toBe(200);
+  return op;
+}
+
+/** Opens a page of the app as a new operator of `role` and waits for the signed-in shell. */
+async function openAs(role: 'owner' | 'admin' | 'support' | 'viewer', pathname = '/'): Promise<Operator> {
+  const op = await operator(role);
+  await page.goto(`${gw.url}/admin${pathname}`);
+  await page.getByTestId('operator-role').filter({ hasText: role }).waitFor();
+  return op;
+}
+
+/** An account with `usd` and a key, and `requests` real paid requests through the mock model with it. */
+async function customer(requests = 2, credits = 10_000_000): Promise<{ email: string; id: number; secret: string }> {
+  const { secret, accountId } = await gw.newKey({}, credits);
+  await Promise.all(Array.from({ length: requests }, () => chat(secret)));
+  await gw.settled();
+  const { email } = await gw.app.db('accounts').where('id', accountId).first('email');
+  return { email, id: accountId, secret };
+}
+
+const sdk = (secret: string) => new OpenAI({ apiKey: secret, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+const chat = (secret: string) =>
+  sdk(secret).chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'Hello there' }] });
+
+/** The status /v1 answers the key with (200, or the error's). */
+async function keyStatus(secret: string): Promise<number> {
+  try {
+    await chat(secret);
+    return 200;
+  } catch (e) {
+    return (e as { status: number }).status;
+  }
+}
+
+/** Retries an assertion until it passes (or rethrows its last failure after `timeout` ms). */
+async function eventually(check: () => Promise<void>, timeout = 10_000, interval = 250): Promise<void> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > end) throw e;
+      await new Promise((r) => setTimeout(r, interval));
+    }
+  }
+}
+
+/** The account's balance as the admin API says it ("9.999978"), found by its (unique) email. */
+async function balanceOf(email: string): Promise<string> {
+  const { data } = (await bearer('GET', `/admin/api/accounts?email=${encodeURIComponent(email)}`)).body;
+  expect(data).toHaveLength(1);
+  return data[0].balance_usd;
+}
+
+test('an operator made with the CLI enrols from the QR page, then signs in with a TOTP code; a wrong code is refused', async () => {
+  const email = uniqueEmail('first-owner');
+  const made = await cli(['operators', 'create', '--email', email, '--role', 'owner']);
+  const op = new Operator(email, made.password, made.id);
+
+  // Signed out, any page sends the operator to the sign-in page.
+  await page.goto(`${gw.url}/admin/accounts`);
+  await page.waitForURL(`${gw.url}/admin/login`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(op.password);
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await page.getByRole('button', { name: 'No authenticator yet? Set one up' }).click();
+
+  // Enrolment: the QR code drawn by the server is shown (as an image the page's CSP allows), and the secret as text.
+  await page.waitForURL(`${gw.url}/admin/enrol`);
+  const qr = page.getByTestId('totp-qr');
+  await qr.waitFor();
+  await eventually(async () =>
+    expect(await qr.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0),
+  );
+  op.secret = ((await page.getByTestId('totp-secret').textContent()) ?? '').replace(/\s/g, '');
+  expect(op.secret).toMatch(/^[A-Z2-7]{16,}$/);
+  await page.screenshot({ path: path.join(OUT, 'admin-enrol.png') });
+  await page.getByLabel('Code from the app').fill('000000');
+  await page.getByRole('button', { name: 'Turn on two-factor' }).click();
+  await page.getByRole('alert').filter({ hasText: 'That code is not right' }).waitFor();
+  await page.getByLabel('Code from the app').fill(op.code());
+  await page.getByRole('button', { name: 'Turn on two-factor' }).click();
+  await page.waitForURL(`${gw.url}/admin/`);
+  await page.getByTestId('operator-role').filter({ hasText: 'owner' }).waitFor();
+
+  // Signed out and in again: the password, then the code; a wrong code says so and lets them try again.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(`${gw.url}/admin/login`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(op.password);
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await page.getByLabel('Authentication code').fill('000000');
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('alert').filter({ hasText: 'Wrong email, password or code' }).waitFor();
+  await page.getByLabel('Authentication code').fill(op.code());
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.waitForURL(`${gw.url}/admin/`);
+  await page.getByTestId('operator-role').filter({ hasText: 'owner' }).waitFor();
+  // The session is the server's: a reload keeps it.
+  await page.reload();
+  await page.getByTestId('operator-role').filter({ hasText: 'owner' }).waitFor();
+});
+
+test('too many failed sign-ins: the page says when to try again', async () => {
+  const op = new Operator(uniqueEmail('locked'), 'not the password 42', 0);
+  await page.goto(`${gw.url}/admin/login`);
+  for (let i = 0; i < 4; i++) {
+    await page.getByLabel('Email').fill(op.email);
+    await page.getByLabel('Password').fill(op.password);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByLabel('Authentication code').fill('123456');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('alert').waitFor();
+    if (i < 3) await page.getByRole('button', { name: 'Back' }).click();
+  }
+  const alert = page.getByRole('alert');
+  await alert.filter({ hasText: 'Too many failed sign-ins' }).waitFor();
+  expect(await alert.textContent()).toMatch(/Try again in \d+ (seconds|minutes) \(at \d\d:\d\d\)/);
+});
+
+test('accounts: search by email, open one, grant credits with a reason, suspend and enable it', async () => {
+  const c = await customer(2);
+  await openAs('support', '/accounts');
+  await page.getByLabel('Email or account id').fill(c.email);
+  await page.getByRole('button', { name: 'Search' }).click();
+  const table = page.getByTestId('accounts-table');
+  await table.getByRole('link', { name: c.email }).click();
+  await page.waitForURL(`${gw.url}/admin/accounts/${c.id}`);
+  await page.getByRole('heading', { name: c.email }).waitFor();
+  // What the paid requests left: two ledger rows of the model, and the balance below the 10 USD granted.
+  await eventually(async () => expect(await page.getByTestId('account-ledger').getByText('mock-chat').count()).toBe(2));
+  const before = await balanceOf(c.email);
+  expect(Number(before)).toBeLessThan(10);
+  expect(await page.getByTestId('account-balance').textContent()).toBe(`$${before.replace(/0{1,4}$/, '')}`);
+  await page.getByTestId('account-keys').waitFor();
+
+  await page.getByRole('button', { name: 'Grant or remove credits' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Grant or remove credits' });
+  await dialog.getByLabel('Amount (USD)').fill('5');
+  await dialog.getByLabel('Reason').fill('Apology for the outage');
+  await dialog.getByRole('button', { name: 'Grant credits' }).click();
+  await page.getByTestId('action-done').filter({ hasText: 'Granted $5.00' }).waitFor();
+  const after = await balanceOf(c.email);
+  expect(Number(after) - Number(before)).toBeCloseTo(5, 6);
+  await eventually(async () =>
+    expect(await page.getByTestId('account-ledger').getByText('grant').count()).toBeGreaterThan(0),
+  );
+
+  await page.getByRole('button', { name: 'Suspend' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Suspend' }).click();
+  await page.getByTestId('action-done').filter({ hasText: 'is suspended' }).waitFor();
+  await eventually(async () => expect(await keyStatus(c.secret)).toBe(401));
+  await page.getByRole('button', { name: 'Enable' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Enable' }).click();
+  await page.getByTestId('action-done').filter({ hasText: 'is active again' }).waitFor();
+  await eventually(async () => expect(await keyStatus(c.secret)).toBe(200));
+
+  // Each action is in the audit log, by this operator.
+  const audit = (await bearer('GET', `/admin/api/audit?target=account:${c.id}`)).body.data;
+  expect(audit.map((r: { action: string }) => r.action)).toEqual([
+    'adminEnableAccount',
+    'adminDisableAccount',
+    'adminGrantCredits',
+  ]);
+  expect(audit[2].after.balance_usd).toBe(after);
+});
+
+test('farming: the report lists a referrer, and revoking takes back its free credits', async () => {
+  const referrer = await registered(gw.url);
+  await registered(gw.url, referrer.account.referral_code);
+  const before = await balanceOf(referrer.email);
+  expect(Number(before)).toBeGreaterThan(0);
+  await openAs('support', '/farming');
+  const row = page.getByTestId('farming-referrers').getByRole('row').filter({ hasText: referrer.email });
+  await row.waitFor();
+  await row.getByRole('button', { name: 'Revoke free credits' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Revoke free credits' }).click();
+  await page
+    .getByTestId('action-done')
+    .filter({ hasText: `Took back $${Number(before).toFixed(2)}` })
+    .waitFor();
+  expect(await balanceOf(referrer.email)).toBe('0.000000');
+});
+
+test('codes: a batch is made and downloaded as CSV; the one redeemed is listed as redeemed, by whom', async () => {
+  await openAs('support', '/codes');
+  await page.getByLabel('How many').fill('3');
+  await page.getByLabel('Worth (USD each)').fill('2.5');
+  await page.getByLabel('Note').fill('e2e batch');
+  await page.getByRole('button', { name: 'Create codes' }).click();
+  await page.getByTestId('new-codes').waitFor();
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: 'Download CSV' }).click(),
+  ]);
+  const csv = fs
+    .readFileSync((await download.path())!, 'utf8')
+    .trim()
+    .split(/\r?\n/);
+  expect(csv[0]).toBe('code,amount_usd,note');
+  expect(csv).toHaveLength(4);
+  const codes = csv.slice(1).map((l) => l.split(','));
+  for (const [code, amount, note] of codes) {
+    expect(code).toMatch(/^SY-[0-9A-Z]{5}(-[0-9A-Z]{5}){3}$/);
+    expect([amount, note]).toEqual(['2.500000', 'e2e batch']);
+  }
+
+  // Someone redeems one in the console; the list shows it redeemed by them, the others unused.
+  const user = await registered(gw.url);
+  expect((await user.post('/console/api/topup/redeem', { code: codes[0][0] })).status).toBe(200);
+  await page.reload();
+  const table = page.getByTestId('codes-table');
+  await table.getByRole('link', { name: user.email }).waitFor();
+  await page.getByLabel('Status').selectOption('unused');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await eventually(async () => expect(await table.getByRole('link', { name: user.email }).count()).toBe(0));
+});
+
+test('audit log: actions listed with who did them, filtered, and exported as CSV', async () => {
+  const c = await customer(0);
+  const op = await openAs('admin', '/audit');
+  expect((await bearer('POST', `/admin/api/accounts/${c.id}/disable`)).status).toBe(200);
+  await page.getByLabel('Target').fill(`account:${c.id}`);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  const table = page.getByTestId('audit-table');
+  await table.getByText('adminDisableAccount').waitFor();
+  await table.getByText('admin-token').waitFor();
+  await table.getByRole('button', { name: 'Before / after' }).click();
+  await page.getByText('"status": "disabled"').waitFor();
+
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'Export CSV' }).click(),
+  ]);
+  const csv = fs
+    .readFileSync((await download.path())!, 'utf8')
+    .trim()
+    .split(/\r?\n/);
+  expect(csv[0]).toBe('id,created_at,actor,address,action,target,before,after');
+  expect(csv.slice(1).every((l) => l.includes(`account:${c.id}`))).toBe(true);
+  expect(csv.length).toBe(2);
+  // The operator's own enrolment is there too, as theirs.
+  const mine = (await bearer('GET', `/admin/api/audit?target=operator:${op.id}`)).body.data;
+  expect(mine.map((r: { actor: string }) => r.actor)).toContain(`operator:${op.id} ${op.email}`);
+});
+
+test('operators: an owner adds one (the password shown once) who can then sign in, and disables them', async () => {
+  await openAs('owner', '/operators');
+  const email = uniqueEmail('new-support');
+  await page.getByRole('button', { name: 'Add operator' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Add an operator' });
+  await dialog.getByLabel('Email').fill(email);
+  await dialog.getByLabel('Role').selectOption('support');
+  await dialog.getByRole('button', { name: 'Add operator' }).click();
+  const password = (await page.getByTestId('new-operator-password').textContent()) ?? '';
+  expect(password).toMatch(/^[\w-]{24}$/);
+  await page.getByRole('button', { name: 'Done' }).click();
+  const row = page.getByTestId('operators-table').getByRole('row').filter({ hasText: email });
+  await row.getByText('Not set up').waitFor();
+  const signIn = (pw: string) =>
+    fetch(`${gw.url}/admin/api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: pw }),
+    }).then((r) => r.status);
+  expect(await signIn(password)).toBe(200);
+
+  await row.getByRole('button', { name: 'Disable' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Disable' }).click();
+  await page
+    .getByTestId('action-done')
+    .filter({ hasText: `${email} is disabled` })
+    .waitFor();
+  await row.getByText('Disabled').waitFor();
+  expect(await signIn(password)).toBe(401);
+});
+
+test('an admin is not shown the Operators page, and opening it says the role may not', async () => {
+  await openAs('admin');
+  await page.getByRole('link', { name: 'Audit log' }).waitFor();
+  expect(await page.getByRole('link', { name: 'Operators' }).count()).toBe(0);
+  await page.goto(`${gw.url}/admin/operators`);
+  await page.getByTestId('refused').waitFor();
+});
+
+test('a viewer sees no grant button, and a grant forged past the page is refused by the server, its 403 shown', async () => {
+  const c = await customer(1);
+  await openAs('viewer', `/accounts/${c.id}`);
+  await page.getByRole('heading', { name: c.email }).waitFor();
+  expect(await page.getByRole('button', { name: 'Grant or remove credits' }).count()).toBe(0);
+  expect(await page.getByRole('button', { name: 'Suspend' }).count()).toBe(0);
+
+  // The page is told the viewer is a support operator: it offers the grant, and the server refuses it.
+  await context.route(`${gw.url}/admin/api/session`, async (route) => {
+    if (route.request().method() !== 'GET') return route.continue();
+    const res = await route.fetch();
+    const body = (await res.json()) as { operator: { role: string } };
+    body.operator.role = 'support';
+    return route.fulfill({ response: res, json: body });
+  });
+  await page.reload();
+  await page.getByTestId('operator-role').filter({ hasText: 'support' }).waitFor();
+  const before = await balanceOf(c.email);
+  await page.getByRole('button', { name: 'Grant or remove credits' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Grant or remove credits' });
+  await dialog.getByLabel('Amount (USD)').fill('100');
+  await dialog.getByLabel('Reason').fill('forged');
+  await dialog.getByRole('button', { name: 'Grant credits' }).click();
+  await dialog
+    .getByRole('alert')
+    .filter({ hasText: "The role 'viewer' may not call adminGrantCredits: it needs the role 'support'" })
+    .waitFor();
+  expect(await balanceOf(c.email)).toBe(before);
+});
+
+test('the app is served with the console’s headers, loads on any of its paths, and never shadows the admin API', async () => {
+  const html = await fetch(`${gw.url}/admin/accounts/42`);
+  expect(html.status).toBe(200);
+  expect(html.headers.get('content-type')).toMatch(/^text\/html/);
+  expect(html.headers.get('cache-control')).toBe('no-cache');
+  expect(html.headers.get('content-security-policy')).toContain("default-src 'self'");
+  expect(html.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+  const asset = (await html.text()).match(/\/admin\/assets\/[\w.-]+\.js/)?.[0];
+  expect(asset).toBeDefined();
+  const js = await fetch(`${gw.url}${asset}`);
+  expect(js.status).toBe(200);
+  expect(js.headers.get('cache-control')).toContain('immutable');
+  expect((await fetch(`${gw.url}/admin/assets/missing.js`)).status).toBe(404);
+  const api = await fetch(`${gw.url}/admin/api/session`);
+  expect(api.status).toBe(401);
+  expect(api.headers.get('content-type')).toMatch(/^application\/json/);
+});
