@@ -13,12 +13,15 @@ import type {
   CatalogModel,
   CatalogProvider,
   CodeRow,
-  CreatedCodes,
   FarmingReport,
   Grant,
   Key,
   KeyChanges,
-  KeyHit,
+  AdminKey,
+  DebtSettled,
+  ProviderInput,
+  UsagePage,
+  CreatedBatch,
   NewOperator,
   Operator,
   OperatorRole,
@@ -30,7 +33,6 @@ import type {
   RouteTest,
   SignInMethods,
   TotpEnrolment,
-  UsageRow,
 } from './types';
 
 export { ApiError } from '../../src/http';
@@ -67,27 +69,29 @@ export const api = {
   disable: (a: number) => call<AdminAccount>('POST', `/accounts/${id(a)}/disable`),
   enable: (a: number) => call<AdminAccount>('POST', `/accounts/${id(a)}/enable`),
   revokeFreeCredits: (a: number) => call<Revocation>('POST', `/accounts/${id(a)}/revoke-free-credits`),
-  settleDebt: (a: number) => call<unknown>('POST', `/accounts/${id(a)}/settle-debt`),
-  resendConfirmation: (a: number) => call<unknown>('POST', `/accounts/${id(a)}/resend-confirmation`),
+  settleDebt: (a: number, body: { from: 'balance' | 'forgive'; note: string | null }) =>
+    call<DebtSettled>('POST', `/accounts/${id(a)}/settle-debt`, { body }),
+  resendConfirmation: (a: number) => call<{ sent: boolean }>('POST', `/accounts/${id(a)}/resend-confirmation`),
 
-  keys: (query: Query) => call<Page<KeyHit>>('GET', '/keys', { query }),
+  keys: (query: Query) => call<Page<AdminKey>>('GET', '/keys', { query }),
   updateKey: (k: number, body: KeyChanges) => call<Key>('PATCH', `/keys/${id(k)}`, { body }),
 
   codes: (query: Query) => call<Page<CodeRow>>('GET', '/redemption-codes', { query }),
   createCodes: (body: { count: number; usd: string; note: string | null }, key: string) =>
-    call<CreatedCodes>('POST', '/redemption-codes', { body, headers: once(key) }),
+    call<CreatedBatch>('POST', '/redemption-codes', { body, headers: once(key) }),
 
   farming: () => call<FarmingReport>('GET', '/farming'),
 
-  usage: (query: Query) => call<Page<UsageRow>>('GET', '/usage', { query }),
+  usage: (query: Query) => call<UsagePage>('GET', '/usage', { query }),
   receipt: (r: string) => call<Receipt>('GET', `/usage/${id(r)}`),
 
   catalog: () => call<Catalog>('GET', '/catalog'),
-  putProvider: (name: string, body: Omit<CatalogProvider, 'name' | 'credentials'> & { api_key?: string }) =>
-    call<unknown>('PUT', `/catalog/providers/${id(name)}`, { body }),
-  deleteProvider: (name: string) => call<void>('DELETE', `/catalog/providers/${id(name)}`),
-  putModel: (m: string, body: Omit<CatalogModel, 'id'>) => call<unknown>('PUT', `/catalog/models/${id(m)}`, { body }),
-  deleteModel: (m: string) => call<void>('DELETE', `/catalog/models/${id(m)}`),
+  putProvider: (name: string, body: ProviderInput) =>
+    call<{ revision: number; provider: CatalogProvider }>('PUT', `/catalog/providers/${id(name)}`, { body }),
+  deleteProvider: (name: string) => call<unknown>('DELETE', `/catalog/providers/${id(name)}`),
+  putModel: (m: string, body: CatalogModel) =>
+    call<{ revision: number; model: CatalogModel }>('PUT', `/catalog/models/${id(m)}`, { body }),
+  deleteModel: (m: string) => call<unknown>('DELETE', `/catalog/models/${id(m)}`),
   testRoute: (m: string, index: number) => call<RouteTest>('POST', `/catalog/models/${id(m)}/routes/${index}/test`),
 
   audit: (query: Query) => call<AuditList>('GET', '/audit', { query }),

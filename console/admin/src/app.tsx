@@ -38,7 +38,7 @@ const NAV: NavItem[] = [
     op: 'adminListAccounts',
     page: (id) => (id ? <AccountPage id={id} /> : <Accounts />),
   },
-  { href: '/keys', label: 'Keys', icon: 'key', op: 'adminSearchKeys', page: () => <Keys /> },
+  { href: '/keys', label: 'Keys', icon: 'key', op: 'adminListKeys', page: () => <Keys /> },
   { href: '/codes', label: 'Codes', icon: 'gift', op: 'adminListRedemptionCodes', page: () => <Codes /> },
   { href: '/farming', label: 'Farming', icon: 'shield', op: 'adminFarmingReport', page: () => <Farming /> },
   {

@@ -8,7 +8,7 @@ import type { Page } from './types';
  * A cursor-paged list: the page at the end of `cursors` (the first page has none), reloaded when `deps` change;
  * `Previous` and `Next` walk the stack.
  */
-export function usePaged<T>(load: (cursor: string | undefined) => Promise<Page<T>>, deps: unknown[]) {
+export function usePaged<P extends Page<unknown>>(load: (cursor: string | undefined) => Promise<P>, deps: unknown[]) {
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors[cursors.length - 1];
   const page = useLoader(() => load(cursor), [cursor, ...deps]);
@@ -20,7 +20,8 @@ export function usePaged<T>(load: (cursor: string | undefined) => Promise<Page<T
       next={page.data?.next_cursor ? () => setCursors([...cursors, page.data!.next_cursor!]) : null}
     />
   );
-  return { ...page, rows: page.data?.data ?? [], pager, reset: () => setCursors([]) };
+  const rows = (page.data?.data ?? []) as P['data'];
+  return { ...page, rows, pager, reset: () => setCursors([]) };
 }
 
 function Pager({

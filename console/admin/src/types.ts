@@ -22,9 +22,9 @@ export type Revocation = S['Revocation'];
 export type Grant = S['GrantCreditsResponse'];
 export type Key = S['ConsoleKey'];
 export type KeyChanges = S['AdminKeyUpdate'] & { enabled?: boolean };
+export type CreatedBatch = CreatedCodes & { batch?: number };
 export type CreatedCodes = S['CreateRedemptionCodesResponse'];
 export type LedgerEntry = S['LedgerEntry'];
-export type UsageRecord = S['UsageRecord'];
 
 export interface Page<T> {
   data: T[];
@@ -53,6 +53,7 @@ export interface SpendRow {
 export interface RouteHealth {
   model: string;
   provider: string;
+  upstream_model?: string;
   index: number;
   requests: number;
   errors: number;
@@ -71,61 +72,105 @@ export interface Overview {
   routes: RouteHealth[];
 }
 
+export type AdminKey = Key & { account_id: number; email: string; status: string };
+
+export type AdminLedgerEntry = LedgerEntry & { key_id: number | null; note: string | null };
+
 export interface AccountDetail {
-  account: AdminAccount & { email_verified?: boolean };
-  keys: (Key & { status?: string })[];
-  ledger: LedgerEntry[];
+  account: AdminAccount;
+  email_verified: boolean;
+  keys: AdminKey[];
+  ledger: AdminLedgerEntry[];
   usage: { day: { requests: number; spend_usd: Usd }; month: { requests: number; spend_usd: Usd } };
   sign_ins: { at: string; address: string }[];
 }
 
-export type KeyHit = Key & { account_id: number; email: string };
-
-export interface CodeRow {
-  id?: number;
-  code: string;
-  batch: string | null;
-  value_usd: Usd;
-  created_at: string;
-  redeemed_at: string | null;
-  redeemed_by: { account_id: number; email: string } | null;
+export interface DebtSettled {
+  account_id: number;
+  paid_usd: Usd;
+  forgiven_usd: Usd;
+  debt_usd: Usd;
+  balance_usd: Usd;
+  status: string;
 }
 
-export type UsageRow = UsageRecord & { id?: number | string; account_id?: number; email?: string; provider?: string };
+export interface CodeRow {
+  id: number;
+  batch: number;
+  /** Its first characters only: the whole code is not stored. */
+  code: string;
+  amount_usd: Usd;
+  note: string | null;
+  created_at: string;
+  created_by: string | null;
+  redeemed_at: string | null;
+  redeemed_by: { account_id: number; email: string | null } | null;
+}
+
+export type UsageClass = components['schemas']['UsageClass'];
+
+export interface UsageRow {
+  id: number;
+  request_id: string;
+  account_id: number;
+  key_id: number | null;
+  model: string;
+  provider: string | null;
+  endpoint: string;
+  status: number;
+  usage: Record<string, number>;
+  counted: string;
+  cost_usd: Usd;
+  latency_ms: number | null;
+  ttfb_ms: number | null;
+  created_at: string;
+}
+
+export type UsagePage = Page<UsageRow> & { classes: UsageClass[] };
 
 /** A request's receipt: the record, how it was counted, what was held for it and what it was charged. */
-export type Receipt = Record<string, unknown> & { request_id?: string };
+export interface Receipt {
+  record: UsageRow;
+  counted: { by: string; explanation: string };
+  classes: UsageClass[];
+  hold: { usd: Usd; prompt_tokens: number; output_tokens: number } | null;
+  charge: { usd: Usd; uncovered_usd: Usd };
+  ledger: AdminLedgerEntry[];
+}
 
 export interface CatalogProvider {
   name: string;
   type: string;
-  base_url?: string | null;
-  settings?: Record<string, unknown> | null;
-  headers?: Record<string, string> | null;
-  credentials?: { api_key: string | null } | null;
+  base_url: string | null;
+  settings: Record<string, unknown>;
+  headers: Record<string, string>;
+  /** `api_key` and the type's other secrets: their last 4 characters, or null. */
+  credentials: Record<string, string | null>;
 }
+
+export type ProviderInput = Omit<CatalogProvider, 'name' | 'credentials' | 'base_url'> & {
+  base_url?: string | null;
+  credentials?: Record<string, string | null>;
+};
 
 export interface CatalogRoute {
   provider: string;
   model?: string;
   priority?: number;
   weight?: number;
-  timeouts?: Record<string, number>;
 }
 
 export interface CatalogModel {
-  id: string;
-  kind: string;
-  owned_by?: string;
+  id?: string;
+  kind?: string;
   price?: Record<string, unknown>;
-  allow?: Record<string, unknown>;
-  routes: CatalogRoute[];
+  routes?: CatalogRoute[];
   [more: string]: unknown;
 }
 
 export interface Catalog {
   source: 'yaml' | 'database';
-  revision: number | string | null;
+  revision: number | null;
   providers: CatalogProvider[];
   models: CatalogModel[];
 }
@@ -133,8 +178,9 @@ export interface Catalog {
 export interface RouteTest {
   ok: boolean;
   status: number | null;
-  latency_ms: number | null;
+  latency_ms: number;
   error: string | null;
+  model: string;
 }
 
 export interface NewOperator {

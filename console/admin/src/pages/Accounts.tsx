@@ -22,7 +22,13 @@ import { navigate } from '../../../src/router';
 import { api, idempotencyKey } from '../api';
 import { useCan } from '../auth';
 import { Confirm, OutcomeAlert, useAction, usePaged, type Outcome } from '../parts';
-import type { AccountDetail, AdminAccount } from '../types';
+import type { AdminAccount } from '../types';
+
+/** A key's state as the gateway treats it: enabled, disabled, expired... (the API's `status`). */
+export function KeyStatus({ k }: { k: { status?: string; enabled: boolean } }) {
+  const status = k.status ?? (k.enabled ? 'active' : 'disabled');
+  return <Badge tone={status === 'active' ? 'green' : status === 'disabled' ? 'neutral' : 'amber'}>{status}</Badge>;
+}
 
 export function StatusBadge({ status }: { status: string }) {
   return <Badge tone={status === 'active' ? 'green' : 'red'}>{status === 'active' ? 'Active' : 'Suspended'}</Badge>;
@@ -186,7 +192,73 @@ function GrantDialog({
   );
 }
 
-type Pending = 'disable' | 'enable' | 'settle' | 'revoke' | 'resend' | null;
+/** Settle what the account owes: paid from its balance, or forgiven with the reason the ledger keeps. */
+function SettleDialog({ a, onClose, onDone }: { a: AdminAccount; onClose: () => void; onDone: (o: Outcome) => void }) {
+  const [from, setFrom] = useState<'balance' | 'forgive'>('balance');
+  const [note, setNote] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const r = await api.settleDebt(a.id, { from, note: note.trim() || null });
+      const what = Number(r.forgiven_usd) ? `Forgave ${usdExact(r.forgiven_usd)}` : `Paid ${usdExact(r.paid_usd)}`;
+      onDone({ kind: 'success', text: `${what} of the debt; ${usdExact(r.debt_usd)} is still owed.` });
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+  return (
+    <Modal
+      title="Settle the debt"
+      onClose={onClose}
+      footer={
+        <>
+          <Button variant="ghost" onClick={onClose}>
+            Cancel
+          </Button>
+          <Button variant="primary" loading={busy} onClick={submit}>
+            Settle debt
+          </Button>
+        </>
+      }
+    >
+      {error && <Alert>{error}</Alert>}
+      <p class="modal-text">
+        {a.email} owes {usdExact(a.debt_usd)} and has {usdExact(a.balance_usd)}.
+      </p>
+      <form class="form" onSubmit={submit}>
+        <div class="segmented" role="group" aria-label="How">
+          <button type="button" class={from === 'balance' ? 'is-active' : ''} onClick={() => setFrom('balance')}>
+            Pay from the balance
+          </button>
+          <button type="button" class={from === 'forgive' ? 'is-active' : ''} onClick={() => setFrom('forgive')}>
+            Forgive
+          </button>
+        </div>
+        <Field
+          label="Reason"
+          htmlFor="settle-note"
+          hint={from === 'forgive' ? 'Required to forgive a debt.' : 'Optional.'}
+        >
+          <input
+            id="settle-note"
+            class="input"
+            maxLength={500}
+            required={from === 'forgive'}
+            value={note}
+            onInput={(e) => setNote(e.currentTarget.value)}
+          />
+        </Field>
+      </form>
+    </Modal>
+  );
+}
+
+type Pending = 'disable' | 'enable' | 'revoke' | 'resend' | null;
 
 const ACTIONS: Record<Exclude<Pending, null>, { op: string; label: string; ask: string; danger?: boolean }> = {
   disable: {
@@ -196,7 +268,6 @@ const ACTIONS: Record<Exclude<Pending, null>, { op: string; label: string; ask: 
     danger: true,
   },
   enable: { op: 'adminEnableAccount', label: 'Enable', ask: 'Its keys and log-in work again.' },
-  settle: { op: 'adminSettleDebt', label: 'Settle debt', ask: 'What the account owes is paid from its balance.' },
   revoke: {
     op: 'adminRevokeFreeCredits',
     label: 'Revoke free credits',
@@ -210,33 +281,38 @@ const ACTIONS: Record<Exclude<Pending, null>, { op: string; label: string; ask: 
   },
 };
 
-function AccountActions({ a, onChanged }: { a: AccountDetail['account']; onChanged: (o: Outcome) => void }) {
+function AccountActions({
+  a,
+  verified,
+  onChanged,
+}: {
+  a: AdminAccount;
+  verified: boolean;
+  onChanged: (o: Outcome) => void;
+}) {
   const can = useCan();
   const [pending, setPending] = useState<Pending>(null);
   const [granting, setGranting] = useState(false);
+  const [settling, setSettling] = useState(false);
   const act = useAction(onChanged);
   const run = async (p: Exclude<Pending, null>) => {
     const calls = {
       disable: () => api.disable(a.id).then(() => `${a.email} is suspended.`),
       enable: () => api.enable(a.id).then(() => `${a.email} is active again.`),
-      settle: () => api.settleDebt(a.id).then(() => 'The debt is settled.'),
       revoke: () => api.revokeFreeCredits(a.id).then((r) => `Took back ${usdExact(r.revoked_usd)} of free credits.`),
       resend: () => api.resendConfirmation(a.id).then(() => `The confirmation link was sent to ${a.email} again.`),
     };
     await act.run(p, calls[p], (t) => t);
     setPending(null);
   };
-  const shown = (p: Exclude<Pending, null>) =>
-    can(ACTIONS[p].op) &&
-    (p === 'disable'
-      ? a.status === 'active'
-      : p === 'enable'
-        ? a.status !== 'active'
-        : p === 'settle'
-          ? Number(a.debt_usd) > 0
-          : p === 'resend'
-            ? a.email_verified === false
-            : true);
+  /** Each action where it applies: suspend an active account, enable a suspended one, resend to an unconfirmed one. */
+  const applies: Record<Exclude<Pending, null>, boolean> = {
+    disable: a.status === 'active',
+    enable: a.status !== 'active',
+    revoke: true,
+    resend: !verified,
+  };
+  const shown = (p: Exclude<Pending, null>) => can(ACTIONS[p].op) && applies[p];
   const buttons = (Object.keys(ACTIONS) as Exclude<Pending, null>[]).filter(shown);
   return (
     <div class="page-actions">
@@ -244,6 +320,9 @@ function AccountActions({ a, onChanged }: { a: AccountDetail['account']; onChang
         <Button variant="primary" icon="wallet" onClick={() => setGranting(true)}>
           Grant or remove credits
         </Button>
+      )}
+      {can('adminSettleDebt') && Number(a.debt_usd) > 0 && (
+        <Button onClick={() => setSettling(true)}>Settle debt</Button>
       )}
       {buttons.map((p) => (
         <Button key={p} variant={ACTIONS[p].danger ? 'secondary' : 'secondary'} onClick={() => setPending(p)}>
@@ -256,6 +335,16 @@ function AccountActions({ a, onChanged }: { a: AccountDetail['account']; onChang
           onClose={() => setGranting(false)}
           onDone={(o) => {
             setGranting(false);
+            onChanged(o);
+          }}
+        />
+      )}
+      {settling && (
+        <SettleDialog
+          a={a}
+          onClose={() => setSettling(false)}
+          onDone={(o) => {
+            setSettling(false);
             onChanged(o);
           }}
         />
@@ -292,7 +381,7 @@ export function AccountPage({ id }: { id: string }) {
     );
   }
   if (!d.data) return <Loading label="Loading the account…" />;
-  const { account: a, keys, ledger, usage, sign_ins } = d.data;
+  const { account: a, email_verified: verified, keys, ledger, usage, sign_ins } = d.data;
   return (
     <>
       <div class="crumbs">
@@ -304,10 +393,10 @@ export function AccountPage({ id }: { id: string }) {
           <>
             <StatusBadge status={a.status} /> Account {a.id} · created {date(a.created_at)} · referral code{' '}
             <code>{a.referral_code}</code>
-            {a.email_verified === false && ' · address not confirmed'}
+            {!verified && ' · address not confirmed'}
           </>
         }
-        actions={<AccountActions a={a} onChanged={changed} />}
+        actions={<AccountActions a={a} verified={verified} onChanged={changed} />}
       />
       <OutcomeAlert outcome={outcome} onClose={() => setOutcome(null)} />
       <div class="stats">
@@ -358,7 +447,7 @@ export function AccountPage({ id }: { id: string }) {
                     </td>
                     <td>{k.name ?? <span class="muted">—</span>}</td>
                     <td>
-                      <Badge tone={k.enabled ? 'green' : 'neutral'}>{k.enabled ? 'Enabled' : 'Disabled'}</Badge>
+                      <KeyStatus k={k} />
                     </td>
                     <td class="num">{usd(k.used_usd, { precise: true })}</td>
                     <td>{k.budget ? `${usd(k.budget.usd)} / ${k.budget.period}` : <span class="muted">None</span>}</td>
@@ -394,8 +483,8 @@ export function AccountPage({ id }: { id: string }) {
                       <td>
                         <code>{l.kind}</code>
                       </td>
-                      <td class="ellipsis" title={l.ref ?? undefined}>
-                        {l.model ?? l.ref ?? <span class="muted">—</span>}
+                      <td class="ellipsis" title={l.note ?? l.ref ?? undefined}>
+                        {l.note ?? l.model ?? l.ref ?? <span class="muted">—</span>}
                       </td>
                       <td class={`num${Number(l.amount_usd) > 0 ? ' pos' : ''}`}>{usdExact(l.amount_usd)}</td>
                       <td class="num">{usdExact(l.balance_after_usd)}</td>

@@ -17,7 +17,7 @@ import {
   useLoader,
 } from '../../../src/components/ui';
 import { api } from '../api';
-import { useCan } from '../auth';
+import { useAuth, useCan } from '../auth';
 import { OutcomeAlert, type Outcome } from '../parts';
 import type { CatalogModel, CatalogProvider, RouteTest } from '../types';
 
@@ -37,10 +37,13 @@ const pretty = (v: unknown) => (v === undefined || v === null ? '' : JSON.string
 
 function ProviderDialog({
   p,
+  secrets,
   onClose,
   onDone,
 }: {
   p: CatalogProvider | null;
+  /** May set credentials (owners only: the server refuses others). */
+  secrets: boolean;
   onClose: () => void;
   onDone: (o: Outcome) => void;
 }) {
@@ -60,10 +63,10 @@ function ProviderDialog({
       await api.putProvider(name.trim(), {
         type,
         base_url: baseUrl.trim() || null,
-        settings: parseJson('Settings', settings) ?? null,
-        headers: (parseJson('Headers', headers) as Record<string, string> | undefined) ?? null,
-        // Empty keeps the stored credential: it is never sent back to be edited.
-        ...(apiKey && { api_key: apiKey }),
+        settings: parseJson('Settings', settings) ?? {},
+        headers: (parseJson('Headers', headers) as Record<string, string> | undefined) ?? {},
+        // Left out, the stored credential is kept: it is never sent back to be edited.
+        ...(apiKey && { credentials: { api_key: apiKey } }),
       });
       onDone({ kind: 'success', text: `Provider ${name.trim()} saved.` });
     } catch (err) {
@@ -113,24 +116,30 @@ function ProviderDialog({
         <Field label="Base URL" htmlFor="prov-url">
           <input id="prov-url" class="input mono" value={baseUrl} onInput={(e) => setBaseUrl(e.currentTarget.value)} />
         </Field>
-        <Field
-          label="API key"
-          htmlFor="prov-key"
-          hint={
-            p?.credentials?.api_key
-              ? `Stored: ${p.credentials.api_key}. Leave empty to keep it.`
-              : 'Write-only: never shown again.'
-          }
-        >
-          <input
-            id="prov-key"
-            class="input mono"
-            type="password"
-            autocomplete="off"
-            value={apiKey}
-            onInput={(e) => setApiKey(e.currentTarget.value)}
-          />
-        </Field>
+        {secrets ? (
+          <Field
+            label="API key"
+            htmlFor="prov-key"
+            hint={
+              p?.credentials.api_key
+                ? `Stored: ${p.credentials.api_key}. Leave empty to keep it.`
+                : 'Write-only: never shown again.'
+            }
+          >
+            <input
+              id="prov-key"
+              class="input mono"
+              type="password"
+              autocomplete="off"
+              value={apiKey}
+              onInput={(e) => setApiKey(e.currentTarget.value)}
+            />
+          </Field>
+        ) : (
+          <Field label="API key" hint="Only an owner may set or change credentials.">
+            <code class="code-inline">{p?.credentials.api_key ?? 'none'}</code>
+          </Field>
+        )}
         <Field label="Settings (JSON)" htmlFor="prov-settings">
           <textarea
             id="prov-settings"
@@ -163,8 +172,8 @@ function ModelDialog({
   onClose: () => void;
   onDone: (o: Outcome) => void;
 }) {
-  const { id: initialId, ...rest } = m ?? { id: '', kind: 'chat', routes: [] };
-  const [id, setId] = useState(initialId);
+  const { id: initialId, ...rest } = m ?? { id: '', kind: 'chat', price: {}, routes: [] };
+  const [id, setId] = useState(initialId ?? '');
   const [body, setBody] = useState(JSON.stringify(rest, null, 2));
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -173,7 +182,7 @@ function ModelDialog({
     setBusy(true);
     setError(null);
     try {
-      await api.putModel(id.trim(), parseJson('The model', body) as Omit<CatalogModel, 'id'>);
+      await api.putModel(id.trim(), parseJson('The model', body) as CatalogModel);
       onDone({ kind: 'success', text: `Model ${id.trim()} saved.` });
     } catch (err) {
       setError((err as Error).message);
@@ -233,8 +242,8 @@ function prices(price: Record<string, unknown> | undefined): string {
 function TestResult({ r }: { r: RouteTest }) {
   return (
     <span class="route-test" data-testid="route-test">
-      <Badge tone={r.ok ? 'green' : 'red'}>{r.ok ? 'OK' : 'Failed'}</Badge> {r.status ?? '—'} ·{' '}
-      {r.latency_ms === null ? '—' : `${r.latency_ms} ms`}
+      <Badge tone={r.ok ? 'green' : 'red'}>{r.ok ? 'OK' : 'Failed'}</Badge> {r.status ?? '—'} · {r.latency_ms} ms to{' '}
+      <code>{r.model}</code>
       {r.error && <span class="muted"> · {r.error}</span>}
     </span>
   );
@@ -246,7 +255,7 @@ function Routes({ m }: { m: CatalogModel }) {
   const test = async (i: number) => {
     setTests((t) => ({ ...t, [i]: 'busy' }));
     try {
-      const r = await api.testRoute(m.id, i);
+      const r = await api.testRoute(m.id!, i);
       setTests((t) => ({ ...t, [i]: r }));
     } catch (e) {
       setTests((t) => ({ ...t, [i]: (e as Error).message }));
@@ -254,7 +263,7 @@ function Routes({ m }: { m: CatalogModel }) {
   };
   return (
     <ol class="routes">
-      {m.routes.map((r, i) => {
+      {(m.routes ?? []).map((r, i) => {
         const t = tests[i];
         return (
           <li key={i}>
@@ -276,6 +285,7 @@ function Routes({ m }: { m: CatalogModel }) {
 
 export function Catalog() {
   const can = useCan();
+  const { operator } = useAuth();
   const c = useLoader(() => api.catalog());
   const [outcome, setOutcome] = useState<Outcome>(null);
   const [provider, setProvider] = useState<CatalogProvider | null | undefined>(undefined);
@@ -293,7 +303,9 @@ export function Catalog() {
         title="Catalog"
         description={
           c.data
-            ? `From the ${c.data.source === 'database' ? 'database' : 'YAML file'}, revision ${c.data.revision ?? '—'}.`
+            ? c.data.source === 'database'
+              ? `From the database, revision ${c.data.revision}.`
+              : 'From the configuration file.'
             : 'Providers, models, prices and routes.'
         }
       />
@@ -343,7 +355,7 @@ export function Catalog() {
                         <td>{p.type}</td>
                         <td class="ellipsis">{p.base_url ?? <span class="muted">default</span>}</td>
                         <td>
-                          <code>{p.credentials?.api_key ?? '—'}</code>
+                          <code>{p.credentials.api_key ?? '—'}</code>
                         </td>
                         <td class="td-actions">
                           {editable && can('adminPutCatalogProvider') && (
@@ -412,7 +424,14 @@ export function Catalog() {
           </Card>
         </>
       )}
-      {provider !== undefined && <ProviderDialog p={provider} onClose={() => setProvider(undefined)} onDone={done} />}
+      {provider !== undefined && (
+        <ProviderDialog
+          p={provider}
+          secrets={operator.role === 'owner'}
+          onClose={() => setProvider(undefined)}
+          onDone={done}
+        />
+      )}
       {model !== undefined && <ModelDialog m={model} onClose={() => setModel(undefined)} onDone={done} />}
     </>
   );

@@ -19,13 +19,13 @@ import { dateTime, usd } from '../../../src/format';
 import { api, csvUrl, idempotencyKey } from '../api';
 import { useCan } from '../auth';
 import { csvField, saveFile, usePaged } from '../parts';
-import type { CreatedCodes } from '../types';
+import type { CreatedBatch } from '../types';
 
-function NewBatch({ onMade }: { onMade: () => void }) {
+function NewBatch({ onMade }: { onMade: (batch: number | undefined) => void }) {
   const [count, setCount] = useState('10');
   const [amount, setAmount] = useState('');
   const [note, setNote] = useState('');
-  const [made, setMade] = useState<{ codes: CreatedCodes['codes']; note: string } | null>(null);
+  const [made, setMade] = useState<CreatedBatch | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [key, setKey] = useState(idempotencyKey);
@@ -35,19 +35,23 @@ function NewBatch({ onMade }: { onMade: () => void }) {
     setError(null);
     try {
       const r = await api.createCodes({ count: Number(count), usd: amount.trim(), note: note.trim() || null }, key);
-      setMade({ codes: r.codes, note: note.trim() });
+      setMade(r);
       setKey(idempotencyKey()); // the next batch is a new one
-      onMade();
+      onMade(r.batch);
     } catch (err) {
       setError((err as Error).message);
     } finally {
       setBusy(false);
     }
   };
-  const csv = (codes: CreatedCodes['codes'], batchNote: string) =>
-    ['code,amount_usd,note', ...codes.map((c) => [c.code, c.amount_usd, batchNote].map(csvField).join(','))].join(
-      '\r\n',
-    ) + '\r\n';
+  /** The batch as the server's CSV of it has it: id,batch,code,amount_usd (the codes whole, this once). */
+  const csv = (b: CreatedBatch) =>
+    [
+      'id,batch,code,amount_usd',
+      ...b.codes.map((c) => [c.id, b.batch ?? '', c.code, c.amount_usd].map(csvField).join(',')),
+    ]
+      .map((l) => `${l}\r\n`)
+      .join('');
   return (
     <Card title="New batch" subtitle="Each code is worth the amount once. They are shown only now: download them.">
       {error && <Alert>{error}</Alert>}
@@ -92,16 +96,14 @@ function NewBatch({ onMade }: { onMade: () => void }) {
       {made && (
         <div class="batch" data-testid="new-codes">
           <Alert kind="success">
-            {made.codes.length} codes worth {usd(made.codes[0]?.amount_usd)} each. Save them now: they are not shown
-            again.
+            Batch {made.batch}: {made.codes.length} codes worth {usd(made.codes[0]?.amount_usd)} each. Save them now:
+            they are not shown again.
           </Alert>
           <div class="batch-actions">
             <Button
               variant="primary"
               icon="download"
-              onClick={() =>
-                saveFile(`switchyard-codes-${made.codes[0]?.id ?? 'batch'}.csv`, csv(made.codes, made.note))
-              }
+              onClick={() => saveFile(`switchyard-codes-${made.batch ?? made.codes[0]?.id}.csv`, csv(made))}
             >
               Download CSV
             </Button>
@@ -120,10 +122,16 @@ export function Codes() {
   const [batch, setBatch] = useState('');
   const [filter, setFilter] = useState({ status: '', batch: '' });
   const list = usePaged((cursor) => api.codes({ ...filter, cursor, limit: 50 }), [filter]);
+  /** Shows one batch (a batch's number is the id of its first code). */
+  const pick = (b: string) => {
+    setBatch(b);
+    list.reset();
+    setFilter({ status, batch: b });
+  };
   return (
     <>
       <PageHeader title="Codes" description="Single-use codes people redeem in the console's Top up page." />
-      {can('adminCreateRedemptionCodes') && <NewBatch onMade={() => void list.reload()} />}
+      {can('adminCreateRedemptionCodes') && <NewBatch onMade={(b) => (b ? pick(String(b)) : void list.reload())} />}
       <Card
         title="Codes made"
         pad={false}
@@ -175,6 +183,7 @@ export function Codes() {
                   <th>Batch</th>
                   <th class="num">Worth</th>
                   <th>Made</th>
+                  <th>By</th>
                   <th>Redeemed</th>
                 </tr>
               </thead>
@@ -184,13 +193,21 @@ export function Codes() {
                     <td>
                       <code>{c.code}</code>
                     </td>
-                    <td>{c.batch ?? <span class="muted">—</span>}</td>
-                    <td class="num">{usd(c.value_usd)}</td>
+                    <td>
+                      <button type="button" class="link-btn" onClick={() => pick(String(c.batch))}>
+                        {c.batch}
+                      </button>
+                      {c.note && <div class="muted small">{c.note}</div>}
+                    </td>
+                    <td class="num">{usd(c.amount_usd)}</td>
                     <td class="nowrap">{dateTime(c.created_at)}</td>
+                    <td class="muted">{c.created_by ?? '—'}</td>
                     <td>
                       {c.redeemed_by ? (
                         <>
-                          <Link href={`/accounts/${c.redeemed_by.account_id}`}>{c.redeemed_by.email}</Link>{' '}
+                          <Link href={`/accounts/${c.redeemed_by.account_id}`}>
+                            {c.redeemed_by.email ?? `account ${c.redeemed_by.account_id}`}
+                          </Link>{' '}
                           <span class="muted">{dateTime(c.redeemed_at)}</span>
                         </>
                       ) : (

@@ -1,12 +1,13 @@
 /** Keys: find any account's key by the visible start of it; disable or enable it, change its budget or expiry. */
 import { useState } from 'preact/hooks';
-import { Alert, Badge, Button, Card, Empty, Field, Link, Loading, Modal, PageHeader } from '../../../src/components/ui';
+import { Alert, Button, Card, Empty, Field, Link, Loading, Modal, PageHeader } from '../../../src/components/ui';
 import { ago, date, usd } from '../../../src/format';
 import { useRoute } from '../../../src/router';
 import { api } from '../api';
 import { useCan } from '../auth';
+import { KeyStatus } from './Accounts';
 import { OutcomeAlert, useAction, usePaged, type Outcome } from '../parts';
-import type { KeyHit } from '../types';
+import type { AdminKey } from '../types';
 
 /** "2026-12-31T23:59" in the browser's time zone, as a datetime-local field shows it. */
 function localInput(iso: string | null): string {
@@ -15,7 +16,7 @@ function localInput(iso: string | null): string {
   return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 }
 
-function EditKey({ k, onClose, onDone }: { k: KeyHit; onClose: () => void; onDone: (o: Outcome) => void }) {
+function EditKey({ k, onClose, onDone }: { k: AdminKey; onClose: () => void; onDone: (o: Outcome) => void }) {
   const [budget, setBudget] = useState(k.budget ? String(Number(k.budget.usd)) : '');
   const [period, setPeriod] = useState<'day' | 'week' | 'month'>(k.budget?.period ?? 'month');
   const [expires, setExpires] = useState(localInput(k.expires_at));
@@ -95,14 +96,11 @@ export function Keys() {
   const can = useCan();
   const [input, setInput] = useState(query.get('prefix') ?? '');
   const [prefix, setPrefix] = useState(query.get('prefix') ?? '');
-  const [editing, setEditing] = useState<KeyHit | null>(null);
+  const [editing, setEditing] = useState<AdminKey | null>(null);
   const [outcome, setOutcome] = useState<Outcome>(null);
   const act = useAction(setOutcome);
-  const list = usePaged(
-    (cursor) => (prefix ? api.keys({ prefix, cursor }) : Promise.resolve({ data: [], next_cursor: null })),
-    [prefix],
-  );
-  const toggle = async (k: KeyHit) => {
+  const list = usePaged((cursor) => api.keys({ prefix, cursor, limit: 50 }), [prefix]);
+  const toggle = async (k: AdminKey) => {
     await act.run(
       `toggle-${k.id}`,
       () => api.updateKey(k.id, { enabled: !k.enabled }),
@@ -139,12 +137,10 @@ export function Keys() {
       <OutcomeAlert outcome={outcome} onClose={() => setOutcome(null)} />
       {list.error && <Alert>{list.error}</Alert>}
       <Card pad={false}>
-        {!prefix ? (
-          <Empty icon="key" title="Enter the start of a key" />
-        ) : list.loading && !list.data ? (
+        {list.loading && !list.data ? (
           <Loading />
         ) : list.rows.length === 0 ? (
-          <Empty icon="key" title={`No key starts with “${prefix}”`} />
+          <Empty icon="key" title={prefix ? `No key starts with “${prefix}”` : 'No keys yet'} />
         ) : (
           <div class="table-wrap">
             <table class="table" data-testid="keys-table">
@@ -170,7 +166,7 @@ export function Keys() {
                       <Link href={`/accounts/${k.account_id}`}>{k.email}</Link>
                     </td>
                     <td>
-                      <Badge tone={k.enabled ? 'green' : 'neutral'}>{k.enabled ? 'Enabled' : 'Disabled'}</Badge>
+                      <KeyStatus k={k} />
                     </td>
                     <td class="num">{usd(k.used_usd, { precise: true })}</td>
                     <td>{k.budget ? `${usd(k.budget.usd)} / ${k.budget.period}` : <span class="muted">None</span>}</td>
