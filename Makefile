@@ -40,7 +40,7 @@ migrate: install
 
 # Embedded SQLite, a demo account and key printed, serving on :8080.
 run: build
-	@node dist/cli.js demo | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const d=JSON.parse(s);console.log("\nDemo account %s (%s USD). API key, shown once:\n\n  %s\n\nTry:\n  curl http://$(HOST):$(PORT)/v1/chat/completions -H \"Authorization: Bearer %s\" -H \"Content-Type: application/json\" -d '"'"'{\"model\":\"mock-chat\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"'"'\n",d.account.email,d.account.balance_usd,d.key,d.key)})'
+	@node dist/cli.js demo | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const d=JSON.parse(s);console.log("\nDemo account %s (%s USD). Console: http://$(HOST):$(PORT)/console, password %s\nAPI key, shown once:\n\n  %s\n\nTry:\n  curl http://$(HOST):$(PORT)/v1/chat/completions -H \"Authorization: Bearer %s\" -H \"Content-Type: application/json\" -d '"'"'{\"model\":\"mock-chat\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"'"'\n",d.account.email,d.account.balance_usd,d.password,d.key,d.key)})'
 	node dist/cli.js serve --port $(PORT) --host $(HOST)
 
 typecheck: install

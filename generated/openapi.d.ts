@@ -1811,7 +1811,21 @@ export interface components {
             param: string | null;
             /** @description Machine-readable error code, e.g. `invalid_api_key`, `model_not_found`. */
             code: string | null;
+            reason?: components["schemas"]["ErrorReason"];
         };
+        /**
+         * @description Switchyard's addition to OpenAI's error object, present where the
+         *     `code` alone does not say what to fix (the SDKs pass it through):
+         *     with `insufficient_quota` (429), `account_balance` (the account's
+         *     credits are used up: add credits), `key_quota` (this key's spending
+         *     limit is reached: raise it) or `key_budget` (this key's budget for
+         *     the day, week or month is used up: it resets, as the message says);
+         *     with `invalid_api_key` (401), `key_disabled` (the key was disabled
+         *     by its owner or an operator) or `key_expired` (the key passed its
+         *     expiry date). A key that does not exist gets no reason.
+         * @enum {string}
+         */
+        ErrorReason: "account_balance" | "key_quota" | "key_budget" | "key_disabled" | "key_expired";
         /** @description Envelope of every error response. */
         ErrorResponse: {
             error: components["schemas"]["Error"];

@@ -15,6 +15,7 @@ import {
   getAccount,
   listAccounts,
   setLowBalance,
+  setPasswordHash,
   type Account,
 } from './accounts/accounts';
 import { CHANNEL, type KeyChange } from './accounts/keyCache';
@@ -329,13 +330,17 @@ const COMMANDS: Record<string, Command> = {
   },
   demo: {
     usage: '',
-    note: 'a demo account with 10 USD and a new key',
+    note: 'a demo account with 10 USD, a new key and a new console password',
     run: async ({ db }) => {
       const email = 'demo@switchyard.local';
       const existing = (await listAccounts(db, { email })).find((a) => a.email === email);
       const a = existing ?? (await createAccount(db, email, parseUsd('10')));
       const { key, secret } = await createKey(db, { accountId: a.id, name: 'demo' });
-      return { account: adminAccountView((await getAccount(db, a.id))!), key: secret, key_id: key.id };
+      // A new random password at each run, so the console can be tried as the demo account (and no fixed password
+      // is left on a gateway that is later exposed).
+      const password = crypto.randomBytes(12).toString('base64url');
+      await setPasswordHash(db, a.id, await hashPassword(password));
+      return { account: adminAccountView((await getAccount(db, a.id))!), key: secret, key_id: key.id, password };
     },
   },
 };

@@ -6,6 +6,7 @@
 import type { components } from '../generated/openapi';
 
 export type ErrorBody = components['schemas']['ErrorResponse'];
+export type ErrorReason = NonNullable<components['schemas']['Error']['reason']>;
 
 export class ApiError extends Error {
   /** What the request's log line says of the failure besides the message (never sent to the client). */
@@ -18,18 +19,24 @@ export class ApiError extends Error {
     readonly code: string | null = null,
     readonly param: string | null = null,
     readonly headers: Record<string, string> = {},
+    /** Why, where `code` alone leaves the caller guessing what to fix (ErrorReason in the contract). */
+    readonly reason?: ErrorReason,
   ) {
     super(message);
     this.name = 'ApiError';
   }
 
   toBody(): ErrorBody {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+    const error: ErrorBody['error'] = { message: this.message, type: this.type, param: this.param, code: this.code };
+    if (this.reason) error.reason = this.reason;
+    return { error };
   }
 }
 
 export const errors = {
-  invalidApiKey: () => new ApiError(401, 'authentication_error', 'Invalid API key', 'invalid_api_key'),
+  /** A key that is not one, or (with `reason`) one that was disabled or has expired: the same message and code. */
+  invalidApiKey: (reason?: 'key_disabled' | 'key_expired') =>
+    new ApiError(401, 'authentication_error', 'Invalid API key', 'invalid_api_key', null, {}, reason),
   missingScope: (scope: string) =>
     new ApiError(403, 'permission_error', `This API key does not have the '${scope}' scope`, 'insufficient_scope'),
   modelNotFound: (model: string, status = 400) =>

@@ -9,7 +9,7 @@
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { bearerKey, hashKey, keyLive, principalByHash, type KeyPrincipal } from './keys';
+import { bearerKey, hashKey, isRefusal, keyLive, principalByHash, type KeyLookup, type KeyPrincipal } from './keys';
 
 export const CHANNEL = 'switchyard:key-changes';
 const SHORT_TTL_MS = 2_000;
@@ -61,18 +61,22 @@ export class KeyCache {
     this.closers.splice(0).forEach((c) => c());
   }
 
-  /** The principal of an Authorization header, or null (missing, malformed, unknown, disabled key or account). */
-  async authenticate(authorization: string | undefined): Promise<KeyPrincipal | null> {
+  /**
+   * The principal of an Authorization header; why a real key is refused (disabled, expired); or null (missing,
+   * malformed, unknown, or its account is not active).
+   */
+  async authenticate(authorization: string | undefined): Promise<KeyLookup> {
     const key = bearerKey(authorization);
     if (!key) return null;
     const hash = hashKey(key); // entries are found by the key's hash: no secret is kept in memory
     const hit = this.entries.get(hash);
     const now = this.now();
-    if (hit && hit.until > now) return keyLive(hit.principal.key, now) ? hit.principal : null; // expiry is checked on every request
+    // expiry is checked on every request
+    if (hit && hit.until > now) return keyLive(hit.principal.key, now) ? hit.principal : { refused: 'key_expired' };
     const principal = await principalByHash(this.db, hash, now);
-    if (!principal) {
+    if (!principal || isRefusal(principal)) {
       this.entries.delete(hash);
-      return null;
+      return principal;
     }
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(hash, { principal, until: now + (this.subscribed ? LONG_TTL_MS : SHORT_TTL_MS) });

@@ -230,21 +230,36 @@ export function bearerKey(authorization: string | undefined): string | null {
   return m && KEY_FORMAT.test(m[1]) ? m[1] : null;
 }
 
-/** The principal of a key by its hash, or null when the key is unknown, disabled, expired, or its account is disabled. */
-export async function principalByHash(db: Knex, hash: string, now = Date.now()): Promise<KeyPrincipal | null> {
+/** Why a real key is refused: its owner or an operator disabled it, or it passed its expiry date. */
+export interface KeyRefusal {
+  refused: 'key_disabled' | 'key_expired';
+}
+
+/** What a key's hash resolves to: its principal, why it is refused, or null (unknown, or its account not active). */
+export type KeyLookup = KeyPrincipal | KeyRefusal | null;
+
+export const isRefusal = (k: KeyLookup): k is KeyRefusal => !!k && 'refused' in k;
+
+/**
+ * The principal of a key by its hash. A key that is disabled or expired says so (only to whoever holds its secret);
+ * an unknown key, or one whose account is suspended or closed, is null.
+ */
+export async function principalByHash(db: Knex, hash: string, now = Date.now()): Promise<KeyLookup> {
   const row = await db('api_keys as k')
     .join('accounts as a', 'a.id', 'k.account_id')
     .where('k.hash', hash)
     .first('k.*', 'a.status as account_status');
-  if (!row || !row.enabled || row.account_status !== 'active') return null;
+  if (!row || row.account_status !== 'active') return null;
+  if (!row.enabled) return { refused: 'key_disabled' };
   const key = toKey(row);
-  return keyLive(key, now) ? { key, accountId: key.account_id } : null;
+  return keyLive(key, now) ? { key, accountId: key.account_id } : { refused: 'key_expired' };
 }
 
-/** Resolves an Authorization header to the key's principal, or null (see bearerKey and principalByHash). */
+/** Resolves an Authorization header to the key's principal, or null when it names no usable key (see principalByHash). */
 export async function authenticate(db: Knex, authorization: string | undefined): Promise<KeyPrincipal | null> {
   const key = bearerKey(authorization);
-  return key ? principalByHash(db, hashKey(key)) : null;
+  const found = key ? await principalByHash(db, hashKey(key)) : null;
+  return isRefusal(found) ? null : found;
 }
 
 const lastUseWrites = new Map<number, number>();

@@ -30,10 +30,20 @@ import { NO_USAGE, familyBounds, usage, type Units, type Usage } from '../usage'
 import { priceOf, type Price } from './prices';
 import * as store from './store';
 
-export const insufficientQuota = () =>
-  new ApiError(429, 'insufficient_quota', 'Insufficient quota', 'insufficient_quota', null, {
-    'x-should-retry': 'false',
-  });
+/**
+ * The 429 for money that does not cover a request. Its message, type and code are what OpenAI's clients know; the
+ * cause (the account's balance, or the key's quota) is the error's `reason`, which SDKs pass through.
+ */
+export const insufficientQuota = (reason: 'account_balance' | 'key_quota' = 'account_balance') =>
+  new ApiError(
+    429,
+    'insufficient_quota',
+    'Insufficient quota',
+    'insufficient_quota',
+    null,
+    { 'x-should-retry': 'false' },
+    reason,
+  );
 
 /** The key's budget for the period is used up: says which budget, and when it starts afresh. */
 export const budgetExhausted = (b: { micros: number; period: string; resetsAt: number }) =>
@@ -44,6 +54,7 @@ export const budgetExhausted = (b: { micros: number; period: string; resetsAt: n
     'insufficient_quota',
     null,
     { 'x-should-retry': 'false' },
+    'key_budget',
   );
 
 export interface AdmitRequest {
@@ -467,8 +478,10 @@ export class Billing {
 
   /** The 429 for a request the money does not cover: naming the key's budget when that is what stops it. */
   private async refusal(p: KeyPrincipal): Promise<ApiError> {
-    const block = await store.budgetBlock(this.db, p.accountId, p.key.id, this.now()).catch(() => null);
-    return block ? budgetExhausted(block) : insufficientQuota();
+    const cause = await store
+      .spendCause(this.db, p.accountId, p.key.id, this.now())
+      .catch((): store.SpendCause => ({ reason: 'account_balance' }));
+    return cause.reason === 'key_budget' ? budgetExhausted(cause) : insufficientQuota(cause.reason);
   }
 
   // -------------------------------------------------------------------------------------------------------------

@@ -89,17 +89,18 @@ function budgetLeft(key: Record<string, unknown>, now: number): number {
   return Number(key.budget_micros) - spent - Number(key.held_micros);
 }
 
+/** Which limit stops a key: the account's balance, the key's lifetime quota, or its budget for the period. */
+export type SpendCause =
+  | { reason: 'account_balance' }
+  | { reason: 'key_quota' }
+  | { reason: 'key_budget'; micros: number; period: BudgetPeriod; resetsAt: number };
+
 /**
- * Why a key cannot reserve more, when its budget is the reason — what it has left is less than what the account
- * and the quota have (requests in flight count: they hold their part) —: the budget, its period and when it starts
- * afresh; null when it is something else (the balance, the quota).
+ * Why a key cannot reserve more: whichever of the account's money, the key's quota and its budget (requests in
+ * flight count: they hold their part) has the least left. A budget that ties is named (it says when it starts
+ * afresh); a quota that ties with the balance is not (topping up is what the owner can do about it).
  */
-export async function budgetBlock(
-  db: Knex,
-  accountId: number,
-  keyId: number,
-  now = Date.now(),
-): Promise<{ micros: number; period: BudgetPeriod; resetsAt: number } | null> {
+export async function spendCause(db: Knex, accountId: number, keyId: number, now = Date.now()): Promise<SpendCause> {
   const key = await db('api_keys')
     .where('id', keyId)
     .first(
@@ -111,14 +112,16 @@ export async function budgetBlock(
       'budget_start',
       'budget_used_micros',
     );
-  if (!key || key.budget_micros === null) return null;
   const account = await db('accounts').where('id', accountId).first('balance_micros', 'held_micros');
   const money = account ? Number(account.balance_micros) - Number(account.held_micros) : 0;
+  if (!key) return { reason: 'account_balance' };
   const quota =
     key.quota_micros === null ? Infinity : Number(key.quota_micros) - Number(key.used_micros) - Number(key.held_micros);
-  if (budgetLeft(key, now) > Math.min(money, quota)) return null;
-  const period = key.budget_period as BudgetPeriod;
-  return { micros: Number(key.budget_micros), period, resetsAt: periodEnd(period, now) };
+  if (key.budget_micros !== null && budgetLeft(key, now) <= Math.min(money, quota)) {
+    const period = key.budget_period as BudgetPeriod;
+    return { reason: 'key_budget', micros: Number(key.budget_micros), period, resetsAt: periodEnd(period, now) };
+  }
+  return quota < money ? { reason: 'key_quota' } : { reason: 'account_balance' };
 }
 
 /** Adds `amount` to the account's and the key's held money, if both can cover it; else throws NotCovered. */

@@ -8,7 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KeyPrincipal, Scope } from '../accounts/keys';
-import { touchKey } from '../accounts/keys';
+import { isRefusal, touchKey } from '../accounts/keys';
 import { findOperatorSession, roleAllows, type OperatorSession } from '../accounts/operators';
 import { csrfMatches, findSession, type Session } from '../accounts/sessions';
 import type { LimitGrant } from '../billing/limits';
@@ -108,7 +108,7 @@ async function bearer(app: App, guard: Guard, headers: IncomingHttpHeaders, call
   const xApiKey = guard.anthropic ? headers['x-api-key'] : undefined;
   const authorization = headers.authorization ?? (typeof xApiKey === 'string' ? `Bearer ${xApiKey}` : undefined);
   const principal = await app.keys.authenticate(authorization);
-  if (!principal) throw errors.invalidApiKey();
+  if (!principal || isRefusal(principal)) throw errors.invalidApiKey(principal?.refused);
   caller.keyPrefix = principal.key.prefix;
   caller.accountId = principal.accountId;
   if (guard.scope && !principal.key.scopes.includes(guard.scope)) throw errors.missingScope(guard.scope);

@@ -5,17 +5,14 @@
  * a turn through /v1/responses, natively to a fake OpenAI upstream and translated to a fake Anthropic one. Each CLI
  * runs with a fresh HOME / CODEX_HOME in a temporary folder.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { API_KEY, FakeAnthropic, message, streamEvents } from '../fakes/anthropicUpstream';
 import { FakeOpenAI } from '../fakes/openaiUpstream';
+import { BIN, claudeCode as agentClaudeCode, run, temp } from './cli';
 import { startGateway, type TestGateway } from '../helpers/app';
 
 jest.setTimeout(120_000);
-
-const BIN = path.join(__dirname, 'node_modules', '.bin');
 
 let claude: FakeAnthropic;
 let openai: FakeOpenAI;
@@ -55,44 +52,7 @@ afterAll(async () => {
   await openai?.close();
 });
 
-/** Runs a CLI with no stdin (they wait for piped input otherwise), its output collected. */
-function run(
-  cmd: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(path.join(BIN, cmd), args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
-
-const temp = (prefix: string) => fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-
-/** Claude Code in print mode, offline, against the gateway, allowed to read files without asking. */
-function claudeCode(model: string, prompt: string, dir: string) {
-  const env = {
-    PATH: process.env.PATH,
-    HOME: temp('switchyard-claude-home-'),
-    ANTHROPIC_BASE_URL: gw.url,
-    ANTHROPIC_AUTH_TOKEN: secret,
-    ANTHROPIC_MODEL: model,
-    ANTHROPIC_SMALL_FAST_MODEL: model,
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_TELEMETRY: '1',
-    DISABLE_AUTOUPDATER: '1',
-  };
-  return run('claude', ['-p', prompt, '--allowedTools', 'Read'], env, dir);
-}
+const claudeCode = (model: string, prompt: string, dir: string) => agentClaudeCode(gw.url, secret, model, prompt, dir);
 
 describe('Claude Code', () => {
   test('a turn with one tool round trip, natively to Anthropic', async () => {

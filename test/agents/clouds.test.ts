@@ -4,18 +4,16 @@
  * checked by the fake with an independent signer) and to a Vertex route (streamRawPredict, with a service account's
  * token from the fake's token endpoint). Each run has a fresh HOME in a temporary folder.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { message, streamEvents } from '../fakes/anthropicUpstream';
 import { anthropicFrames, FakeBedrock, framesPlan, KEYS, REGION } from '../fakes/bedrockUpstream';
 import { FakeGoogleAuth, FakeVertex, LOCATION, PROJECT } from '../fakes/vertexUpstream';
+import { BIN, claudeCode as agentClaudeCode, run, temp } from './cli';
 import { startGateway, type TestGateway } from '../helpers/app';
 
 jest.setTimeout(120_000);
 
-const BIN = path.join(__dirname, 'node_modules', '.bin');
 const BEDROCK_CLAUDE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 const VERTEX_CLAUDE = 'claude-sonnet-4-5@20250929';
 
@@ -57,42 +55,7 @@ afterAll(async () => {
   await auth?.close();
 });
 
-function run(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(path.join(BIN, 'claude'), args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
-
-const temp = (prefix: string) => fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-
-/** Claude Code in print mode, offline, against the gateway, allowed to read files without asking. */
-function claudeCode(model: string, prompt: string, dir: string) {
-  const env = {
-    PATH: process.env.PATH,
-    HOME: temp('switchyard-claude-home-'),
-    ANTHROPIC_BASE_URL: gw.url,
-    ANTHROPIC_AUTH_TOKEN: secret,
-    ANTHROPIC_MODEL: model,
-    ANTHROPIC_SMALL_FAST_MODEL: model,
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_TELEMETRY: '1',
-    DISABLE_AUTOUPDATER: '1',
-  };
-  return run(['-p', prompt, '--allowedTools', 'Read'], env, dir);
-}
+const claudeCode = (model: string, prompt: string, dir: string) => agentClaudeCode(gw.url, secret, model, prompt, dir);
 
 /** The two answers of a turn with one Read: the tool call, then the text that quotes what it read. */
 function turn(file: string, text: string, model: string) {

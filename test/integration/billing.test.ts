@@ -334,7 +334,13 @@ describe('admission', () => {
     expect(res.headers.get('x-should-retry')).toBe('false');
     expect(res.headers.get('retry-after')).toBeNull();
     expect(await res.json()).toEqual({
-      error: { message: 'Insufficient quota', type: 'insufficient_quota', param: null, code: 'insufficient_quota' },
+      error: {
+        message: 'Insufficient quota',
+        type: 'insufficient_quota',
+        param: null,
+        code: 'insufficient_quota',
+        reason: 'account_balance',
+      },
     });
     expect(up.requests.length).toBe(before);
     // the SDK does not retry it (it would, by default, for a 429)
@@ -537,7 +543,12 @@ describe('admission', () => {
       .create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] })
       .catch((err) => err);
     expect(refused.status).toBe(429);
-    expect(refused.error.type).toBe('insufficient_quota');
+    // the same message and code as an empty account, and the cause the SDK passes through: this key's limit
+    expect(refused.error).toMatchObject({
+      type: 'insufficient_quota',
+      message: 'Insufficient quota',
+      reason: 'key_quota',
+    });
   });
 
   test('a key with no money is refused before its body is read or measured', async () => {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import { CHANNEL } from '../../src/accounts/keyCache';
+import { verifyPassword } from '../../src/accounts/passwords';
 import { SCOPES } from '../../src/contract';
 import { connect } from '../../src/db';
 
@@ -305,6 +306,20 @@ describe('credits', () => {
     expect(unknown).toBe('no account 987654321');
     expect(await db('ledger').where('account_id', accountId)).toHaveLength(3);
   });
+});
+
+test('demo prints a new key and a console password for the demo account (make run), a new one at each run', async () => {
+  const first = await ok('demo');
+  expect(first.account.email).toBe('demo@switchyard.local');
+  expect(first.key).toMatch(/^sk-/);
+  expect(first.password).toMatch(/^[A-Za-z0-9_-]{16}$/);
+  const hash = async () => (await db('accounts').where('id', first.account.id).first('password_hash')).password_hash;
+  expect((await verifyPassword(first.password, await hash())).ok).toBe(true);
+  const second = await ok('demo');
+  expect(second.account.id).toBe(first.account.id);
+  expect(second.password).not.toBe(first.password);
+  expect((await verifyPassword(first.password, await hash())).ok).toBe(false);
+  expect((await verifyPassword(second.password, await hash())).ok).toBe(true);
 });
 
 describe('usage errors exit 2 and print the help on stderr', () => {

@@ -194,6 +194,7 @@ describe('registration', () => {
     ['short', 'abc123!', /at least 10/],
     ['letters only', 'onlylettershere', /letters only/],
     ['digits only', '12345678901234', /digits only/],
+    ['a common password', 'password123', /^Password is too easy to guess: This is a commonly used password/],
   ])('a weak password (%s) is a 400 naming the password', async (_what, password, message) => {
     const email = uniqueEmail();
     const r = await client().register(email, password);

@@ -75,6 +75,7 @@ test('a daily budget is never overshot by concurrent requests; the refusal names
     expect(e.error).toMatchObject({
       type: 'insufficient_quota',
       code: 'insufficient_quota',
+      reason: 'key_budget',
       message: `Insufficient quota: this key's budget of 0.100000 USD per day is used up; it resets at ${reset}`,
     });
   }

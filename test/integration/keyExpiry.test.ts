@@ -35,7 +35,7 @@ test('a key stops working at its expiry, even while cached; the console shows an
   while (Date.now() <= Date.parse(soon)) await new Promise((r) => setTimeout(r, 100));
   const refused = await ask(created.body.secret).catch((e) => e);
   expect(refused.status).toBe(401);
-  expect(refused.error).toMatchObject({ message: 'Invalid API key', code: 'invalid_api_key' });
+  expect(refused.error).toMatchObject({ message: 'Invalid API key', code: 'invalid_api_key', reason: 'key_expired' });
   // a later date brings it back; null means never
   const later = new Date(Date.now() + 86_400_000).toISOString();
   const moved = await c.patch(`/console/api/keys/${created.body.key.id}`, { expires_at: later });

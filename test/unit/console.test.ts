@@ -1,6 +1,6 @@
 /** Console building blocks without a server: password rules and hashing, codes, cookies, the `console` settings. */
 import crypto from 'node:crypto';
-import { hashPassword, passwordProblem, verifyPassword } from '../../src/accounts/passwords';
+import { hashPassword, passwordProblem, passwordStrength, verifyPassword } from '../../src/accounts/passwords';
 import { canonicalCode, randomCode } from '../../src/accounts/accounts';
 import { parseConfig } from '../../src/services/app';
 import { readCookie, sessionCookie, timeParam, usdParam } from '../../src/services/views';
@@ -15,6 +15,20 @@ test('password rules', () => {
   expect(passwordProblem('Ada@Example.com', 'ada@example.com')).toMatch(/email/);
   expect(passwordProblem('correct horse 42', 'ada@example.com')).toBeNull();
   expect(passwordProblem('x'.repeat(201) + '1', 'a@b.co')).toMatch(/at most 200/);
+});
+
+test('passwords that are easy to guess are refused with the advice of zxcvbn; the email counts as known', () => {
+  expect(passwordProblem('password123', 'a@b.co')).toBe(
+    'Password is too easy to guess: This is a commonly used password. Add more words that are less common.',
+  );
+  expect(passwordProblem('P@ssw0rd2024!', 'a@b.co')).toMatch(/^Password is too easy to guess: .*commonly used/);
+  expect(passwordProblem('qwertyuiop123', 'a@b.co')).toMatch(/^Password is too easy to guess/);
+  // the address's own words are what an attacker tries first
+  expect(passwordProblem('lovelace.ada1', 'ada.lovelace@example.com')).toMatch(/too easy to guess/);
+  expect(passwordProblem('lovelace.ada1', 'grace@example.com')).toBeNull();
+  expect(passwordStrength('correct horse 42')).toMatchObject({ score: 4, warning: null });
+  // only the first 32 characters are scored (the matchers' cost grows with length): a weak start is still weak
+  expect(passwordProblem('password1234'.repeat(10), 'a@b.co')).toMatch(/too easy to guess/);
 });
 
 test('scrypt hashes: salted, parameters stored, verified in constant time, old parameters flagged', async () => {

@@ -36,6 +36,38 @@ export function textOf(content: unknown, separator = ''): string {
   return content.map((p) => (isObject(p) ? (str(p.text) ?? str(p.refusal) ?? '') : '')).join(separator);
 }
 
+/**
+ * A system, developer or tool message's content as one text: its text parts joined by blank lines. Any other part
+ * is refused (400, before anything is sent), since the translated wires take only text there.
+ */
+export function textParts(provider: string, content: unknown, where: string): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  return (content as { type: string; text?: string }[])
+    .map((p, j) => {
+      if (p.type !== 'text' || typeof p.text !== 'string')
+        throw badRequest(provider, `${where}.content[${j}]: only text parts are allowed here`);
+      return p.text;
+    })
+    .join('\n\n');
+}
+
+/**
+ * A tool call's arguments as the JSON object the translated wires want. Empty arguments mean none; anything else
+ * must be a JSON object, else the request is refused (400) rather than sent with its arguments silently replaced.
+ */
+export function toolInput(provider: string, args: string, where: string): Record<string, unknown> {
+  if (!args || !args.trim()) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(args);
+  } catch {
+    throw badRequest(provider, `${where}.function.arguments is not valid JSON`);
+  }
+  if (!isObject(v)) throw badRequest(provider, `${where}.function.arguments must be a JSON object`);
+  return v;
+}
+
 export type FinishReason = ChatResponse['choices'][number]['finish_reason'];
 type Delta = ChatChunk['choices'][number]['delta'];
 

@@ -4,7 +4,16 @@
  * by the few local types below; OpenAI's comes from the contract.
  */
 import { UpstreamError, type ChatChunk, type ChatRequest, type ChatResponse, type OpenAIUsage } from '../../types';
-import { badRequest as refused, chatChunk, openaiUsage, parseDataUrl, usageChunk } from '../shared';
+import {
+  badRequest as refused,
+  chatChunk,
+  openaiUsage,
+  parseDataUrl,
+  textOf,
+  textParts,
+  toolInput,
+  usageChunk,
+} from '../shared';
 import type { components } from '../../../../generated/openapi';
 
 type S = components['schemas'];
@@ -162,7 +171,7 @@ function conversation(input: ChatRequest['messages']): { system: string[]; messa
     switch (m.role) {
       case 'system':
       case 'developer': {
-        const text = textOf(m.content as TextContent, where);
+        const text = textParts('anthropic', m.content, where);
         if (text) system.push(text);
         return;
       }
@@ -184,20 +193,6 @@ function conversation(input: ChatRequest['messages']): { system: string[]; messa
     }
   });
   return { system, messages };
-}
-
-type TextContent = string | { type: string; text?: string }[];
-
-function textOf(content: TextContent | null | undefined, where: string): string {
-  if (content == null) return '';
-  if (typeof content === 'string') return content;
-  return content
-    .map((p, j) => {
-      if (p.type !== 'text' || typeof p.text !== 'string')
-        throw badRequest(`${where}.content[${j}]: only text parts are allowed here`);
-      return p.text;
-    })
-    .join('\n\n');
 }
 
 function userBlocks(content: S['ChatCompletionRequestUserMessage']['content'], where: string): RequestBlock[] {
@@ -240,12 +235,7 @@ function userBlocks(content: S['ChatCompletionRequestUserMessage']['content'], w
 function assistantBlocks(m: S['ChatCompletionRequestAssistantMessage'], where: string): RequestBlock[] {
   const blocks: RequestBlock[] = [];
   const content = m.content;
-  const text =
-    typeof content === 'string'
-      ? content
-      : (content ?? [])
-          .map((p) => (p.type === 'refusal' ? (p as { refusal: string }).refusal : (p as { text: string }).text))
-          .join('');
+  const text = textOf(content);
   // Anthropic refuses empty text blocks; an assistant turn that only calls tools has none.
   if (text) blocks.push({ type: 'text', text });
   (m.tool_calls ?? []).forEach((call, k) => {
@@ -254,27 +244,10 @@ function assistantBlocks(m: S['ChatCompletionRequestAssistantMessage'], where: s
       type: 'tool_use',
       id: call.id,
       name: call.function.name,
-      input: toolInput(call.function.arguments, `${where}.tool_calls[${k}]`),
+      input: toolInput('anthropic', call.function.arguments, `${where}.tool_calls[${k}]`),
     });
   });
   return blocks;
-}
-
-/**
- * A tool call's arguments as Anthropic's `input` object. Empty arguments mean no arguments; anything else must be a
- * JSON object, else the request is refused (400) rather than sent with arguments silently replaced.
- */
-function toolInput(args: string, where: string): Record<string, unknown> {
-  if (!args || !args.trim()) return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(args);
-  } catch {
-    throw badRequest(`${where}.function.arguments is not valid JSON`);
-  }
-  if (!v || typeof v !== 'object' || Array.isArray(v))
-    throw badRequest(`${where}.function.arguments must be a JSON object`);
-  return v as Record<string, unknown>;
 }
 
 function toolChoice(choice: ChatRequest['tool_choice'], noParallel: boolean): AnthropicToolChoice | undefined {

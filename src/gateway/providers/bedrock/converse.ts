@@ -4,7 +4,7 @@
  * results, the sampling parameters. The answer's way back is in converseAnswer.ts.
  */
 import type { ChatRequest } from '../../types';
-import { badRequest as refused, parseDataUrl } from '../shared';
+import { badRequest as refused, parseDataUrl, textOf, textParts, toolInput } from '../shared';
 import type { components } from '../../../../generated/openapi';
 import type {
   ContentBlock,
@@ -109,7 +109,7 @@ function conversation(input: ChatRequest['messages']): { system: string[]; messa
     switch (m.role) {
       case 'system':
       case 'developer': {
-        const text = textOf(m.content as TextContent, where);
+        const text = textParts('bedrock', m.content, where);
         if (text) system.push(text);
         return;
       }
@@ -129,20 +129,6 @@ function conversation(input: ChatRequest['messages']): { system: string[]; messa
     }
   });
   return { system, messages };
-}
-
-type TextContent = string | { type: string; text?: string }[];
-
-function textOf(content: TextContent | null | undefined, where: string): string {
-  if (content == null) return '';
-  if (typeof content === 'string') return content;
-  return content
-    .map((p, j) => {
-      if (p.type !== 'text' || typeof p.text !== 'string')
-        throw badRequest(`${where}.content[${j}]: only text parts are allowed here`);
-      return p.text;
-    })
-    .join('\n\n');
 }
 
 function userBlocks(content: S['ChatCompletionRequestUserMessage']['content'], where: string): ContentBlock[] {
@@ -200,31 +186,12 @@ function document(file: { file_data?: string; filename?: string }, at: string): 
 function assistantBlocks(m: S['ChatCompletionRequestAssistantMessage'], where: string): ContentBlock[] {
   const blocks: ContentBlock[] = [];
   const content = m.content;
-  const text =
-    typeof content === 'string'
-      ? content
-      : (content ?? [])
-          .map((p) => (p.type === 'refusal' ? (p as { refusal: string }).refusal : (p as { text: string }).text))
-          .join('');
+  const text = textOf(content);
   if (text) blocks.push({ text });
   (m.tool_calls ?? []).forEach((call, k) => {
     if (call.type !== 'function') throw badRequest(`${where}.tool_calls[${k}]: only function tool calls are supported`);
-    const input = toolInput(call.function.arguments, `${where}.tool_calls[${k}]`);
+    const input = toolInput('bedrock', call.function.arguments, `${where}.tool_calls[${k}]`);
     blocks.push({ toolUse: { toolUseId: call.id, name: call.function.name, input } });
   });
   return blocks;
-}
-
-/** A tool call's arguments as a JSON object: empty means none; anything else that is not an object is refused. */
-function toolInput(args: string, where: string): Record<string, unknown> {
-  if (!args || !args.trim()) return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(args);
-  } catch {
-    throw badRequest(`${where}.function.arguments is not valid JSON`);
-  }
-  if (!v || typeof v !== 'object' || Array.isArray(v))
-    throw badRequest(`${where}.function.arguments must be a JSON object`);
-  return v as Record<string, unknown>;
 }
