@@ -506,3 +506,126 @@ test('the app is served with the console’s headers, loads on any of its paths,
   expect(api.status).toBe(401);
   expect(api.headers.get('content-type')).toMatch(/^application\/json/);
 });
+
+test('keys: found by prefix with their account; disabled (and /v1 refuses it), then a budget and an expiry set', async () => {
+  const c = await customer(1);
+  const prefix = c.secret.slice(0, 9);
+  await openAs('support', `/keys`);
+  await page.getByLabel('Key prefix').fill(prefix);
+  await page.getByRole('button', { name: 'Find' }).click();
+  const row = page.getByTestId('keys-table').getByRole('row').filter({ hasText: c.email });
+  await row.waitFor();
+  expect(await page.getByTestId('keys-table').getByRole('row').count()).toBe(2); // the heading and this key
+
+  await row.getByRole('button', { name: 'Disable' }).click();
+  await page.getByTestId('action-done').filter({ hasText: 'is disabled' }).waitFor();
+  await eventually(async () => expect(await keyStatus(c.secret)).toBe(401));
+  await row.getByRole('button', { name: 'Enable' }).click();
+  await page.getByTestId('action-done').filter({ hasText: 'is enabled' }).waitFor();
+  await eventually(async () => expect(await keyStatus(c.secret)).toBe(200));
+
+  await row.getByRole('button', { name: 'Budget / expiry' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByLabel('Budget (USD)').fill('3');
+  await dialog.getByLabel('Per').selectOption('week');
+  await dialog.getByLabel('Expires').fill('2031-01-02T03:04');
+  await dialog.getByRole('button', { name: 'Save' }).click();
+  await page.getByTestId('action-done').filter({ hasText: 'saved' }).waitFor();
+  await row.getByText('$3.00 / week').waitFor();
+  const key = (await bearer('GET', `/admin/api/keys?prefix=${prefix}`)).body.data[0];
+  expect(key.budget).toMatchObject({ usd: '3.000000', period: 'week' });
+  expect(key.expires_at).toBe('2031-01-02T03:04:00.000Z'); // the browser's time zone is UTC
+});
+
+test('usage: requests of an account filtered, a receipt opened, the same filter exported as CSV', async () => {
+  const c = await customer(3);
+  await openAs('support', '/usage');
+  await page.getByLabel('Account id').fill(String(c.id));
+  await page.getByLabel('Model').fill('mock-chat');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  const table = page.getByTestId('usage-table');
+  await eventually(async () => expect(await table.getByRole('row').count()).toBe(4));
+  expect(await table.getByText('mock-chat').count()).toBe(3);
+
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'Export CSV' }).click(),
+  ]);
+  const csv = fs
+    .readFileSync((await download.path())!, 'utf8')
+    .trim()
+    .split(/\r?\n/);
+  expect(csv[0]).toMatch(/^id,request_id,created_at,account_id,key_id,model,provider,endpoint,status,counted,/);
+  expect(csv).toHaveLength(4);
+
+  await table.getByRole('link').first().click();
+  await page.waitForURL(/\/admin\/usage\/.+/);
+  await page.getByRole('heading', { name: 'Receipt' }).waitFor();
+  const charged = (await page.getByTestId('receipt-charge').textContent()) ?? '';
+  expect(charged).toMatch(/^\$0\.0000\d+$/);
+  await page.getByTestId('receipt').getByText('mock-chat').waitFor();
+});
+
+test('overview: spend, requests and top-ups from real traffic, spend by model and provider, every route', async () => {
+  const [a, b] = [await customer(4), await customer(2)];
+  await Promise.all([1, 2].map(() => sdk(b.secret).embeddings.create({ model: 'mock-embedding', input: 'hello' })));
+  await gw.settled();
+  expect((await bearer('POST', `/admin/api/accounts/${a.id}/credits`, { usd: '25', note: 'welcome' })).status).toBe(
+    200,
+  );
+  await openAs('viewer', '/');
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  const models = page.getByTestId('by-model');
+  await models.getByText('mock-chat').waitFor();
+  await models.getByText('mock-embedding').waitFor();
+  await page.getByTestId('by-provider').getByText('local').waitFor();
+  const routes = page.getByTestId('routes');
+  await routes.getByRole('row').filter({ hasText: 'mock-chat' }).getByText('Closed').waitFor();
+  const day = (await page.getByTestId('window-Last 24 hours').textContent()) ?? '';
+  expect(day).toMatch(/\$25\.00 topped up/);
+  await page.screenshot({ path: path.join(OUT, 'admin-overview.png'), fullPage: true });
+  if (process.env.E2E_SCREENSHOT_ADMIN) {
+    // The README's picture: the first screen of the page.
+    await page.screenshot({
+      path: path.resolve(process.env.E2E_SCREENSHOT_ADMIN),
+      clip: { x: 0, y: 0, width: 1440, height: 900 },
+    });
+  }
+});
+
+test('catalog: an admin changes a price (charged from the next request) and tests a route; support may only read', async () => {
+  const c = await customer(0);
+  await openAs('admin', '/catalog');
+  const row = page.getByTestId('catalog-models').getByRole('row').filter({ hasText: 'mock-chat' });
+  await row.getByRole('button', { name: 'Test route' }).click();
+  await row.getByTestId('route-test').filter({ hasText: 'OK' }).waitFor();
+
+  await row.getByRole('button', { name: 'Edit' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Edit model mock-chat' });
+  const body = JSON.parse(await dialog.getByLabel(/^Model/).inputValue()) as { price: Record<string, number> };
+  body.price = { input: 1000, output: 1000 };
+  await dialog.getByLabel(/^Model/).fill(JSON.stringify(body, null, 2));
+  await dialog.getByRole('button', { name: 'Save' }).click();
+  await page.getByTestId('action-done').filter({ hasText: 'Model mock-chat saved' }).waitFor();
+  await row.getByText('input 1000').waitFor();
+  // The API key of a provider is not the admin's to set: shown as its last characters only.
+  await page.getByTestId('catalog-providers').getByRole('button', { name: 'Edit' }).first().click();
+  await page.getByText('Only an owner may set or change credentials.').waitFor();
+  await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+
+  const before = Number(await balanceOf(c.email));
+  await chat(c.secret);
+  await gw.settled();
+  const spent = before - Number(await balanceOf(c.email));
+  expect(spent).toBeGreaterThan(0.005); // a few tokens at 1000 USD per million, not at 0.15
+
+  // Put it back (the other tests' prices), then support: the same page without Edit or Test.
+  body.price = { input: 0.15, output: 0.6 };
+  expect((await bearer('PUT', '/admin/api/catalog/models/mock-chat', body)).status).toBe(200);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(`${gw.url}/admin/login`);
+  await openAs('support', '/catalog');
+  await page.getByTestId('catalog-models').getByText('mock-chat').waitFor();
+  expect(await page.getByRole('button', { name: 'Edit' }).count()).toBe(0);
+  expect(await page.getByRole('button', { name: 'Test route' }).count()).toBe(0);
+});
