@@ -5,6 +5,8 @@
  * CommonJS (require of ES modules); jest does not, so they are compiled to CommonJS with the rest, and resolved to
  * their Node entry points (their package exports name only `import`). The nested content-type 2 is CommonJS with an
  * ES-module default that swc's interop does not see: mapped to the root content-type 1, whose `parse` it calls.
+ * openid-client (operators' OpenID Connect sign-in) and what it is made of, oauth4webapi and jose, are ES modules
+ * only too, and compiled the same way (their package exports' `default` entries are the ones jest resolves).
  */
 const ESM = [
   'music-metadata',
@@ -16,6 +18,9 @@ const ESM = [
   '@borewit',
   'win-guid',
   'media-typer',
+  'openid-client',
+  'oauth4webapi',
+  'jose',
 ];
 module.exports = {
   testEnvironment: 'node',

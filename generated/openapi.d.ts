@@ -1133,6 +1133,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/session/methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How operators sign in here
+         * @description Whether the password sign-in (`POST /admin/api/session`) is on, and
+         *     the OpenID provider, when one is configured (`admin.oidc`): its label,
+         *     for a "Sign in with <label>" button, and where that button goes.
+         */
+        get: operations["getOperatorSignInMethods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/session/oidc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in with the OpenID provider
+         * @description Opened by the browser: redirects (302) to the OpenID provider's
+         *     authorization endpoint, with a new state, nonce and PKCE challenge
+         *     (S256). What checks the answer stays on the server for 10 minutes,
+         *     under the SHA-256 of the `sy_oidc` cookie set here (HttpOnly,
+         *     SameSite=Lax so that it comes back with the provider's redirect,
+         *     Path=/admin/api/session/oidc). 404 `oidc_not_configured` without
+         *     `admin.oidc`; 503 `oidc_provider_unavailable` while the provider's
+         *     discovery document cannot be read.
+         */
+        get: operations["startOperatorOidcSignIn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/session/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The OpenID provider's redirect back
+         * @description Where the provider sends the browser back (the `redirect_url`
+         *     registered there). The answer is checked with the state, nonce and
+         *     PKCE verifier of the sign-in this browser started (its `sy_oidc`
+         *     cookie), once: a missing, expired or used sign-in, a state that does
+         *     not match, the provider's refusal, or an ID token that does not verify
+         *     is a 400 (`oidc_sign_in_expired`, `oidc_state_mismatch`,
+         *     `oidc_refused`, `oidc_sign_in_failed`). The user's groups (the
+         *     `groups_claim` of the ID token, else of userinfo) map to a role: the
+         *     most powerful of the roles its groups map to in `admin.oidc.roles`.
+         *     The operator is found by issuer and subject, else by email (and then
+         *     linked), else made (without a password); its role follows the groups
+         *     at every sign-in. No group that maps, no email, an email the provider
+         *     says is unverified, or an operator disabled here: 403 (recorded in the
+         *     audit log). Signed in: the `sy_admin` session cookie, as the password
+         *     sign-in sets it, past the second factor (the provider owns MFA), and a
+         *     302 to `/admin/`; recorded in the audit log with the groups and the
+         *     role.
+         */
+        get: operations["finishOperatorOidcSignIn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/session/totp": {
         parameters: {
             query?: never;
@@ -3524,6 +3609,17 @@ export interface components {
             /** @description Send it as `x-csrf-token` on every state-changing admin call. */
             csrf_token: string;
         };
+        OperatorSignInMethods: {
+            /** @description Whether operators may sign in with a password (`POST /admin/api/session`). */
+            password: boolean;
+            /** @description The OpenID provider operators may sign in with, or null. */
+            oidc: null | {
+                /** @description Its name, for a "Sign in with <label>" button. */
+                label: string;
+                /** @description Where the button goes (GET, in the browser). */
+                url: string;
+            };
+        };
         OperatorSignIn: {
             email: string;
             password: string;
@@ -4303,6 +4399,18 @@ export interface components {
          * @example sy_session=3q2-7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA; Max-Age=2592000; Path=/; HttpOnly; SameSite=Lax
          */
         SetSessionCookie: string;
+        /**
+         * @description The OpenID provider's authorization endpoint, with the request's parameters.
+         * @example https://login.example.com/authorize?client_id=switchyard&response_type=code&scope=openid+email+profile&redirect_uri=https%3A%2F%2Fsy.example.com%2Fadmin%2Fapi%2Fsession%2Foidc%2Fcallback&state=...&nonce=...&code_challenge=...&code_challenge_method=S256
+         */
+        OidcAuthorizationLocation: string;
+        /** @description The admin app. */
+        AdminAppLocation: "/admin/";
+        /**
+         * @description The `sy_oidc` cookie of the sign-in under way (HttpOnly; SameSite=Lax; Path=/admin/api/session/oidc; 10 minutes; Secure over HTTPS).
+         * @example sy_oidc=3q2-7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA; Max-Age=600; Path=/admin/api/session/oidc; HttpOnly; SameSite=Lax
+         */
+        SetOidcCookie: string;
         /**
          * @description The `sy_admin` cookie (HttpOnly; SameSite=Strict; Path=/admin; Max-Age in seconds; Secure over HTTPS).
          * @example sy_admin=3q2-7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA; Max-Age=43200; Path=/admin; HttpOnly; SameSite=Strict
@@ -6713,6 +6821,91 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PermissionDenied"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOperatorSignInMethods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "password": true,
+                     *       "oidc": {
+                     *         "label": "Okta",
+                     *         "url": "/admin/api/session/oidc"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OperatorSignInMethods"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startOperatorOidcSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the OpenID provider. */
+            302: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    location: components["headers"]["OidcAuthorizationLocation"];
+                    "set-cookie": components["headers"]["SetOidcCookie"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    finishOperatorOidcSignIn: {
+        parameters: {
+            query?: {
+                code?: string;
+                state?: string;
+                iss?: string;
+                error?: string;
+                error_description?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed in; to the admin app. */
+            302: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    location: components["headers"]["AdminAppLocation"];
+                    "set-cookie": components["headers"]["SetOperatorCookie"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -131,6 +131,53 @@ export const errors = {
       'second_factor_required',
     ),
   invalidCode: () => new ApiError(400, 'invalid_request_error', 'Invalid TOTP code', 'invalid_code', 'code'),
+  passwordSignInOff: (provider: string) =>
+    new ApiError(
+      403,
+      'permission_error',
+      `Signing in with a password is off here: sign in with ${provider}`,
+      'password_sign_in_disabled',
+    ),
+  oidcNotConfigured: () =>
+    new ApiError(
+      404,
+      'invalid_request_error',
+      'Signing in with OpenID Connect is not configured here (admin.oidc)',
+      'oidc_not_configured',
+    ),
+  oidcUnavailable: () =>
+    new ApiError(
+      503,
+      'service_unavailable',
+      'The OpenID provider cannot be reached; try again later',
+      'oidc_provider_unavailable',
+    ),
+  oidcExpired: () =>
+    new ApiError(
+      400,
+      'invalid_request_error',
+      'No sign-in with the OpenID provider is under way in this browser: it expired (10 minutes), was already used, or was started in another browser. Sign in again',
+      'oidc_sign_in_expired',
+    ),
+  oidcStateMismatch: () =>
+    new ApiError(
+      400,
+      'invalid_request_error',
+      "The OpenID provider's answer does not belong to the sign-in this browser started (its state does not match). Sign in again",
+      'oidc_state_mismatch',
+      'state',
+    ),
+  oidcRefused: (error: string) =>
+    new ApiError(400, 'invalid_request_error', `The OpenID provider refused the sign-in (${error})`, 'oidc_refused'),
+  oidcFailed: (reason: string) =>
+    new ApiError(
+      400,
+      'invalid_request_error',
+      `The OpenID provider's answer could not be verified (${reason}). Sign in again`,
+      'oidc_sign_in_failed',
+    ),
+  /** An OpenID sign-in the provider vouched for, refused here (no role, disabled...): the message says why. */
+  oidcForbidden: (message: string, code: string) => new ApiError(403, 'permission_error', message, code),
   accountDisabled: () => new ApiError(403, 'permission_error', 'This account is disabled', 'account_disabled'),
   keyNotFound: (id: number) =>
     new ApiError(404, 'invalid_request_error', `No such API key: ${id}`, 'key_not_found', 'id'),

@@ -221,3 +221,48 @@ export async function knownOperatorAddress(db: Knex, email: string, address: str
     .first('l.operator_id');
   return !!row;
 }
+
+/** An identity at an OpenID provider, as its ID token (and userinfo) named it. */
+export interface OidcIdentity {
+  issuer: string;
+  subject: string;
+  email: string;
+}
+
+/**
+ * The operator an OpenID identity signs in as: the one linked to it (issuer and subject), else — its first OpenID
+ * sign-in — the operator of its email, unless that one is linked to another identity of the provider (an address
+ * given to someone else there takes over nobody here): then an OperatorError.
+ */
+export async function findOidcOperator(db: Knex, id: OidcIdentity): Promise<OperatorSecrets | null> {
+  const linked = await db('operators').where({ oidc_issuer: id.issuer, oidc_subject: id.subject }).first();
+  if (linked) return fromRow(linked);
+  const byEmail = await db('operators').where('email', id.email.trim().toLowerCase()).first();
+  if (byEmail?.oidc_subject)
+    throw new OperatorError(`the operator ${byEmail.email} signs in as another identity of the OpenID provider`);
+  return byEmail ? fromRow(byEmail) : null;
+}
+
+/**
+ * Records an OpenID sign-in: the operator found (findOidcOperator) is linked to the identity and takes the role its
+ * groups give (and the provider's email, unless another operator has it); none found, one is made, with no password
+ * (an empty hash, which no password matches: it signs in through the provider only).
+ */
+export async function saveOidcOperator(
+  db: Knex,
+  id: OidcIdentity,
+  role: OperatorRole,
+  found: OperatorSecrets | null,
+): Promise<Operator> {
+  const email = id.email.trim().toLowerCase();
+  const link = { role, oidc_issuer: id.issuer, oidc_subject: id.subject };
+  if (!found) {
+    const [newId] = await db('operators').insert({ email, password_hash: '', ...link, created_at: Date.now() });
+    return (await getOperator(db, Number(newId)))!;
+  }
+  const taken = email !== found.email && (await db('operators').where('email', email).first('id'));
+  await db('operators')
+    .where('id', found.id)
+    .update({ ...link, ...(!taken && { email }) });
+  return (await getOperator(db, found.id))!;
+}

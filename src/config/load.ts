@@ -17,6 +17,7 @@ import {
   type Config,
   type ConsoleConfig,
   type Feature,
+  type OidcConfig,
   type LimitsConfig,
   type ModelConfig,
   type ModelKind,
@@ -142,6 +143,7 @@ interface RawConfig {
     disposable_domains?: string[];
     captcha?: { provider: 'turnstile' | 'hcaptcha'; site_key: string; secret: string; verify_url?: string };
   };
+  admin?: { oidc?: Partial<OidcConfig> & Pick<OidcConfig, 'issuer' | 'client_id' | 'client_secret' | 'roles'> };
   mail?: { smtp_url?: string; from?: string };
   providers: Record<string, Record<string, unknown> & { type: string; timeouts?: Partial<Timeouts> }>;
   models: RawModel[];
@@ -222,6 +224,7 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
     limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
     responses: { keep_ms: Math.round((raw.responses?.keep_days ?? 30) * 86_400_000) },
     console: consoleConfig(raw.console ?? {}, fail),
+    admin: { oidc: raw.admin?.oidc ? oidcConfig(raw.admin.oidc, fail) : null },
     mail: mailConfig(raw, fail),
     providers,
     models,
@@ -505,6 +508,44 @@ function consoleConfig(c: NonNullable<RawConfig['console']>, fail: Fail): Consol
     disposable_domains: (c.disposable_domains ?? DISPOSABLE_DOMAINS).map((d) => d.trim().toLowerCase()),
     captcha: c.captcha ? { ...c.captcha, verify_url: c.captcha.verify_url ?? SITEVERIFY[c.captcha.provider] } : null,
   };
+}
+
+/**
+ * OpenID Connect for operators, with its defaults. Without `openid` among the scopes the provider would answer no ID
+ * token (plain OAuth): nobody's identity could be checked.
+ */
+function oidcConfig(o: NonNullable<NonNullable<RawConfig['admin']>['oidc']>, fail: Fail): OidcConfig {
+  issuerProblem(o.issuer, fail);
+  const scopes = o.scopes ?? ['openid', 'email', 'profile'];
+  if (!scopes.includes('openid')) fail(['admin', 'oidc', 'scopes'], 'must include openid');
+  return {
+    issuer: o.issuer,
+    client_id: o.client_id,
+    client_secret: o.client_secret,
+    label: o.label ?? new URL(o.issuer).host,
+    redirect_url: o.redirect_url ?? null,
+    scopes,
+    groups_claim: o.groups_claim ?? 'groups',
+    roles: o.roles,
+    allow_password: o.allow_password ?? true,
+  };
+}
+
+/**
+ * An issuer is HTTPS, or plain HTTP to a provider on this machine (a loopback address, as in the tests): who may run
+ * the gateway is what its answers say. Discovery appends /.well-known/openid-configuration: no query, no fragment.
+ */
+function issuerProblem(issuer: string, fail: Fail): void {
+  const at = ['admin', 'oidc', 'issuer'];
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    return fail(at, 'must be a URL (https://...)');
+  }
+  if (url.search || url.hash) fail(at, 'must have no query or fragment');
+  if (url.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname))
+    fail(at, 'must be https:// (http:// only to a provider on a loopback address: 127.0.0.1, localhost, [::1])');
 }
 
 /** The providers' documented server-side token checks. */

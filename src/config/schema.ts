@@ -2,7 +2,7 @@
  * The JSON Schema of the configuration file. Provider types come from the provider registry (the catalog): each
  * type's own settings are allowed on its providers only.
  */
-import { MODEL_KINDS } from '../contract';
+import { MODEL_KINDS, OPERATOR_ROLES } from '../contract';
 import { FLAT_PRICE_KEYS, GRADED_PRICE_KEYS } from '../usage';
 import { FEATURES, GRADE, type ProviderCatalog, type Timeouts } from './types';
 
@@ -115,6 +115,34 @@ const CONSOLE = object({
   ),
 });
 
+/** Operators' sign-in: OpenID Connect (`admin.oidc`); load.ts checks the issuer further (HTTPS, or loopback). */
+const ADMIN = object({
+  oidc: object(
+    {
+      issuer: { type: 'string', pattern: '^https?://' },
+      client_id: { type: 'string', minLength: 1 },
+      client_secret: { type: 'string', minLength: 1 },
+      label: { type: 'string', minLength: 1, maxLength: 60 },
+      redirect_url: { type: 'string', pattern: '^https?://[^/?#]+/[^?#]*$' },
+      scopes: {
+        type: 'array',
+        minItems: 1,
+        uniqueItems: true,
+        items: { type: 'string', pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' },
+      },
+      groups_claim: { type: 'string', minLength: 1 },
+      roles: {
+        type: 'object',
+        minProperties: 1,
+        propertyNames: { minLength: 1 },
+        additionalProperties: { enum: [...OPERATOR_ROLES] },
+      },
+      allow_password: { type: 'boolean' },
+    },
+    ['issuer', 'client_id', 'client_secret', 'roles'],
+  ),
+});
+
 /** A table by grade (`<size>/<quality>`, config/types.ts GRADE) of image prices or output bounds. */
 const byGrade = (value: object) => ({
   type: 'object',
@@ -149,6 +177,7 @@ export function configSchema(catalog: ProviderCatalog): object {
       limits: object({ rpm: int(0), tpm: int(0) }),
       responses: object({ keep_days: { type: 'number', exclusiveMinimum: 0 } }),
       console: CONSOLE,
+      admin: ADMIN,
       mail: object({ smtp_url: { type: 'string' }, from: { type: 'string', minLength: 3 } }),
       routing: object({ breaker_failures: int(1), breaker_cooldown_ms: int(1) }),
       providers: { type: 'object', minProperties: 1, additionalProperties: providerSchema(catalog) },

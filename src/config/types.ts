@@ -1,5 +1,5 @@
 /** The configuration as the rest of the gateway sees it: read, checked and with every default filled in. */
-import type { ModelKind } from '../contract';
+import type { ModelKind, OperatorRole } from '../contract';
 import type { BasePriceKey, PriceKey } from '../usage';
 
 /** What a model does (`kind`): the contract's ModelKind; which operations serve it is the contract's too. */
@@ -157,6 +157,8 @@ export interface Config {
   /** Stored responses of the Responses API: how long one is kept (`responses.keep_days`, 30 by default). */
   responses: { keep_ms: number };
   console: ConsoleConfig;
+  /** How operators sign in to /admin: OpenID Connect besides (or instead of) passwords. */
+  admin: AdminConfig;
   mail: MailConfig;
   providers: Record<string, ProviderConfig>;
   models: ModelConfig[];
@@ -194,6 +196,38 @@ export interface ConsoleConfig {
   disposable_domains: string[];
   /** A CAPTCHA on registration (Cloudflare Turnstile or hCaptcha), or null: none (the default). */
   captcha: CaptchaConfig | null;
+}
+
+export interface AdminConfig {
+  /** OpenID Connect sign-in for operators (`admin.oidc`), or null: passwords only (the default). */
+  oidc: OidcConfig | null;
+}
+
+/**
+ * An OpenID provider operators sign in with. Its groups claim decides the role: each group named in `roles` maps to
+ * a role, and an operator gets the most powerful role of all its groups that map (none: refused).
+ */
+export interface OidcConfig {
+  /** The issuer, whose /.well-known/openid-configuration is read (discovery). */
+  issuer: string;
+  client_id: string;
+  /** The client's secret at the provider (e.g. `${OIDC_CLIENT_SECRET}`): never in a log line or an answer. */
+  client_secret: string;
+  /** The provider's name on the sign-in page ("Sign in with <label>"); default: the issuer's host. */
+  label: string;
+  /**
+   * Where the provider sends the browser back: registered at the provider as it is written here. Default:
+   * console.public_url + /admin/api/session/oidc/callback, or without public_url the origin the browser reached.
+   */
+  redirect_url: string | null;
+  /** Scopes asked for; `openid` among them. Default: openid, email, profile. */
+  scopes: string[];
+  /** The claim (of the ID token, else of userinfo) that lists the user's groups. Default: groups. */
+  groups_claim: string;
+  /** Group → role. */
+  roles: Record<string, OperatorRole>;
+  /** Whether operators may still sign in with a password (default true). */
+  allow_password: boolean;
 }
 
 export interface CaptchaConfig {

@@ -32,10 +32,12 @@ import { createTranscription } from './createTranscription';
 import { createTranslation } from './createTranslation';
 import { deleteConsoleKey } from './deleteConsoleKey';
 import { deleteResponse } from './deleteResponse';
+import { finishOperatorOidcSignIn } from './finishOperatorOidcSignIn';
 import { getAccount } from './getAccount';
 import { getConsoleConfig } from './getConsoleConfig';
 import { getDailyUsage } from './getDailyUsage';
 import { getOperatorSession } from './getOperatorSession';
+import { getOperatorSignInMethods } from './getOperatorSignInMethods';
 import { getSession } from './getSession';
 import { getTopupOptions } from './getTopupOptions';
 import { listConsoleKeys } from './listConsoleKeys';
@@ -53,6 +55,7 @@ import { retrieveModel } from './retrieveModel';
 import { retrieveResponse } from './retrieveResponse';
 import { signInOperator } from './signInOperator';
 import { signOutOperator } from './signOutOperator';
+import { startOperatorOidcSignIn } from './startOperatorOidcSignIn';
 import { startTotpEnrolment } from './startTotpEnrolment';
 import { stripeWebhook } from './stripeWebhook';
 import { updateAccount } from './updateAccount';
@@ -109,6 +112,9 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   getOperatorSession,
   signInOperator,
   signOutOperator,
+  getOperatorSignInMethods,
+  startOperatorOidcSignIn,
+  finishOperatorOidcSignIn,
   startTotpEnrolment,
   confirmTotpEnrolment,
   adminListOperators,

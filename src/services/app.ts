@@ -20,6 +20,7 @@ import { checkLowBalances } from './alerts';
 import { purgeIdempotencyKeys } from './idempotency';
 import { Mailer } from './mailer';
 import { Metered } from './metered';
+import { OidcSignIn } from './oidc';
 import { StoredResponses } from './responses';
 
 export interface App {
@@ -47,6 +48,8 @@ export interface App {
   mailer: Mailer;
   /** SHA-256 of METRICS_TOKEN, or null: /metrics needs no token. */
   metricsTokenHash: Buffer | null;
+  /** Operators' sign-in with an OpenID provider (`admin.oidc`), or null: not configured. */
+  oidc: OidcSignIn | null;
 }
 
 /** Reads the configuration file, with the provider types of the registry. */
@@ -91,6 +94,7 @@ export function createApp(o: {
     metrics: new Metrics(),
     mailer: new Mailer(o.config.mail, o.log),
     metricsTokenHash: metricsToken ? sha256(metricsToken) : null,
+    oidc: o.config.admin.oidc ? new OidcSignIn(o.config.admin.oidc, o.log) : null,
   };
   observe(app);
   observeGateway(app);
@@ -230,6 +234,8 @@ export async function startApp(app: App): Promise<void> {
   app.billing.start();
   app.mailer.announce();
   housekeeping.set(app, startHousekeeping(app));
+  // Read now, so that the first sign-in need not wait; a provider that is down is logged, and tried again then.
+  app.oidc?.configuration().catch(() => undefined);
   await app.keys.listen();
 }
 

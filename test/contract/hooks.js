@@ -782,5 +782,11 @@ async function consoleTransaction(t, op, status) {
     case 'adminCreateRedemptionCodes':
       if (status === '400') setBody(t, { count: 0, usd: '5' });
       break;
+    // The contract run has no OpenID provider (admin.oidc is off): its 404 oidc_not_configured is what can be
+    // provoked here; the redirects and the provider's answers are test/integration/oidc.test.ts's, against a real one.
+    case 'startOperatorOidcSignIn':
+    case 'finishOperatorOidcSignIn':
+      if (status !== '404') t.skip = true;
+      break;
   }
 }
