@@ -189,7 +189,4 @@ export interface NewOperator {
   password: string;
 }
 
-export interface SignInMethods {
-  password: boolean;
-  oidc: { name?: string; label?: string } | null;
-}
+export type SignInMethods = S['OperatorSignInMethods'];

@@ -88,7 +88,7 @@ export function SignIn({ onDone }: { onDone: (s: OperatorSession) => void }) {
   const [busy, setBusy] = useState(false);
   const [methods, setMethods] = useState<SignInMethods | null>(null);
   useEffect(() => {
-    api.methods().then(setMethods, () => setMethods(null)); // no such endpoint: the password alone
+    api.methods().then(setMethods, () => setMethods(null)); // unknown: offer the password
   }, []);
 
   const send = async (withCode: boolean) => {
@@ -110,7 +110,7 @@ export function SignIn({ onDone }: { onDone: (s: OperatorSession) => void }) {
         {step === 'password' ? 'Switchyard Admin' : 'Enter the 6-digit code your authenticator app shows.'}
       </p>
       {error && <Alert>{error}</Alert>}
-      {step === 'password' ? (
+      {methods?.password === false ? null : step === 'password' ? (
         <form
           class="form"
           onSubmit={(e) => {
@@ -170,8 +170,8 @@ export function SignIn({ onDone }: { onDone: (s: OperatorSession) => void }) {
         </form>
       )}
       {methods?.oidc && (
-        <a class="btn btn-secondary btn-md btn-block" href="/admin/api/session/oidc">
-          Sign in with {methods.oidc.label ?? methods.oidc.name ?? 'single sign-on'}
+        <a class="btn btn-secondary btn-md btn-block" href={methods.oidc.url}>
+          Sign in with {methods.oidc.label}
         </a>
       )}
     </AuthLayout>
