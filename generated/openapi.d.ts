@@ -1323,6 +1323,144 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The catalog (providers and models)
+         * @description The providers and models served, with where they come from
+         *     (`source`: the configuration file, `yaml`, or the database,
+         *     `database`, at `revision`). Models are in the configuration's own form
+         *     (prices, `allow`, limits, `routes` in order). A provider's credentials
+         *     (`api_key`, its type's secret settings, the values of headers that
+         *     carry one) are never shown: at most their last 4 characters
+         *     (`…c0de`), or null when it has none.
+         */
+        get: operations["adminGetCatalog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/catalog/providers/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's name in the catalog.
+                 * @example openai
+                 */
+                name: components["parameters"]["ProviderName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Add or replace a provider
+         * @description The provider as `GET /admin/api/catalog` shows it. Credentials
+         *     (`credentials.api_key`, the type's secret settings, secret headers)
+         *     are write-only: one left out (or a secret header sent back as shown,
+         *     `…c0de`) keeps the stored one, null removes it, a value replaces it —
+         *     setting or removing one needs the `owner` role (an `admin` gets 403
+         *     `insufficient_role`). The whole catalog is checked as the
+         *     configuration file is: an invalid change is a 400 naming the field
+         *     (`param`) and nothing is stored. Served by every process within 5 s,
+         *     by this one at once. With `catalog: yaml`, 409 `catalog_in_file`.
+         */
+        put: operations["adminPutCatalogProvider"];
+        post?: never;
+        /**
+         * Delete a provider
+         * @description Refused (409 `provider_in_use`, naming them) while models route to
+         *     it. With `catalog: yaml`, 409 `catalog_in_file`.
+         */
+        delete: operations["adminDeleteCatalogProvider"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/catalog/models/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The model's id (escape a `/` in it as `%2F`).
+                 * @example gpt-4o-mini
+                 */
+                id: components["parameters"]["CatalogModelId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Add or replace a model
+         * @description The model in the configuration's own form (`kind`, `owned_by`,
+         *     `price` with its classes and `tiers`, `allow`, limits, and `routes`:
+         *     `{provider, model, priority, weight, timeouts}` in order). A model
+         *     with this id is replaced in its place; a new one is added at the
+         *     end. Checked as the configuration file is: an invalid model is a 400
+         *     whose message names the model and the field (`model gpt-x:
+         *     price.input: must be >= 0`, `param` `price.input`), and nothing is
+         *     stored.
+         */
+        put: operations["adminPutCatalogModel"];
+        post?: never;
+        /**
+         * Delete a model
+         * @description With `catalog: yaml`, 409 `catalog_in_file`.
+         */
+        delete: operations["adminDeleteCatalogModel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/catalog/models/{id}/routes/{index}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The model's id (escape a `/` in it as `%2F`).
+                 * @example gpt-4o-mini
+                 */
+                id: components["parameters"]["CatalogModelId"];
+                /**
+                 * @description The route's place in the model's `routes` (0 is the first).
+                 * @example 0
+                 */
+                index: number;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test a route
+         * @description Sends the smallest request of the model's kind (a chat with
+         *     `max_tokens: 1`, one embedding, a moderation of one word) through
+         *     exactly this route of the served catalog, within the route's total
+         *     timeout, outside billing (the operator pays the upstream for it).
+         *     Answers what happened: `ok`, the upstream's `status`, the latency, and
+         *     the upstream's own error message (never a credential).
+         */
+        post: operations["adminTestCatalogRoute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/messages": {
         parameters: {
             query?: never;
@@ -3586,6 +3724,108 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        Catalog: {
+            /**
+             * @description Where providers and models come from (`catalog:` in the configuration file).
+             * @enum {string}
+             */
+            source: "yaml" | "database";
+            /** @description The database revision served by this process; null with `source: yaml`. */
+            revision: number | null;
+            providers: components["schemas"]["CatalogProvider"][];
+            models: components["schemas"]["CatalogModel"][];
+        };
+        CatalogProvider: {
+            name: string;
+            /** @description The provider type (`openai`, `azure`, `anthropic`, `gemini`, `bedrock`, `vertex`, `mock`). */
+            type: string;
+            base_url: string | null;
+            /** @description The type's own settings but its credentials (`api_version`, `region`, `project`...). */
+            settings: {
+                [key: string]: unknown;
+            };
+            /** @description Extra headers; those that carry a credential as their last 4 characters. */
+            headers: {
+                [key: string]: string;
+            };
+            /**
+             * @description `api_key` and the type's secret settings (bedrock
+             *     `secret_access_key`, `session_token`; vertex `credentials`): their
+             *     last 4 characters (`…c0de`), or null when not set.
+             */
+            credentials: {
+                [key: string]: string | null;
+            };
+            max_connections?: number;
+            timeouts?: components["schemas"]["CatalogTimeouts"];
+            latency_ms?: number;
+        };
+        /** @description `connect_ms`, `first_byte_ms`, `idle_ms`, `total_ms`. */
+        CatalogTimeouts: {
+            [key: string]: number;
+        };
+        CatalogProviderInput: {
+            type: string;
+            base_url?: string | null;
+            settings?: {
+                [key: string]: unknown;
+            };
+            /** @description A secret header left out or sent back as shown keeps its value; null removes it. */
+            headers?: {
+                [key: string]: string | null;
+            };
+            /** @description Left out, each is kept; null removes it; a value replaces it (the `owner` role only). */
+            credentials?: {
+                [key: string]: string | null;
+            };
+            max_connections?: number;
+            timeouts?: components["schemas"]["CatalogTimeouts"];
+            latency_ms?: number;
+        };
+        /**
+         * @description A model in the configuration's own form (see the README's
+         *     Configuration: `kind`, `owned_by`, `created`, `price`, `allow`,
+         *     `max_output_tokens`, `image_tokens`, `file_tokens`,
+         *     `extra_output_tokens`, `image_output_tokens`, `routes`); checked by
+         *     the configuration's schema.
+         */
+        CatalogModel: {
+            id?: string;
+            kind?: string;
+            price?: {
+                [key: string]: unknown;
+            };
+            routes?: ({
+                provider?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
+        CatalogProviderChange: {
+            revision: number;
+            provider: components["schemas"]["CatalogProvider"];
+        };
+        CatalogModelChange: {
+            revision: number;
+            model: components["schemas"]["CatalogModel"];
+        };
+        CatalogDeleted: {
+            revision: number;
+            /** @description The provider's name or the model's id. */
+            deleted: string;
+        };
+        CatalogRouteTest: {
+            ok: boolean;
+            /** @description The upstream's HTTP status; null when it could not be reached. */
+            status: number | null;
+            latency_ms: number;
+            /** @description The upstream's own message, or what went wrong in reaching it. */
+            error: string | null;
+            /** @description The model id the upstream was sent (the route's `model`). */
+            model: string;
+        };
         OperatorList: {
             data: components["schemas"]["Operator"][];
         };
@@ -4316,6 +4556,16 @@ export interface components {
          * @example 7
          */
         KeyId: number;
+        /**
+         * @description The provider's name in the catalog.
+         * @example openai
+         */
+        ProviderName: string;
+        /**
+         * @description The model's id (escape a `/` in it as `%2F`).
+         * @example gpt-4o-mini
+         */
+        CatalogModelId: string;
         /**
          * @description The operator's id.
          * @example 2
@@ -7099,6 +7349,274 @@ export interface operations {
                     "application/json": components["schemas"]["Operator"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "source": "database",
+                     *       "revision": 7,
+                     *       "providers": [
+                     *         {
+                     *           "name": "openai",
+                     *           "type": "openai",
+                     *           "base_url": "https://api.openai.com/v1",
+                     *           "settings": {},
+                     *           "headers": {},
+                     *           "credentials": {
+                     *             "api_key": "…c0de"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "models": [
+                     *         {
+                     *           "id": "gpt-4o-mini",
+                     *           "kind": "chat",
+                     *           "price": {
+                     *             "input": 0.15,
+                     *             "output": 0.6
+                     *           },
+                     *           "routes": [
+                     *             {
+                     *               "provider": "openai"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Catalog"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminPutCatalogProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's name in the catalog.
+                 * @example openai
+                 */
+                name: components["parameters"]["ProviderName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "openai",
+                 *       "base_url": "https://api.openai.com/v1",
+                 *       "credentials": {
+                 *         "api_key": "sk-live-0123456789abcdef"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CatalogProviderInput"];
+            };
+        };
+        responses: {
+            /** @description The provider after the change. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogProviderChange"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminDeleteCatalogProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's name in the catalog.
+                 * @example openai
+                 */
+                name: components["parameters"]["ProviderName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogDeleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminPutCatalogModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The model's id (escape a `/` in it as `%2F`).
+                 * @example gpt-4o-mini
+                 */
+                id: components["parameters"]["CatalogModelId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "kind": "chat",
+                 *       "price": {
+                 *         "input": 0.15,
+                 *         "output": 0.6
+                 *       },
+                 *       "routes": [
+                 *         {
+                 *           "provider": "openai",
+                 *           "model": "gpt-4o-mini"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CatalogModel"];
+            };
+        };
+        responses: {
+            /** @description The model after the change. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogModelChange"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminDeleteCatalogModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The model's id (escape a `/` in it as `%2F`).
+                 * @example gpt-4o-mini
+                 */
+                id: components["parameters"]["CatalogModelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogDeleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminTestCatalogRoute: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The model's id (escape a `/` in it as `%2F`).
+                 * @example gpt-4o-mini
+                 */
+                id: components["parameters"]["CatalogModelId"];
+                /**
+                 * @description The route's place in the model's `routes` (0 is the first).
+                 * @example 0
+                 */
+                index: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the upstream did. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": false,
+                     *       "status": 401,
+                     *       "latency_ms": 182,
+                     *       "error": "Incorrect API key provided",
+                     *       "model": "gpt-4o-mini"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CatalogRouteTest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];

@@ -5,6 +5,7 @@
  */
 import cluster from 'node:cluster';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
@@ -45,8 +46,11 @@ import { logPrices, start, stopOnSignals } from './main';
 import { loadConfig } from './services/app';
 import { formatUsd, parseUsd } from './money';
 import { connectRedis } from './redis';
+import { SecretKeyError } from './secrets';
 import { createCodesOnce, grantOnce, setKeyState, setStatus } from './services/admin';
 import { listAudit, recordAudit, snapshot } from './services/audit';
+import { exportCatalog, importCatalog, rotateSecret } from './services/catalog';
+import { CatalogError } from './services/catalogDocument';
 import { changeKey } from './services/consoleKeys';
 import { farmingReport, revokeFreeCredits } from './services/farming';
 import { IdempotencyMismatch } from './services/idempotency';
@@ -328,6 +332,36 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'catalog export': {
+    usage: '[--file F]',
+    reads: true,
+    note: 'the catalog in the database as YAML (stdout, or F); credentials are left out (kept in the database)',
+    run: async ({ db, o }) => {
+      const { yaml, revision } = await exportCatalog(db, process.env);
+      if (typeof o.values.file !== 'string') return void process.stdout.write(yaml);
+      fs.writeFileSync(o.values.file, yaml, { mode: 0o600 });
+      return { file: o.values.file, revision };
+    },
+  },
+  'catalog import': {
+    usage: '--file F',
+    note: "F's providers and models become the catalog's newest revision (checked first; a credential F leaves out is kept)",
+    run: async ({ db, o }) => {
+      const file = required(o, 'file');
+      let text: string;
+      try {
+        text = fs.readFileSync(file, 'utf8');
+      } catch (e) {
+        throw new UsageError(`${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? e})`);
+      }
+      return importCatalog(db, loadConfig(), text, file, { env: process.env, actor: `cli:${systemUser()}` });
+    },
+  },
+  'catalog rotate-secret': {
+    usage: '',
+    note: 're-encrypts the stored credentials from SWITCHYARD_SECRET_KEY to SWITCHYARD_NEW_SECRET_KEY (one transaction)',
+    run: async ({ db }) => rotateSecret(db, process.env),
+  },
   demo: {
     usage: '',
     note: 'a demo account with 10 USD, a new key and a new console password',
@@ -367,6 +401,7 @@ const OPTIONS = [
   'action',
   'target',
   'role',
+  'file',
 ] as const;
 
 const HELP = `switchyard — OpenAI-compatible model gateway
@@ -389,6 +424,8 @@ export async function main(argv: string[]): Promise<void> {
       e instanceof KeyError ||
       e instanceof OperatorError ||
       e instanceof ConfigError ||
+      e instanceof SecretKeyError ||
+      e instanceof CatalogError ||
       e instanceof DuplicateLedgerEntry ||
       e instanceof RangeError ||
       e instanceof IdempotencyMismatch;
@@ -436,7 +473,7 @@ async function run(argv: string[]): Promise<void> {
       const entry = { actor: `cli:${systemUser()}`, address: 'local', action: name, target };
       await recordAudit(db, { ...entry, before: made ? null : before, after });
     }
-    print(result);
+    if (result !== undefined) print(result); // `catalog export` to stdout writes YAML itself
   } finally {
     await Promise.all(announced);
     redis?.disconnect(); // not quit(): a connection still opening refuses it and would keep the process alive

@@ -187,6 +187,9 @@ export const errors = {
     new ApiError(404, 'invalid_request_error', 'card payments are not configured', 'card_payments_not_configured'),
   conflict: (message: string, code: string, param: string | null) =>
     new ApiError(409, 'invalid_request_error', message, code, param),
+  /** A catalog change refused: the catalog is in the file, a provider still routed to, changes that kept colliding. */
+  catalogConflict: (message: string, code: 'catalog_in_file' | 'provider_in_use' | 'catalog_busy', param?: string) =>
+    new ApiError(409, 'invalid_request_error', message, code, param ?? null),
   paymentProviderUnavailable: () =>
     new ApiError(
       502,

@@ -6,6 +6,8 @@
  */
 import cluster from 'node:cluster';
 import type { Server } from '@hapi/hapi';
+import type { Redis } from 'ioredis';
+import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import { formatUsd } from './money';
@@ -31,12 +33,13 @@ export async function start(
   const db = connect(opts.databaseUrl);
   if (opts.migrate !== false) await migrate(db);
   const redis = await connectRedis(process.env.REDIS_URL, log);
-  const app = createApp({ config, db, log, redis });
-  await startApp(app);
+  const app = await startServices(config, db, log, redis);
   const server = await buildServer(app, { port: opts.port, host: opts.host });
   await server.start();
   if (!cluster.isWorker) logPrices(log, config); // with workers, the primary says it once (cli.ts)
-  log.info({ url: server.info.uri, config: config.file, models: config.models.length }, 'switchyard listening');
+  const { source, revision } = app.catalog;
+  const models = app.config.models.length;
+  log.info({ url: server.info.uri, config: config.file, catalog: source, revision, models }, 'switchyard listening');
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
@@ -63,9 +66,23 @@ export async function start(
         );
       else log.info('stopped: settlements written, leases returned');
     })());
-  const reloadConfig = () => {
+  return { app, server, stop, reload: reloader(app, log, opts.configFile ?? config.file ?? undefined) };
+}
+
+/**
+ * SIGHUP: reads the file's providers and models again and serves them; false (and a log line) when it is invalid.
+ * With `catalog: database` the file seeded the database once, and the database's catalog is followed: it is looked
+ * at again instead.
+ */
+function reloader(app: App, log: Logger, file: string | undefined): () => boolean {
+  return () => {
+    if (app.catalog.source === 'database') {
+      log.info('catalog: database: providers and models are followed in the database; the file is not read again');
+      void app.catalog.poll();
+      return true;
+    }
     try {
-      const next = loadConfig(opts.configFile ?? config.file ?? undefined);
+      const next = loadConfig(file);
       reload(app, next);
       if (!cluster.isWorker) logPrices(log, next);
       log.info({ config: next.file, models: next.models.length }, 'configuration reloaded');
@@ -75,7 +92,24 @@ export async function start(
       return false;
     }
   };
-  return { app, server, stop, reload: reloadConfig };
+}
+
+/**
+ * The app's services, started. When they cannot start (a catalog that cannot be served: no key, a wrong one, an
+ * invalid revision), what did start is stopped again: nothing may keep the process up.
+ */
+async function startServices(config: Config, db: Knex, log: Logger, redis: Redis | null): Promise<App> {
+  let app: App | undefined;
+  try {
+    app = createApp({ config, db, log, redis });
+    await startApp(app);
+    return app;
+  } catch (e) {
+    if (app) await stopApp(app).catch(() => undefined);
+    redis?.disconnect();
+    await db.destroy();
+    throw e;
+  }
 }
 
 /**

@@ -1,3 +1,3 @@
 /** The configuration: its types, its schema, and how it is read. */
 export * from './types';
-export { DEFAULT_FILE_TOKENS, DEFAULT_IMAGE_TOKENS, loadConfig, parseConfig } from './load';
+export { checkConfig, DEFAULT_FILE_TOKENS, DEFAULT_IMAGE_TOKENS, loadConfig, parseConfig, readYaml } from './load';

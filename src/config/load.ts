@@ -69,10 +69,26 @@ export function parseConfig(
   file: string | null = null,
   env: NodeJS.ProcessEnv = process.env,
 ): Config {
+  const { raw, where } = readYaml(text, file, env);
+  return checkConfig(catalog, raw, file, where);
+}
+
+/** Where a setting is written: `file:line:col`. */
+export type Locate = (path: (string | number)[], key?: string) => string;
+
+/**
+ * Configuration text as data, `${VAR}`s expanded, and where each setting is written (for checkConfig's messages):
+ * not yet checked.
+ */
+export function readYaml(
+  text: string,
+  file: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): { raw: Record<string, unknown>; where: Locate } {
   const name = file ?? '<config>';
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
-  const where = (path: (string | number)[], key?: string) => {
+  const where: Locate = (path, key) => {
     let node = path.length ? doc.getIn(path, true) : doc.contents;
     // An unknown setting is reported at its own key, not at the start of the mapping that holds it.
     if (key !== undefined && isMap(node))
@@ -82,16 +98,34 @@ export function parseConfig(
     const { line, col } = lines.linePos(offset);
     return `${name}:${line}:${col}`;
   };
-  const fail: Fail = (path, problem, key) => {
-    const setting = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
-    throw new ConfigError(`${where(path, key)}: ${setting ? `${setting}: ` : ''}${problem}`);
-  };
   if (doc.errors.length) {
     const e = doc.errors[0];
     const { line, col } = lines.linePos(e.pos[0]);
     throw new ConfigError(`${name}:${line}:${col}: invalid YAML: ${e.message.split('\n')[0]}`);
   }
-  const raw = expandEnv(doc.toJS(), [], env, fail);
+  return { raw: expandEnv(doc.toJS(), [], env, failing(where)) as Record<string, unknown>, where };
+}
+
+/** A Fail that throws a ConfigError naming the place (`where`), the setting and the problem. */
+function failing(where: Locate): Fail {
+  return (path, problem, key) => {
+    const setting = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
+    throw new ConfigError(`${where(path, key)}: ${setting ? `${setting}: ` : ''}${problem}`, path, problem);
+  };
+}
+
+/**
+ * Checks a configuration already read (the file's, or the file's settings with a catalog from the database), with the
+ * same schema and rules as a file: one place decides what a valid configuration is. `where` names the place of a
+ * setting in messages (the file's line and column); without it, the file's name.
+ */
+export function checkConfig(
+  catalog: ProviderCatalog,
+  raw: unknown,
+  file: string | null,
+  where: Locate = () => file ?? '<config>',
+): Config {
+  const fail = failing(where);
   const validate = validatorFor(catalog);
   if (!validate(raw)) {
     const e = validate.errors![0];
@@ -145,6 +179,7 @@ interface RawConfig {
   };
   admin?: { oidc?: Partial<OidcConfig> & Pick<OidcConfig, 'issuer' | 'client_id' | 'client_secret' | 'roles'> };
   mail?: { smtp_url?: string; from?: string };
+  catalog?: 'yaml' | 'database';
   providers: Record<string, Record<string, unknown> & { type: string; timeouts?: Partial<Timeouts> }>;
   models: RawModel[];
 }
@@ -179,7 +214,7 @@ function address(name: string, p: RawConfig['providers'][string], own: ProviderC
 
 function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog, fail: Fail): Config {
   const providers: Record<string, ProviderConfig> = {};
-  for (const [name, p] of Object.entries(raw.providers)) {
+  for (const [name, p] of Object.entries(raw.providers ?? {})) {
     const { base_url, settings } = address(name, p, catalog[p.type], fail);
     providers[name] = {
       name,
@@ -195,7 +230,7 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
   }
   const seen = new Set<string>();
   const priceNotices: PriceNotice[] = [];
-  const models = raw.models.map((m, i) => {
+  const models = (raw.models ?? []).map((m, i) => {
     if (seen.has(m.id)) fail(['models', i, 'id'], `duplicate model id '${m.id}'`);
     seen.add(m.id);
     return model(m, i, { providers, catalog, fail, notices: priceNotices });
@@ -203,6 +238,8 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
   const b = raw.billing ?? {};
   return {
     file,
+    catalog: raw.catalog ?? 'yaml',
+    raw: raw as unknown as Record<string, unknown>,
     server: {
       max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024,
       trust_proxy: trustProxy(raw.server?.trust_proxy, fail),

@@ -161,9 +161,42 @@ const PRICE = object({
   tiers: { type: 'array', items: object({ above_prompt_tokens: int(1), ...RATES }, ['above_prompt_tokens']) },
 });
 
+/** A model as written: what it is, its prices and limits, and its routes in order. */
+const MODEL = object(
+  {
+    id: { type: 'string', minLength: 1, pattern: '^[^\\s]+$' },
+    kind: { enum: [...MODEL_KINDS] },
+    owned_by: { type: 'string' },
+    created: int(0),
+    price: PRICE,
+    max_output_tokens: int(1),
+    image_tokens: int(0),
+    file_tokens: int(0),
+    extra_output_tokens: int(0),
+    image_output_tokens: byGrade(int(1)),
+    allow: { type: 'array', items: { enum: [...FEATURES] }, uniqueItems: true },
+    routes: {
+      type: 'array',
+      minItems: 1,
+      items: object(
+        {
+          provider: { type: 'string' },
+          model: { type: 'string' },
+          priority: { type: 'integer' },
+          weight: { type: 'number', exclusiveMinimum: 0 },
+          timeouts,
+        },
+        ['provider'],
+      ),
+    },
+  },
+  ['id', 'kind', 'routes'],
+);
+
 export function configSchema(catalog: ProviderCatalog): object {
-  return object(
+  const schema = object(
     {
+      catalog: { enum: ['yaml', 'database'] },
       server: SERVER,
       billing: object({
         min_output_tokens: int(1),
@@ -181,41 +214,14 @@ export function configSchema(catalog: ProviderCatalog): object {
       mail: object({ smtp_url: { type: 'string' }, from: { type: 'string', minLength: 3 } }),
       routing: object({ breaker_failures: int(1), breaker_cooldown_ms: int(1) }),
       providers: { type: 'object', minProperties: 1, additionalProperties: providerSchema(catalog) },
-      models: {
-        type: 'array',
-        minItems: 1,
-        items: object(
-          {
-            id: { type: 'string', minLength: 1, pattern: '^[^\\s]+$' },
-            kind: { enum: [...MODEL_KINDS] },
-            owned_by: { type: 'string' },
-            created: int(0),
-            price: PRICE,
-            max_output_tokens: int(1),
-            image_tokens: int(0),
-            file_tokens: int(0),
-            extra_output_tokens: int(0),
-            image_output_tokens: byGrade(int(1)),
-            allow: { type: 'array', items: { enum: [...FEATURES] }, uniqueItems: true },
-            routes: {
-              type: 'array',
-              minItems: 1,
-              items: object(
-                {
-                  provider: { type: 'string' },
-                  model: { type: 'string' },
-                  priority: { type: 'integer' },
-                  weight: { type: 'number', exclusiveMinimum: 0 },
-                  timeouts,
-                },
-                ['provider'],
-              ),
-            },
-          },
-          ['id', 'kind', 'routes'],
-        ),
-      },
+      models: { type: 'array', minItems: 1, items: MODEL },
     },
-    ['providers', 'models'],
+    [],
   );
+  // With the catalog in the database, the file's providers and models are only the first revision's seed.
+  return {
+    ...schema,
+    if: { properties: { catalog: { const: 'database' } }, required: ['catalog'] },
+    else: { required: ['providers', 'models'] },
+  };
 }

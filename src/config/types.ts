@@ -146,6 +146,13 @@ export interface ModelConfig {
 export interface Config {
   file: string | null;
   /**
+   * Where providers and models come from: the file (`yaml`, the default) or the database's newest catalog revision
+   * (`database`; services/catalog.ts), which the file's own seed on the first start.
+   */
+  catalog: 'yaml' | 'database';
+  /** The configuration as read (environment expanded): a catalog from the database is checked within it. */
+  raw: Record<string, unknown>;
+  /**
    * trust_proxy: behind reverse proxies, the client is the rightmost X-Forwarded-For entry that is not one of them
    * (false: the connection's own address; a number: that many hops; a list: their addresses / CIDRs).
    * shutdown_grace_ms: on SIGTERM, how long requests and streams in flight may take to finish.
@@ -294,9 +301,22 @@ export interface ProviderCatalog {
     required?: string[];
     /** What it bills for cache classes, when it bills them apart from input. */
     cache?: CacheMultipliers;
+    /** Those of its own settings that are credentials: encrypted at rest, never shown (services/catalog.ts). */
+    secrets?: string[];
   };
 }
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
+  /**
+   * `path`: the setting that is wrong (`['models', 2, 'price', 'input']`) and `problem`: what is wrong with it, apart
+   * from the place, for callers that name it their own way (the catalog API's `param`).
+   */
+  constructor(
+    message: string,
+    readonly path: (string | number)[] = [],
+    readonly problem: string = message,
+  ) {
+    super(message);
+  }
 }

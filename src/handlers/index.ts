@@ -2,16 +2,22 @@
 /** The handler of every operation of the contract, by operationId: src/handlers/<operationId>.ts. */
 import { adminCreateOperator } from './adminCreateOperator';
 import { adminCreateRedemptionCodes } from './adminCreateRedemptionCodes';
+import { adminDeleteCatalogModel } from './adminDeleteCatalogModel';
+import { adminDeleteCatalogProvider } from './adminDeleteCatalogProvider';
 import { adminDisableAccount } from './adminDisableAccount';
 import { adminDisableOperator } from './adminDisableOperator';
 import { adminEnableAccount } from './adminEnableAccount';
 import { adminFarmingReport } from './adminFarmingReport';
+import { adminGetCatalog } from './adminGetCatalog';
 import { adminGrantCredits } from './adminGrantCredits';
 import { adminListAccounts } from './adminListAccounts';
 import { adminListAudit } from './adminListAudit';
 import { adminListOperators } from './adminListOperators';
+import { adminPutCatalogModel } from './adminPutCatalogModel';
+import { adminPutCatalogProvider } from './adminPutCatalogProvider';
 import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
+import { adminTestCatalogRoute } from './adminTestCatalogRoute';
 import { adminUpdateKey } from './adminUpdateKey';
 import { confirmPasswordReset } from './confirmPasswordReset';
 import { confirmTotpEnrolment } from './confirmTotpEnrolment';
@@ -120,6 +126,12 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   adminListOperators,
   adminCreateOperator,
   adminDisableOperator,
+  adminGetCatalog,
+  adminPutCatalogProvider,
+  adminDeleteCatalogProvider,
+  adminPutCatalogModel,
+  adminDeleteCatalogModel,
+  adminTestCatalogRoute,
   createMessage,
   countMessageTokens,
   createResponse,

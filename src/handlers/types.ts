@@ -69,11 +69,13 @@ type CallerOf<Op extends OperationId> = (typeof ENDPOINTS)[Op] extends { caller:
   ? { session: Session }
   : (typeof ENDPOINTS)[Op] extends { caller: 'operator' }
     ? { operator: OperatorSession }
-    : (typeof ENDPOINTS)[Op] extends { caller: 'key'; meter: 'none' }
-      ? { principal: KeyPrincipal }
-      : (typeof ENDPOINTS)[Op] extends { caller: 'key' }
-        ? { principal: KeyPrincipal; grant: LimitGrant }
-        : unknown;
+    : (typeof ENDPOINTS)[Op] extends { caller: 'admin' }
+      ? { operator?: OperatorSession }
+      : (typeof ENDPOINTS)[Op] extends { caller: 'key'; meter: 'none' }
+        ? { principal: KeyPrincipal }
+        : (typeof ENDPOINTS)[Op] extends { caller: 'key' }
+          ? { principal: KeyPrincipal; grant: LimitGrant }
+          : unknown;
 
 export type HandlerInput<Op extends OperationId> = CommonInput<Op> & CallerOf<Op>;
 

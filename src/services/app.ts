@@ -15,6 +15,7 @@ import type { BreakerPosition } from '../gateway/router';
 import { PROVIDER_CATALOG } from '../gateway/providers';
 import { databaseAnswers } from '../db';
 import { Metrics } from '../metrics';
+import { Catalog } from './catalog';
 import { ConsoleLimits, sha256 } from './consoleLimits';
 import { checkLowBalances } from './alerts';
 import { purgeIdempotencyKeys } from './idempotency';
@@ -50,6 +51,8 @@ export interface App {
   metricsTokenHash: Buffer | null;
   /** Operators' sign-in with an OpenID provider (`admin.oidc`), or null: not configured. */
   oidc: OidcSignIn | null;
+  /** Providers and models: from the file, or from the database and followed there (services/catalog.ts). */
+  catalog: Catalog;
 }
 
 /** Reads the configuration file, with the provider types of the registry. */
@@ -95,7 +98,9 @@ export function createApp(o: {
     mailer: new Mailer(o.config.mail, o.log),
     metricsTokenHash: metricsToken ? sha256(metricsToken) : null,
     oidc: o.config.admin.oidc ? new OidcSignIn(o.config.admin.oidc, o.log) : null,
+    catalog: undefined as unknown as Catalog, // below: it applies what it loads to this app
   };
+  app.catalog = new Catalog({ db: o.db, log: o.log, redis, env, config: o.config, apply: (c) => reload(app, c) });
   observe(app);
   observeGateway(app);
   return app;
@@ -237,6 +242,7 @@ export async function startApp(app: App): Promise<void> {
   // Read now, so that the first sign-in need not wait; a provider that is down is logged, and tried again then.
   app.oidc?.configuration().catch(() => undefined);
   await app.keys.listen();
+  await app.catalog.start(); // before the server listens: it serves the database's catalog from the first request
 }
 
 /** Stops it, once the server no longer takes requests: writes what billing queued, returns its leases. */
@@ -246,6 +252,7 @@ export async function stopApp(app: App): Promise<{ unwritten: number; leasesKept
   chores?.timers.forEach(clearInterval);
   await Promise.all(chores?.running ?? []); // nothing touches the database after stop
   app.keys.close();
+  app.catalog.close();
   await Promise.all([app.gateway, ...(retired.get(app) ?? [])].map((g) => g.close()));
   return left;
 }

@@ -16,11 +16,13 @@
  * Screenshots go to .tmp/e2e/; with E2E_SCREENSHOT_ADMIN=docs/admin.png the Overview page is also saved there.
  */
 import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { authenticator } from 'otplib';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { connect } from '../../src/db';
 import { ADMIN_DIST } from '../../src/http/consoleStatic';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { registered, uniqueEmail } from '../helpers/console';
@@ -40,7 +42,9 @@ let page: Page;
 let outside: string[] = [];
 let pageErrors: string[] = [];
 
+// The catalog in the database, as an operator who edits it from the app has it (seeded from this file's models).
 const CONFIG = `
+catalog: database
 console: { login_attempts_per_email: 3 }
 limits: { rpm: 0, tpm: 0 }
 providers: { local: { type: mock } }
@@ -55,7 +59,12 @@ beforeAll(async () => {
   if (!fs.existsSync(CHROMIUM))
     throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   fs.mkdirSync(OUT, { recursive: true });
-  gw = await startGateway(CONFIG, { ...process.env, ADMIN_TOKEN });
+  await wipeCatalog(); // a catalog left in the database by another run would be served instead of this file's
+  gw = await startGateway(CONFIG, {
+    ...process.env,
+    ADMIN_TOKEN,
+    SWITCHYARD_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
+  });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -104,6 +113,15 @@ afterEach(async () => {
   expect(pageErrors).toEqual([]);
   expect(outside).toEqual([]);
 });
+
+async function wipeCatalog(): Promise<void> {
+  const db = connect(process.env.DATABASE_URL);
+  try {
+    await db('catalog_revisions').del();
+  } finally {
+    await db.destroy();
+  }
+}
 
 /** `switchyard ARGS` from the sources, on the test database; its printed JSON. */
 function cli(args: string[]): Promise<any> {

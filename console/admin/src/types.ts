@@ -138,50 +138,11 @@ export interface Receipt {
   ledger: AdminLedgerEntry[];
 }
 
-export interface CatalogProvider {
-  name: string;
-  type: string;
-  base_url: string | null;
-  settings: Record<string, unknown>;
-  headers: Record<string, string>;
-  /** `api_key` and the type's other secrets: their last 4 characters, or null. */
-  credentials: Record<string, string | null>;
-}
-
-export type ProviderInput = Omit<CatalogProvider, 'name' | 'credentials' | 'base_url'> & {
-  base_url?: string | null;
-  credentials?: Record<string, string | null>;
-};
-
-export interface CatalogRoute {
-  provider: string;
-  model?: string;
-  priority?: number;
-  weight?: number;
-}
-
-export interface CatalogModel {
-  id?: string;
-  kind?: string;
-  price?: Record<string, unknown>;
-  routes?: CatalogRoute[];
-  [more: string]: unknown;
-}
-
-export interface Catalog {
-  source: 'yaml' | 'database';
-  revision: number | null;
-  providers: CatalogProvider[];
-  models: CatalogModel[];
-}
-
-export interface RouteTest {
-  ok: boolean;
-  status: number | null;
-  latency_ms: number;
-  error: string | null;
-  model: string;
-}
+export type Catalog = S['Catalog'];
+export type CatalogProvider = S['CatalogProvider'];
+export type ProviderInput = S['CatalogProviderInput'];
+export type CatalogModel = S['CatalogModel'];
+export type RouteTest = S['CatalogRouteTest'];
 
 export interface NewOperator {
   operator: Operator;

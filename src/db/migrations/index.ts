@@ -20,6 +20,7 @@ import * as m017 from './017_moderation_rerank';
 import * as m018 from './018_transcription';
 import * as m019 from './019_audit_log';
 import * as m020 from './020_operators';
+import * as m021 from './021_catalog';
 import * as m023 from './023_operator_oidc';
 
 const migrations: Record<string, Knex.Migration> = {
@@ -43,6 +44,7 @@ const migrations: Record<string, Knex.Migration> = {
   '018_transcription': m018,
   '019_audit_log': m019,
   '020_operators': m020,
+  '021_catalog': m021,
   '023_operator_oidc': m023,
 };
 

@@ -45,6 +45,7 @@ export const PROVIDER_CATALOG: ProviderCatalog = Object.fromEntries(
       settings: d.settings,
       required: d.required,
       cache: d.cache,
+      secrets: d.secrets,
     },
   ]),
 );

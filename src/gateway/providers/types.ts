@@ -104,6 +104,11 @@ export interface ProviderDescriptor<State = unknown> {
   settings?: Record<string, object>;
   /** Those of its settings a provider of this type must give (a cloud's project and location). */
   required?: string[];
+  /**
+   * Those of its settings that are credentials: with the catalog in the database they are encrypted at rest and
+   * write-only (no answer, log or export shows more than their last 4 characters).
+   */
+  secrets?: string[];
   /** Headers of every request: credentials and fixed ones (the configured `headers` are added after, and win). */
   headers?(config: ProviderConfig): Record<string, string>;
   /**

@@ -38,6 +38,8 @@ export const bedrock = defineProvider({
     secret_access_key: credential,
     session_token: credential,
   },
+  // The key id names the key (AWS shows it in its console); the secret and a session token are the credentials.
+  secrets: ['secret_access_key', 'session_token'],
   // Claude's cache prices on Bedrock are Anthropic's: reads 0.1× input, 5-minute writes 1.25×, 1-hour writes 2×.
   cache: { cached_input: 100, cache_write: 1250, cache_write_1h: 2000 },
   // One signer per configured provider: the credential chain it holds caches and refreshes its credentials.

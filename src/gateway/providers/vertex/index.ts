@@ -123,6 +123,7 @@ export const vertex = defineProvider<State>({
     credentials: { type: 'string', minLength: 1 },
   },
   required: ['project', 'location', 'credentials'],
+  secrets: ['credentials'],
   // Claude on Vertex bills cache writes as Anthropic does (1.25×, 2× for an hour); reads are left at input, the
   // most any of its models bills for them (Gemini's discounts differ by model: set `cached_input`).
   cache: { cache_write: 1250, cache_write_1h: 2000 },

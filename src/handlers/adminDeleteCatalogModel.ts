@@ -1,0 +1,9 @@
+import { changeCatalog } from '../services/catalogApi';
+import { deleteModel } from '../services/catalogDocument';
+import type { Handler } from './types';
+
+/** DELETE /admin/api/catalog/models/{id} (admins). */
+export const adminDeleteCatalogModel: Handler<'adminDeleteCatalogModel'> = async ({ app, params, operator }) => {
+  const revision = await changeCatalog(app, 'adminDeleteCatalogModel', operator, (doc) => deleteModel(doc, params.id));
+  return { body: { revision, deleted: params.id } };
+};

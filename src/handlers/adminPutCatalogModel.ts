@@ -1,0 +1,11 @@
+import { changeCatalog } from '../services/catalogApi';
+import { putModel } from '../services/catalogDocument';
+import type { Handler } from './types';
+
+/** PUT /admin/api/catalog/models/{id} (admins): adds or replaces a model, its prices and routes. */
+export const adminPutCatalogModel: Handler<'adminPutCatalogModel'> = async ({ app, params, body, operator }) => {
+  const revision = await changeCatalog(app, 'adminPutCatalogModel', operator, (doc) =>
+    putModel(doc, params.id, body as Record<string, unknown>),
+  );
+  return { body: { revision, model: app.catalog.snapshot(`model:${params.id}`) } };
+};
