@@ -15,7 +15,7 @@
  * Needs the built app (`make build`; `make e2e` builds first) and /usr/bin/chromium (or CHROMIUM_PATH).
  * Screenshots go to .tmp/e2e/; with E2E_SCREENSHOT_ADMIN=docs/admin.png the Overview page is also saved there.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,6 +26,7 @@ import { connect } from '../../src/db';
 import { ADMIN_DIST } from '../../src/http/consoleStatic';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { registered, uniqueEmail } from '../helpers/console';
+import { freePort } from '../helpers/process';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = 'e2e-admin-token-for-the-operators-app';
@@ -40,6 +41,8 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 let outside: string[] = [];
+/** Origins besides the gateway's a test lets its page reach (the OpenID provider of the OIDC test). */
+let origins: string[] = [];
 let pageErrors: string[] = [];
 
 // The catalog in the database, as an operator who edits it from the app has it (seeded from this file's models).
@@ -87,6 +90,7 @@ afterAll(async () => {
 
 beforeEach(async () => {
   outside = [];
+  origins = [];
   pageErrors = [];
   context = await browser.newContext({
     viewport: { width: 1440, height: 900 },
@@ -99,7 +103,7 @@ beforeEach(async () => {
   // Anything but the gateway is refused and remembered: the app must work without any other network.
   await context.route('**/*', (route) => {
     const url = route.request().url();
-    if (url.startsWith(`${gw.url}/`) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
+    if ([gw.url, ...origins].some((o) => url.startsWith(`${o}/`)) || /^(data|blob):/.test(url)) return route.continue();
     outside.push(url);
     return route.abort();
   });
@@ -647,3 +651,51 @@ test('catalog: an admin changes a price (charged from the next request) and test
   expect(await page.getByRole('button', { name: 'Edit' }).count()).toBe(0);
   expect(await page.getByRole('button', { name: 'Test route' }).count()).toBe(0);
 });
+
+test("OpenID Connect: the sign-in page offers the provider, and its user comes back signed in with their group's role", async () => {
+  const issuer = `http://127.0.0.1:${await freePort()}`;
+  const secret = 'oidc-client-secret-for-the-e2e-0123456789';
+  const sso = await startGateway(
+    `${CONFIG}admin:\n  oidc: { issuer: "${issuer}", client_id: e2e, client_secret: "${secret}", label: Test IdP, scopes: [openid, email, profile, groups], roles: { sy-support: support } }\n`,
+    { ...process.env, ADMIN_TOKEN },
+  );
+  let idp: ChildProcess | undefined;
+  try {
+    idp = await startProvider(new URL(issuer).port, `${sso.url}/admin/api/session/oidc/callback`, secret);
+    origins = [sso.url, issuer];
+    await page.goto(`${sso.url}/admin/login`);
+    await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
+    // The provider's own page: its form is filled as its user would (this provider takes the claims as given).
+    await page.waitForURL(`${issuer}/interaction/**`);
+    const email = uniqueEmail('sso');
+    const claims = { sub: `sub-${email}`, email, groups: 'sy-support,other' };
+    const form = page.locator('form');
+    for (const [name, value] of Object.entries(claims)) {
+      await form.evaluate(
+        (f, [n, v]) => f.insertAdjacentHTML('beforeend', `<input type="hidden" name="${n}" value="${v}">`),
+        [name, value],
+      );
+    }
+    await form.evaluate((f) => (f as unknown as { submit(): void }).submit());
+    await page.waitForURL(`${sso.url}/admin/`);
+    await page.getByTestId('operator-role').filter({ hasText: 'support' }).waitFor();
+    await page.getByText(email).first().waitFor();
+  } finally {
+    idp?.kill();
+    await sso.close();
+  }
+});
+
+/** The OpenID provider of test/fakes (oidc-provider in a child process), up once it says so. */
+function startProvider(port: string, redirectUri: string, secret: string): Promise<ChildProcess> {
+  const script = path.join(ROOT, 'test', 'fakes', 'oidcProvider.mjs');
+  const child = spawn(process.execPath, [script, port, redirectUri, 'e2e', secret], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d) => String(d).startsWith('ready') && resolve(child));
+    child.once('exit', (code) => reject(new Error(`the OpenID provider exited (${code}): ${err}`)));
+  });
+}
