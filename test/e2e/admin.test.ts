@@ -328,6 +328,7 @@ test('accounts: search by email, open one, grant credits with a reason, suspend 
   expect(Number(before)).toBeLessThan(10);
   expect(await page.getByTestId('account-balance').textContent()).toBe(`$${before.replace(/0{1,4}$/, '')}`);
   await page.getByTestId('account-keys').waitFor();
+  await page.screenshot({ path: path.join(OUT, 'admin-account.png'), fullPage: true });
 
   await page.getByRole('button', { name: 'Grant or remove credits' }).click();
   const dialog = page.getByRole('dialog', { name: 'Grant or remove credits' });
@@ -621,6 +622,7 @@ test('catalog: an admin changes a price (charged from the next request) and test
   const row = page.getByTestId('catalog-models').getByRole('row').filter({ hasText: 'mock-chat' });
   await row.getByRole('button', { name: 'Test route' }).click();
   await row.getByTestId('route-test').filter({ hasText: 'OK' }).waitFor();
+  await page.screenshot({ path: path.join(OUT, 'admin-catalog.png'), fullPage: true });
 
   await row.getByRole('button', { name: 'Edit' }).click();
   const dialog = page.getByRole('dialog', { name: 'Edit model mock-chat' });
