@@ -960,8 +960,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a key's expiry or budget
-         * @description Any account's key: `expires_at` (a future time, or null for never)
+         * Disable a key, or change its expiry or budget
+         * @description Any account's key: `enabled`, `expires_at` (a future time, or null for never)
          *     and `budget` (`{usd, period}` per UTC day, week or month, or null). The
          *     change reaches every process's key cache at once (Redis) or within 2 s.
          */
@@ -1079,14 +1079,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List redemption codes
+         * @description Codes newest first, `limit` at a time (`next_cursor` → `cursor`),
+         *     optionally of one `batch` (the id of the batch's first code) and
+         *     `status` (`redeemed`, `unused`), each with its batch, value, who made
+         *     it and when, and who redeemed it and when. The code itself is never
+         *     shown again: only its SHA-256 is stored, so a code appears as its
+         *     first characters (`SY-7KQ2M-…`), to whatever role; the whole codes are
+         *     shown once, in the answer that made them (JSON, or CSV to download).
+         *     `format=csv` (or `Accept: text/csv`) answers the same page as CSV.
+         */
+        get: operations["adminListRedemptionCodes"];
         put?: never;
         /**
          * Create redemption codes
          * @description Makes `count` single-use codes worth `usd` each (100 random bits each).
          *     The codes are shown this once; only their hashes are stored — except,
          *     with an `Idempotency-Key`, the answer itself, kept 24 h so that a retry
-         *     can show the same codes again (and makes no new ones).
+         *     can show the same codes again (and makes no new ones). `batch` is the
+         *     id of its first code (`GET` lists them by it). `format=csv` (or
+         *     `Accept: text/csv`) answers the codes as CSV, to download; the audit
+         *     log keeps the batch with each code cut to its last 4 characters.
          */
         post: operations["adminCreateRedemptionCodes"];
         delete?: never;
@@ -1599,6 +1613,246 @@ export interface paths {
          *     the key's requests per minute.
          */
         delete: operations["deleteResponse"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the gateway did lately
+         * @description Requests, errors, tokens and spend over the last hour, day (24 h) and
+         *     month (30 days), from the usage records (one per request that reached
+         *     the upstream stage: a request refused before it, by a limit or its
+         *     money, has none); `errors` are those answered with a status of 400 or
+         *     more. `spend` is what was charged for them. `topups` is the money that
+         *     came in over the window: bought (ledger kinds `topup`, a card, and
+         *     `redemption`, a code) or granted by an operator (`grant`); free credits
+         *     (`signup`, `referral`) and what card payments took back are not
+         *     counted. `by_model` and `by_provider` sum the last 30 days, dearest
+         *     first. `routes` lists every configured route with, over the last
+         *     day, the requests it answered (`answered`) and their p50/p99 latency
+         *     (`latency_ms` of its usage records, every process), and — from this
+         *     process's router, since it started or last reloaded its catalog — its
+         *     attempts (`requests`), the failed ones (`errors`, `error_rate`), its
+         *     breaker (`closed`, `open`: skipped while it cools down, `half_open`:
+         *     one probe at a time) and its last failed attempts (at most 5, newest
+         *     first). A usage record names the route that answered; the attempts
+         *     that failed before it (or before nothing answered) are only known to
+         *     the router that made them.
+         */
+        get: operations["adminOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/accounts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One account, all of it
+         * @description The account (balance, debt, status), its keys (with their limits and
+         *     spend), its latest 50 ledger rows, its requests and spend over the
+         *     last day (24 h) and month (30 days), and where it signed in to the
+         *     console from: each address (an IPv4 address, an IPv6 /64) with its
+         *     latest sign-in, newest first.
+         */
+        get: operations["adminGetAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/accounts/{id}/settle-debt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Settle what an account owes
+         * @description `from: balance` (the default: `{}`) pays the debt out of what the account
+         *     has — its balance less what requests in flight hold — as a
+         *     `debt_payment` ledger row, as a top-up would; what is left owed stays
+         *     owed. `from: forgive` writes the debt off: nothing is taken from the
+         *     balance, the debt is zero, and a ledger row of 0 (kind `adjustment`)
+         *     keeps the `note`, which is then required (why it was forgiven). Either
+         *     way, an account suspended for its debt is active again once nothing is
+         *     owed. Nothing owed is a 409 `no_debt`; paying from a balance that has
+         *     nothing free a 409 `insufficient_balance`, which says what is owed and
+         *     what is free. Recorded in the audit log, with the account before and
+         *     after.
+         */
+        post: operations["adminSettleDebt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/accounts/{id}/resend-confirmation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail the confirmation link again
+         * @description Mails a new confirmation link to an account that has not confirmed
+         *     its address (the sign-up credits come with it), as the console's
+         *     "send again" does, and within the same limit per account (429). An
+         *     account confirmed already is a 409 `already_verified`. Recorded in the
+         *     audit log.
+         */
+        post: operations["adminResendConfirmation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find keys
+         * @description Every account's keys in id order, `limit` at a time, each with its
+         *     account's id and email. `prefix`: only keys whose visible prefix
+         *     (`sk-Ab3dE9`) starts with it, or, when it is longer than a prefix,
+         *     that it starts with (a key pasted whole finds its own key).
+         */
+        get: operations["adminListKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage records of every account
+         * @description Usage records, newest first, `limit` at a time (`next_cursor` →
+         *     `cursor`), filtered by `account_id`, `key_id`, `model`, `provider`,
+         *     `status` (a status, or `ok` for those below 400, `error` for the
+         *     others), `from` (inclusive) and `to` (exclusive) — ISO 8601 dates or
+         *     date-times, or epoch seconds (10 digits or fewer) or milliseconds.
+         *     `format=csv` (or `Accept: text/csv`) answers every record of the
+         *     filtered range from `cursor` on as CSV, streamed as it is read: no
+         *     `limit`, for exports of any size.
+         */
+        get: operations["adminListUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/usage/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The request's id (`x-request-id`, `request_id` of a record), or the record's `id`.
+                 * @example req_7f3c9a1e2b4d4c8e9a0b1c2d3e4f5a6b
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A request's receipt
+         * @description One request: its usage record; how its counts were made (`counted`)
+         *     and what each usage class is (`classes`); its hold — what was
+         *     reserved before it went upstream, and the prompt bound and output
+         *     allowance that covered (null for a free model, and for records written
+         *     before holds were kept); its charge, and what the upstream billed
+         *     beyond it (`uncovered_usd`, a shortfall); and its ledger rows.
+         */
+        get: operations["adminGetUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/session/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change one's own password
+         * @description The signed-in operator's `current_password` and a `new_password`,
+         *     which must pass the rules of `switchyard operators create` (at least
+         *     10 characters, not letters or digits only, not the email). A wrong
+         *     current password is a 400 `wrong_password` and counts as a failed
+         *     sign-in (the same limits, 429). Every other session of the operator
+         *     ends; this one stays. Recorded in the audit log (never a password).
+         */
+        post: operations["changeOperatorPassword"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -4237,6 +4491,8 @@ export interface components {
             balance_usd: components["schemas"]["Usd"];
         };
         AdminKeyUpdate: {
+            /** @description false disables the key (refused with a 401 from its next request on); true enables it again. */
+            enabled?: boolean;
             /** Format: date-time */
             expires_at?: string | null;
             budget?: components["schemas"]["KeyBudgetInput"] | null;
@@ -4308,11 +4564,232 @@ export interface components {
             note?: string | null;
         };
         CreateRedemptionCodesResponse: {
+            /** @description The batch's id (its first code's). */
+            batch: number;
             codes: {
                 id: number;
                 code: string;
                 amount_usd: components["schemas"]["Usd"];
             }[];
+        };
+        OverviewWindow: {
+            requests: number;
+            /** @description Requests answered with a status of 400 or more. */
+            errors: number;
+            /** @description errors / requests (0 without requests). */
+            error_rate: number;
+            prompt_tokens: number;
+            completion_tokens: number;
+            spend_usd: components["schemas"]["Usd"];
+            spend_micros: number;
+            topups_usd: components["schemas"]["Usd"];
+            topups_micros: number;
+        };
+        /** @description One model's (or provider's) requests, tokens (prompt and completion) and spend over 30 days. */
+        OverviewSpend: {
+            model?: string;
+            provider?: string;
+            requests: number;
+            tokens: number;
+            spend_usd: components["schemas"]["Usd"];
+            spend_micros: number;
+        };
+        RouteError: {
+            /** Format: date-time */
+            at: string;
+            /** @description The upstream's HTTP status; null when it did not answer (refused, timed out, unreadable). */
+            status: number | null;
+            /** @description What failed (never a credential). */
+            message: string;
+        };
+        OverviewRoute: {
+            /** @description The gateway's model id. */
+            model: string;
+            provider: string;
+            /** @description The model id the upstream knows. */
+            upstream_model: string;
+            /** @description The route's position among the model's routes (from 0). */
+            index: number;
+            /** @description Attempts through the route in this process over the last day (a fallback's too). */
+            requests: number;
+            /** @description Of them, those that failed as its breaker counts failures (not the caller's 400s). */
+            errors: number;
+            error_rate: number;
+            /** @description Requests it answered over the last day, in every process (usage records). */
+            answered: number;
+            /** @description Median latency of the requests it answered over the last day (null without any). */
+            p50_ms: number | null;
+            p99_ms: number | null;
+            /** @enum {string} */
+            breaker: "closed" | "open" | "half_open";
+            last_errors: components["schemas"]["RouteError"][];
+        };
+        AdminOverview: {
+            /** Format: date-time */
+            generated_at: string;
+            windows: {
+                hour: components["schemas"]["OverviewWindow"];
+                day: components["schemas"]["OverviewWindow"];
+                month: components["schemas"]["OverviewWindow"];
+            };
+            by_model: components["schemas"]["OverviewSpend"][];
+            by_provider: components["schemas"]["OverviewSpend"][];
+            routes: components["schemas"]["OverviewRoute"][];
+        };
+        /** @description A key as an operator sees it, with its account. */
+        AdminKey: {
+            id: number;
+            account_id: number;
+            /** @description Its account's email. */
+            email: string;
+            name: string | null;
+            prefix: string;
+            /**
+             * @description `active`, `disabled` (by its owner or an operator) or `expired`.
+             * @enum {string}
+             */
+            status: "active" | "disabled" | "expired";
+            enabled: boolean;
+            quota_usd: components["schemas"]["Usd"] | null;
+            used_usd: components["schemas"]["Usd"];
+            budget: components["schemas"]["KeyBudget"] | null;
+            /** Format: date-time */
+            expires_at: string | null;
+            /** Format: date-time */
+            last_used_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        AdminKeyList: {
+            data: components["schemas"]["AdminKey"][];
+            next_cursor: string | null;
+        };
+        AdminLedgerEntry: {
+            id: number;
+            kind: components["schemas"]["LedgerKind"];
+            amount_usd: components["schemas"]["Usd"];
+            balance_after_usd: components["schemas"]["Usd"];
+            ref: string | null;
+            key_id: number | null;
+            model: string | null;
+            note: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        UsageWindow: {
+            requests: number;
+            spend_usd: components["schemas"]["Usd"];
+            spend_micros: number;
+        };
+        AdminAccountDetail: {
+            account: components["schemas"]["AdminAccount"];
+            email_verified: boolean;
+            keys: components["schemas"]["AdminKey"][];
+            /** @description The latest 50 rows, newest first. */
+            ledger: components["schemas"]["AdminLedgerEntry"][];
+            usage: {
+                day: components["schemas"]["UsageWindow"];
+                month: components["schemas"]["UsageWindow"];
+            };
+            /** @description Each address it signed in to the console from, with the latest time, newest first. */
+            sign_ins: {
+                /** Format: date-time */
+                at: string;
+                address: string;
+            }[];
+        };
+        SettleDebtRequest: {
+            /**
+             * @default balance
+             * @enum {string}
+             */
+            from?: "balance" | "forgive";
+            /** @description Why; required to forgive. */
+            note?: string | null;
+        };
+        DebtSettled: {
+            account_id: number;
+            paid_usd: components["schemas"]["Usd"];
+            forgiven_usd: components["schemas"]["Usd"];
+            debt_usd: components["schemas"]["Usd"];
+            balance_usd: components["schemas"]["Usd"];
+            /** @enum {string} */
+            status: "active" | "disabled";
+        };
+        RedemptionCodeView: {
+            id: number;
+            batch: number;
+            /** @description Its first characters only (`SY-7KQ2M-…`); the whole code is not stored. */
+            code: string;
+            amount_usd: components["schemas"]["Usd"];
+            note: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Who made it, as the audit log names them; null for codes made before this was kept. */
+            created_by: string | null;
+            /** Format: date-time */
+            redeemed_at: string | null;
+            redeemed_by: {
+                account_id: number;
+                /** @description Null when the account was deleted since. */
+                email: string | null;
+            } | null;
+        };
+        RedemptionCodeList: {
+            data: components["schemas"]["RedemptionCodeView"][];
+            next_cursor: string | null;
+        };
+        AdminUsageRecord: {
+            id: number;
+            request_id: string;
+            account_id: number;
+            key_id: number;
+            model: string;
+            /** @description The route's provider; null when no upstream answered. */
+            provider: string | null;
+            endpoint: string;
+            status: number;
+            usage: components["schemas"]["UsageCounts"];
+            /** @enum {string} */
+            counted: "upstream" | "tokenizer" | "checkpoint" | "none";
+            cost_usd: components["schemas"]["Usd"];
+            cost_micros: number;
+            latency_ms: number | null;
+            ttfb_ms: number | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        AdminUsagePage: {
+            data: components["schemas"]["AdminUsageRecord"][];
+            next_cursor: string | null;
+            classes: components["schemas"]["UsageClass"][];
+        };
+        UsageReceipt: {
+            record: components["schemas"]["AdminUsageRecord"];
+            counted: {
+                /** @enum {string} */
+                by: "upstream" | "tokenizer" | "checkpoint" | "none";
+                explanation: string;
+            };
+            classes: components["schemas"]["UsageClass"][];
+            hold: {
+                usd: components["schemas"]["Usd"];
+                micros: number;
+                /** @description The prompt bound the hold covered. */
+                prompt_tokens: number;
+                /** @description The output allowance it covered (all choices together). */
+                output_tokens: number;
+            } | null;
+            charge: {
+                usd: components["schemas"]["Usd"];
+                micros: number;
+                uncovered_usd: components["schemas"]["Usd"];
+            };
+            ledger: components["schemas"]["AdminLedgerEntry"][];
+        };
+        OperatorPasswordChange: {
+            current_password: string;
+            new_password: string;
         };
     };
     responses: {
@@ -4596,6 +5073,18 @@ export interface components {
          * @example 1187
          */
         Cursor: string;
+        /**
+         * @description Start of the range, inclusive (ISO 8601 date or date-time, a date meaning 00:00 UTC; or epoch seconds or milliseconds).
+         * @example 2026-11-01
+         */
+        InstantFrom: string;
+        /**
+         * @description End of the range, exclusive (ISO 8601 date or date-time, a date meaning 00:00 UTC; or epoch seconds or milliseconds).
+         * @example 1796083200
+         */
+        InstantTo: string;
+        /** @description `csv` for CSV (`text/csv`), as `Accept: text/csv` asks too. */
+        Format: "json" | "csv";
     };
     requestBodies: never;
     headers: {
@@ -6915,9 +7404,55 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    adminListRedemptionCodes: {
+        parameters: {
+            query?: {
+                /** @example 101 */
+                batch?: number;
+                status?: "redeemed" | "unused";
+                /** @description `csv` for CSV (`text/csv`), as `Accept: text/csv` asks too. */
+                format?: components["parameters"]["Format"];
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next_cursor` of the previous page.
+                 * @example 1187
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedemptionCodeList"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     adminCreateRedemptionCodes: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `csv` for CSV (`text/csv`), as `Accept: text/csv` asks too. */
+                format?: components["parameters"]["Format"];
+            };
             header?: {
                 /**
                  * @description Makes a retry safe: the first request with a key runs; the same
@@ -6953,6 +7488,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "batch": 101,
                      *       "codes": [
                      *         {
                      *           "id": 101,
@@ -6968,6 +7504,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["CreateRedemptionCodesResponse"];
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7815,6 +8352,324 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminOverview"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminAccountDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminSettleDebt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "from": "forgive",
+                 *       "note": "Disputed in error; the bank confirmed"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SettleDebtRequest"];
+            };
+        };
+        responses: {
+            /** @description What was settled, and what is still owed. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account_id": 42,
+                     *       "paid_usd": "0.000000",
+                     *       "forgiven_usd": "3.000000",
+                     *       "debt_usd": "0.000000",
+                     *       "balance_usd": "0.000000",
+                     *       "status": "active"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DebtSettled"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminResendConfirmation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The account's id.
+                 * @example 42
+                 */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Mailed. */
+            202: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MailSent"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListKeys: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The start of the key, as shown (`sk-Ab3`), or more of it.
+                 * @example sk-Ab3dE9
+                 */
+                prefix?: string;
+                /**
+                 * @description Only this account's keys.
+                 * @example 42
+                 */
+                account_id?: number;
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next_cursor` of the previous page.
+                 * @example 1187
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminKeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListUsage: {
+        parameters: {
+            query?: {
+                /** @example 42 */
+                account_id?: number;
+                /** @example 7 */
+                key_id?: number;
+                /** @example gpt-4o-mini */
+                model?: string;
+                /** @example openai */
+                provider?: string;
+                /**
+                 * @description A status (`429`), `ok` (below 400) or `error` (400 and above).
+                 * @example error
+                 */
+                status?: string;
+                /**
+                 * @description Start of the range, inclusive (ISO 8601 date or date-time, a date meaning 00:00 UTC; or epoch seconds or milliseconds).
+                 * @example 2026-11-01
+                 */
+                from?: components["parameters"]["InstantFrom"];
+                /**
+                 * @description End of the range, exclusive (ISO 8601 date or date-time, a date meaning 00:00 UTC; or epoch seconds or milliseconds).
+                 * @example 1796083200
+                 */
+                to?: components["parameters"]["InstantTo"];
+                /** @description `csv` for CSV (`text/csv`), as `Accept: text/csv` asks too. */
+                format?: components["parameters"]["Format"];
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next_cursor` of the previous page.
+                 * @example 1187
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminUsagePage"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The request's id (`x-request-id`, `request_id` of a record), or the record's `id`.
+                 * @example req_7f3c9a1e2b4d4c8e9a0b1c2d3e4f5a6b
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReceipt"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    changeOperatorPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct horse 42",
+                 *       "new_password": "battery staple 43"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OperatorPasswordChange"];
+            };
+        };
+        responses: {
+            /** @description Changed. */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -245,8 +245,10 @@ const COMMANDS: Record<string, Command> = {
         n,
         amount,
         (o.values.note as string | undefined) ?? null,
+        `cli:${systemUser()}`,
       );
       return {
+        batch: codes[0].id,
         codes: codes.map((c) => ({ id: c.id, code: c.code, amount_usd: formatUsd(c.amount_micros) })),
         note: 'These codes are shown once; only their hashes are stored.',
       };

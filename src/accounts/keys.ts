@@ -173,6 +173,29 @@ export async function getKey(db: Knex, id: number): Promise<ApiKey | null> {
   return row ? toKey(row) : null;
 }
 
+/** The display prefix's length: `sk-` and 6 characters. */
+const PREFIX_LENGTH = 9;
+
+/**
+ * Keys of every account with their account's email, in id order after `afterId`. `prefix`: those whose display
+ * prefix starts with it; longer than a prefix, the key it starts with — found by its hash when it is a whole key, so
+ * a key pasted in full finds exactly itself.
+ */
+export async function findKeys(
+  db: Knex,
+  o: { prefix?: string; accountId?: number; afterId?: number; limit: number },
+): Promise<(ApiKey & { email: string })[]> {
+  const q = db('api_keys as k').join('accounts as a', 'a.id', 'k.account_id').orderBy('k.id').limit(o.limit);
+  const p = o.prefix?.trim();
+  if (p && KEY_FORMAT.test(p)) q.where('k.hash', hashKey(p));
+  else if (p && p.length >= PREFIX_LENGTH) q.where('k.prefix', p.slice(0, PREFIX_LENGTH));
+  else if (p) q.whereRaw(`k.prefix like ? escape '!'`, [`${p.replace(/[!%_]/g, (c) => `!${c}`)}%`]);
+  if (o.accountId !== undefined) q.andWhere('k.account_id', o.accountId);
+  if (o.afterId !== undefined) q.andWhere('k.id', '>', o.afterId);
+  const rows = (await q.select('k.*', 'a.email as account_email')) as Record<string, unknown>[];
+  return rows.map((r) => ({ ...toKey(r), email: String(r.account_email) }));
+}
+
 export async function listKeys(db: Knex, accountId: number): Promise<ApiKey[]> {
   return (await db('api_keys').where('account_id', accountId).orderBy('id')).map(toKey);
 }

@@ -266,3 +266,8 @@ export async function saveOidcOperator(
     .update({ ...link, ...(!taken && { email }) });
   return (await getOperator(db, found.id))!;
 }
+
+/** Ends every session of the operator but `keep` (after a password change: a stolen session ends with it). */
+export async function endOtherOperatorSessions(db: Knex, operatorId: number, keep: string): Promise<void> {
+  await db('operator_sessions').where('operator_id', operatorId).andWhereNot('id_hash', keep).del();
+}

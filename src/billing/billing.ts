@@ -143,6 +143,8 @@ interface Live {
   price: Price;
   startedAt: number;
   hold: number;
+  /** The output allowance its hold covers (the request's own, or lower when money was short). */
+  heldOutput: number;
   lease: Lease | null;
   /** A checkpoint row exists for it. */
   checkpointed: boolean;
@@ -247,6 +249,7 @@ export class Billing {
       price,
       startedAt: this.now(),
       hold,
+      heldOutput: outputTokens,
       lease,
       checkpointed: false,
     };
@@ -510,6 +513,7 @@ export class Billing {
       at: now,
       leaseId: live.lease?.id ?? null,
       checkpointed: live.checkpointed,
+      held: live.hold > 0 ? { micros: live.hold, promptTokens: r.promptTokens, outputTokens: live.heldOutput } : null,
     };
     this.onSettled?.(s, cost);
     this.settling++; // until its hold is written (a per-request hold is settled in the database right away)

@@ -6,7 +6,9 @@
  * the ledger and the ledger shows both. When nothing is owed any more, an account suspended for its debt is active
  * again (one an admin disabled stays so: setting a status by hand ends the suspension for debt).
  */
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import { transact } from '../db';
 import { postWithin, type LedgerEntry, type LedgerRow } from '../db/ledger';
 
 export interface DebtPaid {
@@ -94,4 +96,79 @@ export async function moneyBackWithin(
       : null;
   const paid = await payDebtWithin(trx, r.accountId, row ? `ledger_${row.id}` : r.ref, `${r.kind} ${r.ref}`);
   return { ...paid, creditedMicros: credit, cancelledMicros: cancel };
+}
+
+/** Why a debt was not settled: nothing is owed, or (paying from the balance) nothing of the balance is free. */
+export class DebtNotSettled extends Error {
+  override name = 'DebtNotSettled';
+  constructor(
+    readonly reason: 'no_debt' | 'nothing_free',
+    readonly owedMicros: number,
+    readonly freeMicros: number,
+  ) {
+    super(reason);
+  }
+}
+
+export interface DebtSettled {
+  paidMicros: number;
+  forgivenMicros: number;
+  /** Still owed afterwards. */
+  debtMicros: number;
+  balanceMicros: number;
+  status: 'active' | 'disabled';
+  /** The account was suspended for its debt and is active again: key caches must hear of it. */
+  reactivated: boolean;
+}
+
+/**
+ * An operator settles what an account owes: out of what it has free (`payDebtWithin`, as a top-up would pay it), or
+ * forgiven — the debt is written off (it never was in the balance, so the balance and the ledger's sum are
+ * unchanged) and a ledger row of 0 keeps the reason where the account's history is read. Null: no such account;
+ * throws DebtNotSettled when nothing is owed or nothing of the balance is free.
+ */
+export async function settleDebt(
+  db: Knex,
+  accountId: number,
+  o: { forgive: boolean; note: string | null },
+): Promise<DebtSettled | null> {
+  return transact(db, async (trx) => {
+    const a = await trx('accounts')
+      .where('id', accountId)
+      .forUpdate()
+      .first('balance_micros', 'held_micros', 'debt_micros', 'status', 'suspended_for_debt');
+    if (!a) return null;
+    const owed = Number(a.debt_micros);
+    const free = Math.max(0, Number(a.balance_micros) - Number(a.held_micros));
+    if (owed <= 0) throw new DebtNotSettled('no_debt', 0, free);
+    const ref = `settle_${accountId}_${Date.now()}_${crypto.randomBytes(4).toString('hex')}`;
+    if (!o.forgive) {
+      if (free <= 0) throw new DebtNotSettled('nothing_free', owed, free);
+      const paid = await payDebtWithin(trx, accountId, ref, 'the balance, settled by an operator');
+      const status = paid.reactivated ? 'active' : a.status;
+      return { ...paid, forgivenMicros: 0, debtMicros: owed - paid.paidMicros, status };
+    }
+    const reactivate = !!a.suspended_for_debt;
+    await trx('accounts')
+      .where('id', accountId)
+      .update({ debt_micros: 0, ...(reactivate && { status: 'active', suspended_for_debt: false }) });
+    await trx('ledger').insert({
+      account_id: accountId,
+      kind: 'adjustment',
+      amount_micros: 0,
+      balance_after: Number(a.balance_micros),
+      ref,
+      note: `owed ${owed} µUSD forgiven: ${o.note ?? ''}`.slice(0, 500),
+      created_at: Date.now(),
+    });
+    const status = reactivate ? 'active' : a.status;
+    return {
+      paidMicros: 0,
+      forgivenMicros: owed,
+      debtMicros: 0,
+      balanceMicros: Number(a.balance_micros),
+      status,
+      reactivated: reactivate && a.status !== 'active',
+    };
+  });
 }

@@ -32,12 +32,16 @@ const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex'
 
 export const MAX_BATCH = 1000;
 
-/** Makes `count` codes worth `amountMicros` each; the codes are returned this once. */
+/**
+ * Makes `count` codes worth `amountMicros` each, one batch (its id is its first code's), made by `createdBy` (as the
+ * audit log names the operator); the codes are returned this once.
+ */
 export async function createCodes(
   db: Knex,
   count: number,
   amountMicros: number,
   note: string | null = null,
+  createdBy: string | null = null,
 ): Promise<NewCode[]> {
   if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH)
     throw new RangeError(`count must be between 1 and ${MAX_BATCH}`);
@@ -56,6 +60,8 @@ export async function createCodes(
         amount_micros: amountMicros,
         note,
         created_at: now,
+        batch_id: out[0]?.id ?? null,
+        created_by: createdBy?.slice(0, 200) ?? null,
       });
       out.push({
         id: Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted),
@@ -63,8 +69,52 @@ export async function createCodes(
         amount_micros: amountMicros,
       });
     }
+    await trx('redemption_codes').where('id', out[0].id).update({ batch_id: out[0].id });
     return out;
   });
+}
+
+export interface CodeRecord {
+  id: number;
+  batch: number;
+  /** The code's first characters (`SY-7KQ2M`): the rest is not stored. */
+  prefix: string;
+  amount_micros: number;
+  note: string | null;
+  created_at: number;
+  created_by: string | null;
+  redeemed_at: number | null;
+  redeemed_by: { account_id: number; email: string | null } | null;
+}
+
+/** Codes newest first, before `beforeId`, optionally of one batch and either redeemed or unused. */
+export async function listCodes(
+  db: Knex,
+  o: { limit: number; beforeId?: number; batch?: number; status?: 'redeemed' | 'unused' },
+): Promise<CodeRecord[]> {
+  const q = db('redemption_codes as c')
+    .leftJoin('accounts as a', 'a.id', 'c.redeemed_by')
+    .orderBy('c.id', 'desc')
+    .limit(o.limit);
+  if (o.beforeId !== undefined) q.where('c.id', '<', o.beforeId);
+  if (o.batch !== undefined) q.andWhere('c.batch_id', o.batch);
+  if (o.status === 'redeemed') q.whereNotNull('c.redeemed_by');
+  if (o.status === 'unused') q.whereNull('c.redeemed_by');
+  const rows = (await q.select('c.*', 'a.email as redeemer_email')) as Record<string, unknown>[];
+  return rows.map((r) => ({
+    id: Number(r.id),
+    batch: Number(r.batch_id ?? r.id),
+    prefix: String(r.prefix),
+    amount_micros: Number(r.amount_micros),
+    note: (r.note as string | null) ?? null,
+    created_at: Number(r.created_at),
+    created_by: (r.created_by as string | null) ?? null,
+    redeemed_at: r.redeemed_at === null || r.redeemed_at === undefined ? null : Number(r.redeemed_at),
+    redeemed_by:
+      r.redeemed_by === null || r.redeemed_by === undefined
+        ? null
+        : { account_id: Number(r.redeemed_by), email: (r.redeemer_email as string | null) ?? null },
+  }));
 }
 
 /**

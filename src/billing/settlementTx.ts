@@ -139,6 +139,9 @@ const USAGE = [
   'latency_ms',
   'ttfb_ms',
   'created_at',
+  'held_micros',
+  'held_prompt_tokens',
+  'held_output_tokens',
 ];
 const insertSql = (table: string, cols: string[]) =>
   `INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`;

@@ -42,6 +42,11 @@ export interface Settlement {
   leaseId: string | null;
   /** A checkpoint row of it may exist (holds.request_id): it is deleted, and if it is gone the sweeper charged it. */
   checkpointed: boolean;
+  /**
+   * What was held for it and what that covered (the prompt bound, the output allowance), kept in its usage record for
+   * its receipt; null or absent when nothing was held (a free model) or it is not known (settled by the sweeper).
+   */
+  held?: { micros: number; promptTokens: number; outputTokens: number } | null;
 }
 
 /**
@@ -383,6 +388,9 @@ function usageRecord(s: Settlement): Record<string, unknown> {
     latency_ms: s.latencyMs,
     ttfb_ms: s.ttfbMs,
     created_at: s.at,
+    held_micros: s.held?.micros ?? null,
+    held_prompt_tokens: s.held?.promptTokens ?? null,
+    held_output_tokens: s.held?.outputTokens ?? null,
   };
 }
 

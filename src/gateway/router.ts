@@ -37,8 +37,25 @@ export interface Routed<T> {
 
 export type BreakerPosition = 'closed' | 'open' | 'half_open';
 
+/** A failed attempt of a route, as the operator's overview shows it: when, the upstream's status (if it answered), why. */
+export interface RouteFailure {
+  at: number;
+  status: number | null;
+  message: string;
+}
+
+/** How many failed attempts of each route are kept (newest first), for the operator's overview. */
+const RECENT_FAILURES = 5;
+
+/** A route's attempts and failures (those its breaker counts) in one hour; a day of them is kept. */
+type Tally = { hour: number; tried: number; failed: number };
+const HOUR_MS = 3_600_000;
+const TALLY_HOURS = 24;
+
 export class Router {
   private readonly breakers = new Map<string, BreakerState>();
+  private readonly failures = new Map<string, RouteFailure[]>();
+  private readonly tallies = new Map<string, Tally[]>();
   /**
    * Set while the process shuts down. New requests are refused at the door (503, before their body is read) and
    * readiness fails; a request that came in before still gets its upstream call.
@@ -86,6 +103,7 @@ export class Router {
         span.end();
       };
       if (clientSignal?.aborted) onClient();
+      this.tally(route).tried += 1;
       try {
         const value = await attempt(this.providers.get(route.provider)!, route, controller.signal);
         this.succeeded(route);
@@ -95,6 +113,7 @@ export class Router {
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure?.reason ?? 'error' });
         finish();
         this.onFailure?.(`${route.provider}/${route.model}`, failure?.reason ?? 'error');
+        if (failure && failure.reason !== 'aborted') this.remember(route, failure);
         if (!failure || failure.reason === 'aborted' || failure.reason === 'invalid') this.released(route); // tells nothing about the route
         if (!failure) throw e;
         last = failure;
@@ -124,9 +143,54 @@ export class Router {
     return [...this.breakers.entries()].map(([k, b]) => ({ route: k.replace('\u0000', '/'), state: position(b) }));
   }
 
+  /**
+   * One route in this process: its breaker, its attempts and failures (those its breaker counts) over the last 24
+   * hours, and its last failed attempts (newest first).
+   */
+  routeHealth(route: RouteConfig): {
+    breaker: BreakerPosition;
+    tried: number;
+    failed: number;
+    failures: RouteFailure[];
+  } {
+    const b = this.breakers.get(key(route));
+    const now = this.now();
+    const breaker: BreakerPosition =
+      !b || b.failures < this.routing.breaker_failures ? 'closed' : b.openUntil > now ? 'open' : 'half_open';
+    const since = Math.floor(now / HOUR_MS) - TALLY_HOURS;
+    const day = (this.tallies.get(key(route)) ?? []).filter((t) => t.hour > since);
+    const sum = (f: 'tried' | 'failed') => day.reduce((n, t) => n + t[f], 0);
+    return {
+      breaker,
+      tried: sum('tried'),
+      failed: sum('failed'),
+      failures: [...(this.failures.get(key(route)) ?? [])],
+    };
+  }
+
+  /** The route's tally of this hour (a new hour starts a new one; older than a day are dropped). */
+  private tally(route: RouteConfig): Tally {
+    const hour = Math.floor(this.now() / HOUR_MS);
+    const list = this.tallies.get(key(route)) ?? [];
+    if (list[0]?.hour !== hour)
+      this.tallies.set(key(route), [{ hour, tried: 0, failed: 0 }, ...list.slice(0, TALLY_HOURS)]);
+    return this.tallies.get(key(route))![0];
+  }
+
+  /** Keeps a failed attempt for the overview; the message is ours (an UpstreamError's), never a URL or a credential. */
+  private remember(route: RouteConfig, e: UpstreamError): void {
+    const list = this.failures.get(key(route)) ?? [];
+    list.unshift({ at: this.now(), status: e.status ?? null, message: e.message.slice(0, 300) });
+    this.failures.set(key(route), list.slice(0, RECENT_FAILURES));
+  }
+
   /** A failure after the route had answered (a stream that broke, `cause` given) or of an attempt: counts against the route's breaker. */
   failed(route: RouteConfig, cause?: string): void {
-    if (cause) this.onFailure?.(`${route.provider}/${route.model}`, cause);
+    if (cause) {
+      this.onFailure?.(`${route.provider}/${route.model}`, cause);
+      this.remember(route, new UpstreamError('invalid', `the stream failed: ${cause}`));
+    }
+    this.tally(route).failed += 1;
     const b = this.breaker(route);
     b.failures += 1;
     b.probing = false;

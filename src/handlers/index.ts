@@ -8,17 +8,26 @@ import { adminDisableAccount } from './adminDisableAccount';
 import { adminDisableOperator } from './adminDisableOperator';
 import { adminEnableAccount } from './adminEnableAccount';
 import { adminFarmingReport } from './adminFarmingReport';
+import { adminGetAccount } from './adminGetAccount';
 import { adminGetCatalog } from './adminGetCatalog';
+import { adminGetUsage } from './adminGetUsage';
 import { adminGrantCredits } from './adminGrantCredits';
 import { adminListAccounts } from './adminListAccounts';
 import { adminListAudit } from './adminListAudit';
+import { adminListKeys } from './adminListKeys';
 import { adminListOperators } from './adminListOperators';
+import { adminListRedemptionCodes } from './adminListRedemptionCodes';
+import { adminListUsage } from './adminListUsage';
+import { adminOverview } from './adminOverview';
 import { adminPutCatalogModel } from './adminPutCatalogModel';
 import { adminPutCatalogProvider } from './adminPutCatalogProvider';
+import { adminResendConfirmation } from './adminResendConfirmation';
 import { adminRevokeFreeCredits } from './adminRevokeFreeCredits';
 import { adminSetLowBalanceAlert } from './adminSetLowBalanceAlert';
+import { adminSettleDebt } from './adminSettleDebt';
 import { adminTestCatalogRoute } from './adminTestCatalogRoute';
 import { adminUpdateKey } from './adminUpdateKey';
+import { changeOperatorPassword } from './changeOperatorPassword';
 import { confirmPasswordReset } from './confirmPasswordReset';
 import { confirmTotpEnrolment } from './confirmTotpEnrolment';
 import { countMessageTokens } from './countMessageTokens';
@@ -114,6 +123,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   adminDisableAccount,
   adminEnableAccount,
   adminListAudit,
+  adminListRedemptionCodes,
   adminCreateRedemptionCodes,
   getOperatorSession,
   signInOperator,
@@ -137,4 +147,12 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   createResponse,
   retrieveResponse,
   deleteResponse,
+  adminOverview,
+  adminGetAccount,
+  adminSettleDebt,
+  adminResendConfirmation,
+  adminListKeys,
+  adminListUsage,
+  adminGetUsage,
+  changeOperatorPassword,
 };

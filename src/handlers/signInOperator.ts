@@ -9,6 +9,7 @@ import {
   useTotpCode,
 } from '../accounts/operators';
 import { KNOWN_ADDRESS_MS } from '../accounts/sessions';
+import { recordSignIn, type SignInFailure } from '../services/audit';
 import { addressKey } from '../services/consoleLimits';
 import { OPERATOR_SESSION_MS, operatorCookie, operatorSessionView } from '../services/views';
 import { errors } from '../errors';
@@ -19,7 +20,9 @@ import type { Handler } from './types';
  * the daily per-email one spares addresses the operator signed in from before, so a stranger cannot lock them out).
  * A wrong email, password or code, and a disabled operator, all get the same 401, and an unknown email costs the
  * time of a wrong password. Until TOTP is enrolled the password alone opens a session that can only enrol. With
- * `admin.oidc.allow_password: false` operators sign in through the OpenID provider only: a 403 here.
+ * `admin.oidc.allow_password: false` operators sign in through the OpenID provider only: a 403 here. Each sign-in,
+ * and each failed one with what failed (never the password or code tried), goes into the audit log: a right password
+ * with a wrong code is what an owner looks for after a password leaked.
  */
 export const signInOperator: Handler<'signInOperator'> = async ({ body, app, http }) => {
   if (app.oidc && !app.oidc.settings.allow_password) throw errors.passwordSignInOff(app.oidc.settings.label);
@@ -29,10 +32,16 @@ export const signInOperator: Handler<'signInOperator'> = async ({ body, app, htt
   const operator = await findOperatorByEmail(app.db, body.email);
   // An operator made by OpenID Connect has no password (an empty hash): it costs the time of a wrong one.
   const check = await verifyPassword(body.password, operator?.passwordHash || null);
-  if (!operator || !check.ok || operator.disabled) throw errors.invalidOperatorCredentials();
-  if (operator.totpEnabled && !(await useTotpCode(app.db, operator, body.code ?? '')))
-    throw errors.invalidOperatorCredentials();
+  const failed = async (reason: SignInFailure) => {
+    await recordSignIn(app.db, { operator, email: body.email, address: http.remoteAddress, failed: reason });
+    return errors.invalidOperatorCredentials(); // the caller is told nothing of which: the audit log says it
+  };
+  if (!operator) throw await failed('unknown_email');
+  if (!check.ok) throw await failed('password');
+  if (operator.disabled) throw await failed('disabled');
+  if (operator.totpEnabled && !(await useTotpCode(app.db, operator, body.code ?? ''))) throw await failed('code');
   await attempt.succeeded();
+  await recordSignIn(app.db, { operator, email: operator.email, address: http.remoteAddress });
   await rememberOperatorAddress(app.db, operator.id, addressKey(http.remoteAddress));
   if (check.stale) await setOperatorPassword(app.db, operator.id, await hashPassword(body.password));
   const session = await createOperatorSession(app.db, operator.id, operator.totpEnabled, OPERATOR_SESSION_MS);

@@ -70,7 +70,7 @@ type CallerOf<Op extends OperationId> = (typeof ENDPOINTS)[Op] extends { caller:
   : (typeof ENDPOINTS)[Op] extends { caller: 'operator' }
     ? { operator: OperatorSession }
     : (typeof ENDPOINTS)[Op] extends { caller: 'admin' }
-      ? { operator?: OperatorSession }
+      ? { operator?: OperatorSession } // the operator whose session calls; absent for the admin token
       : (typeof ENDPOINTS)[Op] extends { caller: 'key'; meter: 'none' }
         ? { principal: KeyPrincipal }
         : (typeof ENDPOINTS)[Op] extends { caller: 'key' }
@@ -89,6 +89,11 @@ export type Reply =
     | { binary: AsyncIterable<Uint8Array>; contentType: string }
   ) & {
     headers?: Record<string, string>;
+    /**
+     * What the audit log records of the answer of a state-changing admin call without a single target, when it is
+     * not the body: the codes of a batch answered as CSV are recorded as JSON, each code masked by its field's name.
+     */
+    audit?: unknown;
     /** What the request used at an upstream; for a stream, read once the stream has ended. */
     meter?: () => Meter | null;
   };

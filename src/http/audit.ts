@@ -37,7 +37,7 @@ export async function audited(
   const target = auditTarget(call.path);
   const before = await stateOf(app, target);
   const reply = await run();
-  const after = target ? await stateOf(app, target) : 'body' in reply ? reply.body : null;
+  const after = target ? await stateOf(app, target) : (reply.audit ?? ('body' in reply ? reply.body : null));
   await recordAudit(app.db, {
     actor: call.actor,
     address: call.address,

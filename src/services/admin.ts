@@ -93,16 +93,20 @@ export function grantOnce(
   );
 }
 
-/** createCodes with an Idempotency-Key: a retry gets the same codes (kept with the key for 24 h). */
+/**
+ * createCodes with an Idempotency-Key: a retry gets the same codes (kept with the key for 24 h). `createdBy`: who
+ * makes them, as the audit log names them (a retry by someone else gets the first answer all the same).
+ */
 export function createCodesOnce(
   db: Knex,
   key: string | undefined,
   count: number,
   amountMicros: number,
   note: string | null,
+  createdBy: string | null = null,
 ): Promise<NewCode[]> {
   return idempotent(db, 'codes', key, { count, amountMicros, note }, (trx) =>
-    createCodes(trx, count, amountMicros, note),
+    createCodes(trx, count, amountMicros, note, createdBy),
   );
 }
 

@@ -9,7 +9,7 @@
 import type { Knex } from 'knex';
 import { getAccount } from '../accounts/accounts';
 import { getKey } from '../accounts/keys';
-import { getOperator } from '../accounts/operators';
+import { getOperator, type Operator } from '../accounts/operators';
 import { adminAccountView, operatorView } from './views';
 
 export interface AuditEntry {
@@ -65,6 +65,28 @@ export async function snapshot(db: Knex, target: string | null): Promise<unknown
 
 /** An operator as the audit log names it: `operator:<id> <email>` (the id stays, the email says who at a glance). */
 export const operatorActor = (o: { id: number; email: string }) => `operator:${o.id} ${o.email}`;
+
+/** What failed in a sign-in: the audit log says it, the caller is told only that it failed. */
+export type SignInFailure = 'unknown_email' | 'password' | 'disabled' | 'code';
+
+/**
+ * An operator's sign-in (`signInOperator`), or a failed one (`signInOperatorFailed`, with what failed): as the
+ * operator it was for, or, for an email no operator has, as `unknown <email>` with no target.
+ */
+export async function recordSignIn(
+  db: Knex,
+  s: { operator: Operator | null; email: string; address: string; failed?: SignInFailure },
+): Promise<void> {
+  const o = s.operator;
+  await recordAudit(db, {
+    actor: o ? operatorActor(o) : `unknown ${s.email.trim().toLowerCase()}`,
+    address: s.address,
+    action: s.failed ? 'signInOperatorFailed' : 'signInOperator',
+    target: o ? `operator:${o.id}` : null,
+    before: null,
+    after: s.failed ? { failed: s.failed } : { second_factor: o?.totpEnabled ?? false },
+  });
+}
 
 export async function recordAudit(db: Knex, e: AuditEntry): Promise<void> {
   const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(masked(v)));

@@ -125,3 +125,32 @@ test('a probe that ends without news of the route (the caller was at fault, or l
   again.finish();
   expect(again.value).toBe('ok');
 });
+
+test("a route's health for the overview: attempts and failures over the last 24 hours, its last 5 failures", async () => {
+  let now = 0;
+  const router = new Router(
+    providers,
+    { ...config.routing, breaker_failures: 100 },
+    () => now,
+    () => 0,
+  );
+  const single = { ...model, routes: [model.routes[2]] };
+  const route = single.routes[0];
+  const fail = async () => {
+    throw new UpstreamError('status', `the upstream answered HTTP 500 at ${now}`, 500);
+  };
+  for (let i = 0; i < 7; i++) {
+    now = i * 1000;
+    await expect(router.run(single, undefined, fail)).rejects.toThrow();
+  }
+  (await router.run(single, undefined, async () => 'ok')).finish();
+  const h = router.routeHealth(route);
+  expect(h).toMatchObject({ breaker: 'closed', tried: 8, failed: 7 });
+  expect(h.failures.map((f) => [f.at, f.status, f.message])).toEqual(
+    [6, 5, 4, 3, 2].map((s) => [s * 1000, 500, `the upstream answered HTTP 500 at ${s * 1000}`]),
+  );
+  now += 25 * 3_600_000; // a day later, the old hours no longer count; the last failures stay until new ones come
+  (await router.run(single, undefined, async () => 'ok')).finish();
+  expect(router.routeHealth(route)).toMatchObject({ tried: 1, failed: 0 });
+  expect(router.routeHealth(route).failures).toHaveLength(5);
+});

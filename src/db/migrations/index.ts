@@ -21,6 +21,7 @@ import * as m018 from './018_transcription';
 import * as m019 from './019_audit_log';
 import * as m020 from './020_operators';
 import * as m021 from './021_catalog';
+import * as m022 from './022_admin_pages';
 import * as m023 from './023_operator_oidc';
 
 const migrations: Record<string, Knex.Migration> = {
@@ -45,6 +46,7 @@ const migrations: Record<string, Knex.Migration> = {
   '019_audit_log': m019,
   '020_operators': m020,
   '021_catalog': m021,
+  '022_admin_pages': m022,
   '023_operator_oidc': m023,
 };
 
