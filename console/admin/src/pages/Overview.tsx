@@ -19,7 +19,7 @@ function WindowCard({ label, w, hero }: { label: string; w: Window; hero?: boole
   return (
     <div class={`stat${hero ? ' stat-hero' : ''}`} data-testid={`window-${label}`}>
       <div class="stat-label">{label}</div>
-      <div class="stat-value">{usd(w.spend_usd)}</div>
+      <div class="stat-value">{usd(w.spend_usd, { precise: true })}</div>
       <div class="stat-foot">spent · {usd(w.topups_usd)} topped up</div>
       <dl class="facts">
         <div>
@@ -105,10 +105,10 @@ function Routes({ routes }: { routes: RouteHealth[] }) {
             const [tone, label] = BREAKER[r.breaker] ?? ['neutral', r.breaker];
             return (
               <tr key={`${r.model}/${r.index}`}>
-                <td>
+                <td class="nowrap">
                   <code>{r.model}</code>
                 </td>
-                <td>
+                <td class="nowrap" title={r.upstream_model}>
                   <span class="muted">#{r.index}</span> {r.provider}
                 </td>
                 <td class="num">{int(r.requests)}</td>
