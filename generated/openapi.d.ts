@@ -1331,7 +1331,7 @@ export interface paths {
         /**
          * Start TOTP enrolment
          * @description Makes a new TOTP secret for the signed-in operator and answers its
-         *     `otpauth://` URI (for a QR code or an authenticator app) this once: no
+         *     `otpauth://` URI, and the same as a QR code (`qr_svg`), this once: no
          *     later answer carries it. It is not in force until confirmed; starting
          *     again replaces it. An operator who has enrolled already gets a 409
          *     `totp_enrolled`.
@@ -1377,12 +1377,47 @@ export interface paths {
         /**
          * List operators
          * @description Every operator, with role and whether TOTP is on; never a password or
-         *     a TOTP secret. Operators are made and disabled with the CLI
-         *     (`switchyard operators create`, `operators disable`).
+         *     a TOTP secret. Operators are made and disabled here (owners) or with
+         *     the CLI (`switchyard operators create`, `operators disable`).
          */
         get: operations["adminListOperators"];
         put?: never;
-        post?: never;
+        /**
+         * Add an operator
+         * @description Makes an operator of `role` with a generated password (144 random
+         *     bits), answered this once in `password` and never stored but as its
+         *     scrypt hash (the audit log keeps its last 4 characters only). The new
+         *     operator enrols TOTP at their first sign-in. An email that is already
+         *     an operator's is a 409 `operator_exists`.
+         */
+        post: operations["adminCreateOperator"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/operators/{id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The operator's id.
+                 * @example 2
+                 */
+                id: components["parameters"]["OperatorId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable an operator
+         * @description The operator can no longer sign in, and their sessions end at once.
+         *     Disabling a disabled operator changes nothing.
+         */
+        post: operations["adminDisableOperator"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4158,6 +4193,15 @@ export interface components {
         OperatorList: {
             data: components["schemas"]["Operator"][];
         };
+        CreateOperatorRequest: {
+            email: string;
+            role: components["schemas"]["OperatorRole"];
+        };
+        CreatedOperator: {
+            operator: components["schemas"]["Operator"];
+            /** @description The first password, shown this once. */
+            password: string;
+        };
         OperatorSession: {
             operator: components["schemas"]["Operator"];
             /**
@@ -4189,6 +4233,12 @@ export interface components {
         TotpEnrolment: {
             /** @description The new secret as an `otpauth://totp/...` URI, shown this once. */
             otpauth_uri: string;
+            /**
+             * @description The same URI as a QR code, an SVG document drawn on the server (no
+             *     script, no external reference), for the enrolment page to show as
+             *     an image an authenticator app can scan.
+             */
+            qr_svg: string;
         };
         TotpConfirm: {
             code: string;
@@ -5140,6 +5190,11 @@ export interface components {
          * @example gpt-4o-mini
          */
         CatalogModelId: string;
+        /**
+         * @description The operator's id.
+         * @example 2
+         */
+        OperatorId: number;
         /**
          * @description The account's id.
          * @example 42
@@ -7981,7 +8036,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "otpauth_uri": "otpauth://totp/Switchyard:grace%40example.com?secret=JBSWY3DPEHPK3PXP&period=30&digits=6&algorithm=SHA1&issuer=Switchyard"
+                     *       "otpauth_uri": "otpauth://totp/Switchyard:grace%40example.com?secret=JBSWY3DPEHPK3PXP&period=30&digits=6&algorithm=SHA1&issuer=Switchyard",
+                     *       "qr_svg": "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 33 33\" shape-rendering=\"crispEdges\"><path fill=\"#ffffff\" d=\"M0 0h33v33H0z\"/><path stroke=\"#000000\" d=\"M4 4.5h7\"/></svg>"
                      *     }
                      */
                     "application/json": components["schemas"]["TotpEnrolment"];
@@ -8059,6 +8115,97 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["OperatorList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminCreateOperator: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "role": "support"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateOperatorRequest"];
+            };
+        };
+        responses: {
+            /** @description Made; its first password, shown once. */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "operator": {
+                     *         "id": 2,
+                     *         "email": "ada@example.com",
+                     *         "role": "support",
+                     *         "totp_enabled": false,
+                     *         "disabled": false,
+                     *         "created_at": "2026-11-22T10:00:00.000Z"
+                     *       },
+                     *       "password": "Zx3v9QeT0bq2ArLkWm7yUsHd"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedOperator"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminDisableOperator: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The operator's id.
+                 * @example 2
+                 */
+                id: components["parameters"]["OperatorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operator after the change. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 2,
+                     *       "email": "ada@example.com",
+                     *       "role": "support",
+                     *       "totp_enabled": true,
+                     *       "disabled": true,
+                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Operator"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -1,8 +1,8 @@
 /**
- * The console API client: same-origin fetch to /console/api, the session cookie travels by itself, and every
- * state-changing call carries the CSRF token that register, login and GET /session hand out.
- * Errors come back as `{error: {message, type, param, code}}` and are thrown as ApiError.
+ * The console API client (./http.ts) on /console/api: every state-changing call carries the CSRF token that
+ * register, login and GET /session hand out.
  */
+import { ApiClient, type CallOptions, type Query } from './http';
 import type {
   AccountDetails,
   ApiKey,
@@ -24,78 +24,20 @@ import type {
   UsagePage,
 } from './types';
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type: string | null = null,
-    readonly param: string | null = null,
-    readonly code: string | null = null,
-  ) {
-    super(message);
-  }
-}
+export { ApiError } from './http';
 
-const BASE = '/console/api';
-let csrf: string | null = null;
-let onUnauthorized: (() => void) | null = null;
+const http = new ApiClient('/console/api');
 
 export function setCsrf(token: string | null): void {
-  csrf = token;
+  http.csrf = token;
 }
 
 /** Called when an authenticated call answers 401 (the session expired or was logged out elsewhere). */
 export function setUnauthorizedHandler(fn: (() => void) | null): void {
-  onUnauthorized = fn;
+  http.onUnauthorized = fn;
 }
 
-type Query = Record<string, string | number | undefined | null>;
-
-async function call<T>(
-  method: string,
-  path: string,
-  opts: { body?: unknown; query?: Query; quiet401?: boolean } = {},
-): Promise<T> {
-  const qs = new URLSearchParams();
-  for (const [k, v] of Object.entries(opts.query ?? {}))
-    if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
-  const url = `${BASE}${path}${qs.size ? `?${qs}` : ''}`;
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf;
-  let res: Response;
-  try {
-    res = await fetch(url, {
-      method,
-      headers,
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-      credentials: 'same-origin',
-    });
-  } catch {
-    throw new ApiError(0, 'Could not reach Switchyard. Check your connection and try again.');
-  }
-  if (res.status === 204) return undefined as T;
-  const text = await res.text();
-  let data: unknown;
-  try {
-    data = text ? JSON.parse(text) : undefined;
-  } catch {
-    data = undefined;
-  }
-  if (!res.ok) {
-    const e = (data as { error?: { message?: string; type?: string; param?: string; code?: string } } | undefined)
-      ?.error;
-    if (res.status === 401 && !opts.quiet401) onUnauthorized?.();
-    throw new ApiError(
-      res.status,
-      e?.message || `The request failed (HTTP ${res.status}).`,
-      e?.type ?? null,
-      e?.param ?? null,
-      e?.code ?? null,
-    );
-  }
-  return data as T;
-}
+const call = <T>(method: string, path: string, opts?: CallOptions) => http.call<T>(method, path, opts);
 
 export const api = {
   register: (body: RegisterBody) => call<Session>('POST', '/register', { body, quiet401: true }),

@@ -1,7 +1,8 @@
-/** A small client-side router for the pages under /console. */
+/** A small client-side router for the pages under /console (or /admin: the operators' app shares it). */
 import { useEffect, useState } from 'preact/hooks';
 
-export const BASE = '/console';
+/** "/console" or "/admin": Vite's `base` of the app being built, so both apps share this router and its links. */
+export const BASE = import.meta.env.BASE_URL.replace(/\/+$/, '');
 
 /** The page path without the base: "/", "/keys", "/login"... */
 export function currentPath(): string {

@@ -1,9 +1,11 @@
 // Generated from openapi/openapi.yaml by scripts/generate.ts (`npm run generate`): do not edit.
 /** The handler of every operation of the contract, by operationId: src/handlers/<operationId>.ts. */
+import { adminCreateOperator } from './adminCreateOperator';
 import { adminCreateRedemptionCodes } from './adminCreateRedemptionCodes';
 import { adminDeleteCatalogModel } from './adminDeleteCatalogModel';
 import { adminDeleteCatalogProvider } from './adminDeleteCatalogProvider';
 import { adminDisableAccount } from './adminDisableAccount';
+import { adminDisableOperator } from './adminDisableOperator';
 import { adminEnableAccount } from './adminEnableAccount';
 import { adminFarmingReport } from './adminFarmingReport';
 import { adminGetAccount } from './adminGetAccount';
@@ -138,6 +140,8 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   startTotpEnrolment,
   confirmTotpEnrolment,
   adminListOperators,
+  adminCreateOperator,
+  adminDisableOperator,
   adminGetCatalog,
   adminPutCatalogProvider,
   adminDeleteCatalogProvider,

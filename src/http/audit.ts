@@ -10,11 +10,12 @@ import type { App } from '../services/app';
 
 /**
  * What an admin path acts on: `/admin/api/accounts/42/credits` → `account:42`, `/admin/api/keys/7` → `key:7`,
+ * `/admin/api/operators/3/disable` → `operator:3`,
  * `/admin/api/catalog/providers/openai` → `provider:openai`, `/admin/api/catalog/models/gpt-4o/...` → `model:gpt-4o`.
  */
 export function auditTarget(path: string): string | null {
-  const m = /^\/admin\/api\/(accounts|keys)\/(\d+)(\/|$)/.exec(path);
-  if (m) return `${m[1] === 'accounts' ? 'account' : 'key'}:${m[2]}`;
+  const m = /^\/admin\/api\/(account|key|operator)s\/(\d+)(\/|$)/.exec(path);
+  if (m) return `${m[1]}:${m[2]}`;
   const c = /^\/admin\/api\/catalog\/(providers|models)\/([^/]+)(\/|$)/.exec(path);
   if (!c) return null;
   try {

@@ -1,7 +1,8 @@
 /**
- * Serves the web console (console/dist, built by `make build`) at /console. GET and HEAD only; /console/api/... is
- * never touched here and reaches the API. Paths that name no file get index.html, so the console's own routes
- * (/console/keys...) load on refresh; a missing file with an extension (/console/assets/x.js) is a plain 404.
+ * Serves the two web apps built by `make build`: the console (console/dist) at /console and the operators' app
+ * (console/admin/dist) at /admin. GET and HEAD only; /console/api/... and /admin/api/... are never touched here and
+ * reach the API. Paths that name no file get the app's index.html, so its own routes (/console/keys, /admin/accounts/42)
+ * load on refresh; a missing file with an extension (/console/assets/x.js) is a plain 404.
  *
  * It runs as an onRequest extension rather than a route: a `/console/{path*}` route would be more specific than the
  * API's catch-all `/{any*}` and would swallow GET /console/api/... as well.
@@ -11,7 +12,7 @@ import path from 'node:path';
 import type { Plugin, Request, ResponseObject, ResponseToolkit } from '@hapi/hapi';
 
 export const CONSOLE_DIST = path.resolve(__dirname, '..', '..', 'console', 'dist');
-const PREFIX = '/console';
+export const ADMIN_DIST = path.resolve(__dirname, '..', '..', 'console', 'admin', 'dist');
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -56,35 +57,52 @@ export function csp(captcha: string | null): string {
   ].join('; ');
 }
 
-/** True for the paths this plugin serves: /console and /console/..., except /console/api and below. */
-export function isConsolePath(p: string): boolean {
-  if (p !== PREFIX && !p.startsWith(`${PREFIX}/`)) return false;
-  return !(p === `${PREFIX}/api` || p.startsWith(`${PREFIX}/api/`));
+/** A web app: where it is served, where its build is, and its page's Content-Security-Policy. */
+export interface WebApp {
+  prefix: string;
+  dir: string;
+  policy: string;
 }
+
+/** True for the paths `prefix`'s app serves: `prefix` and below, except `prefix`/api and below (its API). */
+export function isAppPath(p: string, prefix: string): boolean {
+  if (p !== prefix && !p.startsWith(`${prefix}/`)) return false;
+  return !(p === `${prefix}/api` || p.startsWith(`${prefix}/api/`));
+}
+
+/** True for the paths the console serves: /console and /console/..., except /console/api and below. */
+export const isConsolePath = (p: string): boolean => isAppPath(p, '/console');
 
 export interface ConsoleStaticOptions {
   /** The built console; default console/dist of this checkout. */
   dir?: string;
-  /** The CAPTCHA provider registration uses, if any: its widget is allowed by the page's CSP. */
+  /** The built operators' app; default console/admin/dist of this checkout. */
+  adminDir?: string;
+  /** The CAPTCHA provider registration uses, if any: its widget is allowed by the console page's CSP. */
   captcha?: string | null;
 }
 
 export const consoleStatic: Plugin<ConsoleStaticOptions> = {
   name: 'switchyard-console-static',
   register(server, opts) {
-    const dir = path.resolve(opts.dir ?? CONSOLE_DIST);
-    const policy = csp(opts.captcha ?? null);
+    const apps: WebApp[] = [
+      { prefix: '/console', dir: path.resolve(opts.dir ?? CONSOLE_DIST), policy: csp(opts.captcha ?? null) },
+      // The operators' app never shows a CAPTCHA: the console's policy without any widget.
+      { prefix: '/admin', dir: path.resolve(opts.adminDir ?? ADMIN_DIST), policy: csp(null) },
+    ];
     server.ext('onRequest', async (request, h) => {
-      if ((request.method !== 'get' && request.method !== 'head') || !isConsolePath(request.path)) return h.continue;
-      return (await serve(dir, request, h, policy)).takeover();
+      if (request.method !== 'get' && request.method !== 'head') return h.continue;
+      const app = apps.find((a) => isAppPath(request.path, a.prefix));
+      if (!app) return h.continue;
+      return (await serve(app, request, h)).takeover();
     });
   },
 };
 
-async function serve(dir: string, request: Request, h: ResponseToolkit, policy: string): Promise<ResponseObject> {
+async function serve({ prefix, dir, policy }: WebApp, request: Request, h: ResponseToolkit): Promise<ResponseObject> {
   let rel: string;
   try {
-    rel = decodeURIComponent(request.path.slice(PREFIX.length));
+    rel = decodeURIComponent(request.path.slice(prefix.length));
   } catch {
     return notFound(h);
   }
@@ -101,7 +119,8 @@ async function serve(dir: string, request: Request, h: ResponseToolkit, policy: 
   const index = path.join(dir, 'index.html');
   const found = await fileAt(index);
   if (!found) {
-    return h.response('The web console is not built: run `make build`.\n').code(404).type('text/plain; charset=utf-8');
+    const what = prefix === '/admin' ? "operators' app" : 'web console';
+    return h.response(`The ${what} is not built: run \`make build\`.\n`).code(404).type('text/plain; charset=utf-8');
   }
   return send(h, index, found, false, policy);
 }

@@ -35,7 +35,7 @@ export async function buildServer(app: App, opts: ServerOptions = {}): Promise<H
     router: { stripTrailingSlash: true },
   });
   await server.register({ plugin: errorsPlugin, options: { app } });
-  await server.register({ plugin: consoleStatic, options: { captcha: app.config.console.captcha?.provider ?? null } }); // GET /console/... from console/dist (never /console/api/...)
+  await server.register({ plugin: consoleStatic, options: { captcha: app.config.console.captcha?.provider ?? null } }); // GET /console/... and /admin/... from their builds (never their /api/...)
   await server.register({ plugin: opsPlugin, options: { app } }); // /healthz, /readyz, /metrics
   server.route({
     method: '*',

@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { authenticator } from 'otplib';
+import { toString as qrCode } from 'qrcode';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, uniqueEmail } from '../helpers/console';
 
@@ -23,6 +24,8 @@ const answers: string[] = [];
 /** Every password and TOTP secret made in this file. */
 const passwords: string[] = [];
 const totpSecrets: string[] = [];
+/** First passwords the admin API made and answered (once). */
+const answeredPasswords: string[] = [];
 
 const CONFIG = `
 console: { login_attempts_per_email: 4 }
@@ -140,6 +143,12 @@ test('the first sign-in takes the password alone and can only enrol; the confirm
   expect(before.body.error.code).toBe('second_factor_required');
   const started = await c.post('/admin/api/session/totp');
   const secret = new URL(started.body.otpauth_uri).searchParams.get('secret')!;
+  // The QR code an authenticator scans is that same URI, drawn as a self-contained SVG (no script, nothing fetched).
+  expect(started.body.qr_svg).toBe(
+    await qrCode(started.body.otpauth_uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 }),
+  );
+  expect(started.body.qr_svg).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"[^>]*>/);
+  expect(started.body.qr_svg).not.toMatch(/<script|href=/i);
   totpSecrets.push(secret);
   const wrong = await c.post('/admin/api/session/totp/confirm', { code: '000000' });
   expect(wrong.status).toBe(400);
@@ -292,6 +301,40 @@ test('a password chosen in SWITCHYARD_OPERATOR_PASSWORD is not printed; a weak o
   );
 });
 
+test('owners add operators (the first password answered once) and disable them, audited; other roles are refused', async () => {
+  const [owner, adminOp] = [await operator('owner'), await operator('admin')];
+  const email = uniqueEmail('added');
+  expect((await adminOp.post('/admin/api/operators', { email, role: 'support' })).status).toBe(403);
+  const made = await owner.post('/admin/api/operators', { email, role: 'support' });
+  expect(made.status).toBe(201);
+  expect(made.body.operator).toMatchObject({ email, role: 'support', totp_enabled: false, disabled: false });
+  expect(made.body.password).toMatch(/^[\w-]{24}$/);
+  answeredPasswords.push(made.body.password);
+  const again = await owner.post('/admin/api/operators', { email: email.toUpperCase(), role: 'viewer' });
+  expect([again.status, again.body.error.code, again.body.error.param]).toEqual([409, 'operator_exists', 'email']);
+  expect((await owner.post('/admin/api/operators', { email: 'not-an-address', role: 'viewer' })).status).toBe(400);
+  expect((await owner.post('/admin/api/operators', { email: uniqueEmail('x'), role: 'root' })).status).toBe(400);
+
+  const added = new OperatorClient(email, made.body.password, made.body.operator.id);
+  expect((await added.signIn()).status).toBe(200);
+  expect((await added.enrol()).status).toBe(200);
+  expect((await added.get('/admin/api/accounts')).status).toBe(200);
+  expect((await adminOp.post(`/admin/api/operators/${added.id}/disable`)).status).toBe(403);
+  const off = await owner.post(`/admin/api/operators/${added.id}/disable`);
+  expect(off.body).toMatchObject({ id: added.id, email, disabled: true });
+  expect((await added.get('/admin/api/accounts')).status).toBe(401); // its session ended
+  expect((await added.signIn()).status).toBe(401);
+  expect((await owner.post('/admin/api/operators/999999/disable')).body.error).toMatchObject({ code: 'not_found' });
+
+  const ownerActor = `operator:${owner.id} ${owner.email}`;
+  const onIt = (await admin('GET', `/admin/api/audit?target=operator:${added.id}`)).body.data;
+  expect(onIt.map((r: { action: string }) => r.action)).toEqual(['adminDisableOperator', 'confirmTotpEnrolment']);
+  expect(onIt[0]).toMatchObject({ actor: ownerActor, before: { disabled: false }, after: { disabled: true } });
+  const creations = (await admin('GET', '/admin/api/audit?action=adminCreateOperator')).body.data;
+  const creation = creations.find((r: any) => r.after?.operator?.email === email);
+  expect(creation).toMatchObject({ actor: ownerActor, after: { password: `…${made.body.password.slice(-4)}` } });
+});
+
 test('no answer and no audit record carries a password or a TOTP secret', async () => {
   const audit = await cli(['audit', 'list', '--limit', '1000']);
   const everything = [...answers, JSON.stringify(audit)].join('\n');
@@ -299,6 +342,9 @@ test('no answer and no audit record carries a password or a TOTP secret', async 
   for (const p of passwords) expect([p, everything.includes(p)]).toEqual([p, false]);
   // A TOTP secret appears once: in the otpauth URI of the answer that started its enrolment, never after.
   for (const t of totpSecrets) expect([t, everything.split(t).length - 1]).toEqual([t, 1]);
+  // So does a first password the admin API made: in the answer to the owner who made it.
+  expect(answeredPasswords.length).toBeGreaterThan(0);
+  for (const p of answeredPasswords) expect([p, everything.split(p).length - 1]).toEqual([p, 1]);
   expect(answers.filter((a) => a.includes('otpauth://')).length).toBe(totpSecrets.length);
   expect(everything).not.toMatch(/scrypt\$/);
 });

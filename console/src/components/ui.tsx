@@ -1,7 +1,7 @@
 /** The console's building blocks: buttons, links, cards, fields, alerts, dialogs, empty and loading states. */
 import type { ButtonHTMLAttributes, ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { navigate } from '../router';
+import { BASE, navigate } from '../router';
 import { Icon, type IconName } from './icons';
 
 export function Link({
@@ -19,7 +19,7 @@ export function Link({
 }) {
   return (
     <a
-      href={`/console${href === '/' ? '/' : href}`}
+      href={`${BASE}${href === '/' ? '/' : href}`}
       class={cls}
       onClick={(e) => {
         if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
