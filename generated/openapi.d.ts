@@ -4217,12 +4217,12 @@ export interface components {
             /** @description Whether operators may sign in with a password (`POST /admin/api/session`). */
             password: boolean;
             /** @description The OpenID provider operators may sign in with, or null. */
-            oidc: null | {
+            oidc: {
                 /** @description Its name, for a "Sign in with <label>" button. */
                 label: string;
                 /** @description Where the button goes (GET, in the browser). */
                 url: string;
-            };
+            } | null;
         };
         OperatorSignIn: {
             email: string;
@@ -4271,11 +4271,6 @@ export interface components {
                 requests: number;
                 topped_up_usd: components["schemas"]["Usd"];
                 referral_usd: components["schemas"]["Usd"];
-                /**
-                 * @description Every credit the account received: all ledger rows that add
-                 *     money and are not spending — top-ups, codes, sign-up and referral
-                 *     credits, operators' grants, money given back.
-                 */
                 credited_usd: components["schemas"]["Usd"];
             };
         };

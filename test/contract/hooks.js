@@ -605,24 +605,8 @@ async function signInTransaction(t, status) {
   if (status === '429') setBody(t, { email: S.lockedOperator, password: OPERATOR_PASSWORD, code: '123456' });
 }
 
-const SESSION_OPS = new Set([
-  'resendVerification',
-  'updateAccount',
-  'logout',
-  'getSession',
-  'getAccount',
-  'listConsoleKeys',
-  'createConsoleKey',
-  'updateConsoleKey',
-  'deleteConsoleKey',
-  'listConsoleModels',
-  'redeemCode',
-  'getTopupOptions',
-  'createCheckout',
-  'listUsage',
-  'getDailyUsage',
-  'listLedger',
-]);
+// The operations of a console session (the contract's cookieSession security), derived, not listed.
+const SESSION_OPS = new Set(Object.keys(ENDPOINTS).filter((op) => ENDPOINTS[op].caller === 'session'));
 const ADMIN_OPS = new Set(Object.keys(ENDPOINTS).filter((op) => ENDPOINTS[op].caller === 'admin'));
 
 function setBody(t, body) {
@@ -679,6 +663,40 @@ async function consoleTransaction(t, op, status) {
       if (status === '202') setBody(t, { email: S.a.email });
       if (status === '400') setBody(t, { mail: S.a.email });
       if (status === '429') setBody(t, { email: S.resetOutEmail });
+      break;
+    // Operators made and disabled through the API are the run's own: the example's id 2 is the viewer the 403s of
+    // the later operations sign in as.
+    case 'adminCreateOperator':
+      if (status === '201') setBody(t, { email: uniqueEmail('operator'), role: 'support' });
+      if (status === '400') setBody(t, { email: uniqueEmail('operator'), role: 'emperor' });
+      if (status === '409') setBody(t, { email: process.env.CONTRACT_OPERATOR_VIEWER, role: 'support' });
+      break;
+    case 'adminDisableOperator':
+      if (status === '200') {
+        const body = { email: uniqueEmail('disabled'), role: 'viewer' };
+        const made = await must(201, call('POST', '/admin/api/operators', { body, token: ADMIN_TOKEN }));
+        setUri(t, `/admin/api/operators/${made.body.operator?.id ?? made.body.id}/disable`);
+      }
+      if (status === '404') setUri(t, `/admin/api/operators/${NO_SUCH_ID}/disable`);
+      break;
+    case 'checkPasswordReset':
+      if (status === '200') {
+        await must(202, call('POST', '/console/api/password-reset', { body: { email: S.toReset.email } }));
+        setBody(t, { token: await mailedToken(S.toReset.email, '/console/reset') });
+      }
+      if (status === '400') setBody(t, { token: 'not-a-token-that-was-ever-mailed' });
+      break;
+    case 'checkPasswordStrength':
+      if (status === '400') setBody(t, { password: 'x'.repeat(201) });
+      if (status === '429') t.skip = true; // 120 a minute from one address: signup.test.ts sends them
+      break;
+    case 'getOperatorSignInMethods':
+      // Dredd's OpenAPI 3.0 conversion loses the null of `oidc` (an object, or null when OpenID Connect is off) and
+      // refuses the answer of this run, which has none: oidc.test.ts checks both answers against the contract's types.
+      if (status === '200') t.skip = true;
+      break;
+    case 'listRefusedCalls':
+      if (status === '400') setUri(t, '/console/api/usage/refused?by=hour');
       break;
     case 'confirmPasswordReset':
       if (status === '200') {
@@ -809,6 +827,32 @@ async function consoleTransaction(t, op, status) {
     case 'startOperatorOidcSignIn':
     case 'finishOperatorOidcSignIn':
       if (status !== '404') t.skip = true;
+      break;
+    // The run keeps its catalog in the database: a provider and a model of its own are added, changed and removed;
+    // the 409 catalog_busy of two changes at once and the DELETEs' 400 (a removal leaving an invalid catalog) are
+    // catalog.test.ts's.
+    case 'adminPutCatalogProvider':
+      setUri(t, '/admin/api/catalog/providers/contract-extra');
+      if (status === '400') setBody(t, { type: 'openai', max_connections: -1 });
+      if (status === '409') t.skip = true;
+      break;
+    case 'adminDeleteCatalogProvider':
+      setUri(t, `/admin/api/catalog/providers/${status === '409' ? 'mock' : 'contract-extra'}`);
+      if (status === '400') t.skip = true;
+      break;
+    case 'adminPutCatalogModel': {
+      setUri(t, '/admin/api/catalog/models/contract-extra-model');
+      const price = { input: status === '400' ? -1 : 0.15, output: 0.6 };
+      setBody(t, { kind: 'chat', price, routes: [{ provider: 'mock' }] });
+      if (status === '409') t.skip = true;
+      break;
+    }
+    case 'adminDeleteCatalogModel':
+      setUri(t, '/admin/api/catalog/models/contract-extra-model');
+      if (status === '400' || status === '409') t.skip = true;
+      break;
+    case 'adminTestCatalogRoute':
+      setUri(t, `/admin/api/catalog/models/gpt-4o-mini/routes/${status === '400' ? 'first' : 0}/test`);
       break;
     case 'adminListKeys':
     case 'adminListRedemptionCodes':

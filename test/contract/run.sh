@@ -15,6 +15,7 @@ cleanup() {
 trap cleanup EXIT
 
 export DATABASE_URL="sqlite:$tmp/contract.db" SWITCHYARD_CONFIG=test/contract/switchyard.contract.yaml LOG_LEVEL=warn
+export SWITCHYARD_SECRET_KEY=$(node -e 'console.log(require("crypto").randomBytes(32).toString("base64"))')
 cli() { node dist/cli.js "$@"; }
 field() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
