@@ -331,7 +331,10 @@ export interface paths {
         /**
          * What the console's pages need before log-in
          * @description Whether registration asks for a CAPTCHA, and with which provider and
-         *     public site key (`console.captcha`; none by default).
+         *     public site key (`console.captcha`; none by default); the amounts the
+         *     pages state (`console.starter_credits_usd`,
+         *     `console.referral_credits_usd`); and where redemption codes come from
+         *     (`console.topup_note`, null: the console's own words).
          */
         get: operations["getConsoleConfig"];
         put?: never;
@@ -416,8 +419,10 @@ export interface paths {
          * Confirm an email address
          * @description Uses the token of the link mailed at registration (or sent again): the
          *     address is confirmed and the sign-up and referral credits are paid (see
-         *     `register`). A token works once and for 48 hours; an unknown, used or
-         *     expired one is a 400 `invalid_token`.
+         *     `register`). A token works once and for 48 hours; an unknown or
+         *     expired one is a 400 `invalid_token`. A used one whose account's address
+         *     is confirmed answers 200 with `already_verified: true` (a link opened
+         *     twice is not an error: the address is confirmed).
          */
         post: operations["verifyEmail"];
         delete?: never;
@@ -487,6 +492,55 @@ export interface paths {
          *     `invalid_token`; a weak password a 400 with `param: password`.
          */
         post: operations["confirmPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/password-reset/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a password-reset link without using it
+         * @description Tells the reset page, as it opens, whether its link still works, so a
+         *     used or expired link offers a new one before a password is typed. The
+         *     token is not used up. An unknown, used or expired token is a 400
+         *     `invalid_token` (the token travels in the body, never in a URL a log
+         *     would keep).
+         */
+        post: operations["checkPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/password-strength": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * How hard a password is to guess
+         * @description The same estimate registration and password resets apply (zxcvbn with
+         *     its common-passwords lists; `email`'s words count as known to an
+         *     attacker), for the pages to show as the user types: `score` 0–4,
+         *     `ok` when the server would accept the password, and zxcvbn's advice.
+         *     Nothing is stored or logged. At most 120 checks a minute per client
+         *     address (429).
+         */
+        post: operations["checkPasswordStrength"];
         delete?: never;
         options?: never;
         head?: never;
@@ -797,9 +851,42 @@ export interface paths {
          * Requests and cost per day
          * @description The last `days` days (UTC, today included), oldest first, every day
          *     present (zeros included), with what each day used by usage class
-         *     (`usage`, described by `classes`).
+         *     (`usage`, described by `classes`), and how many calls of the account's
+         *     keys were refused (`refused`: a 401 or 429 before reaching a model,
+         *     see listRefusedCalls; not in `requests`).
          */
         get: operations["getDailyUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/api/usage/refused": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Refused calls
+         * @description Calls of this account's keys that the gateway refused before they
+         *     reached a model, counted per minute (`by: minute`, the default) or per
+         *     UTC day (`by: day`), newest first, at most `limit` rows: 429 for money
+         *     (`account_balance`, `key_quota`, `key_budget`, as the API's
+         *     `error.reason` says) or for the key's requests or tokens per minute
+         *     (`rate_limit`), and 401 for a key that is disabled (`key_disabled`) or
+         *     expired (`key_expired`). A key that does not exist belongs to no
+         *     account and is not counted. Refusals are counted in memory and written
+         *     every few seconds (`billing.refusals_flush_ms`, 5 s by default), so the
+         *     newest ones appear after that. `totals` sums the whole filtered range
+         *     per status and reason, whatever the limit. Filters: `key_id`, `from`
+         *     (inclusive) and `to` (exclusive).
+         */
+        get: operations["listRefusedCalls"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3934,6 +4021,10 @@ export interface components {
                 provider: "turnstile" | "hcaptcha";
                 site_key: string;
             } | null;
+            starter_credits_usd: components["schemas"]["Usd"];
+            referral_credits_usd: components["schemas"]["Usd"];
+            /** @description The operator's words on where redemption codes come from (`console.topup_note`). */
+            topup_note: string | null;
         };
         TokenRequest: {
             token: string;
@@ -3941,6 +4032,8 @@ export interface components {
         EmailVerified: {
             /** @constant */
             email_verified: true;
+            /** @description True when this link had been used already (nothing was paid this time). */
+            already_verified: boolean;
         };
         MailSent: {
             /** @constant */
@@ -3953,9 +4046,26 @@ export interface components {
             token: string;
             password: string;
         };
+        PasswordResetValid: {
+            /** @constant */
+            valid: true;
+        };
+        PasswordStrengthRequest: {
+            password: string;
+            email?: string;
+        };
+        PasswordStrength: {
+            score: number;
+            /** @description Whether registration or a reset would accept this password. */
+            ok: boolean;
+            warning: string | null;
+            suggestions: string[];
+        };
         PasswordResetDone: {
             /** @constant */
             password_reset: true;
+            /** @description The account's address, for the log-in page to fill in (the link's holder reads that mailbox). */
+            email: string;
         };
         UpdateAccountRequest: {
             /** @description The alert threshold in USD; null for no alert. */
@@ -4161,6 +4271,12 @@ export interface components {
                 requests: number;
                 topped_up_usd: components["schemas"]["Usd"];
                 referral_usd: components["schemas"]["Usd"];
+                /**
+                 * @description Every credit the account received: all ledger rows that add
+                 *     money and are not spending — top-ups, codes, sign-up and referral
+                 *     credits, operators' grants, money given back.
+                 */
+                credited_usd: components["schemas"]["Usd"];
             };
         };
         ConsoleSession: {
@@ -4436,6 +4552,35 @@ export interface components {
             /** @description Every usage class, wholes before their parts. */
             classes: components["schemas"]["UsageClass"][];
         };
+        /**
+         * @description Why a call of a known key was refused: an `error.reason` of the API
+         *     (ErrorReason), or `rate_limit` (429 `rate_limit_exceeded`: the key's
+         *     requests or tokens per minute).
+         * @enum {string}
+         */
+        RefusalReason: "account_balance" | "key_quota" | "key_budget" | "key_disabled" | "key_expired" | "rate_limit";
+        RefusedCalls: {
+            /** @description Newest first. */
+            data: {
+                /**
+                 * Format: date-time
+                 * @description The start of the minute (or UTC day) counted.
+                 */
+                at: string;
+                key_id: number;
+                /** @description The operation refused (its operationId). */
+                endpoint: string;
+                status: number;
+                reason: components["schemas"]["RefusalReason"];
+                count: number;
+            }[];
+            /** @description Per status and reason, over the whole filtered range; most first. */
+            totals: {
+                status: number;
+                reason: components["schemas"]["RefusalReason"];
+                count: number;
+            }[];
+        };
         DailyUsage: {
             data: {
                 /** Format: date */
@@ -4443,6 +4588,8 @@ export interface components {
                 requests: number;
                 cost_usd: components["schemas"]["Usd"];
                 usage: components["schemas"]["UsageCounts"];
+                /** @description Calls of the account's keys refused that day (see listRefusedCalls), not in `requests`. */
+                refused: number;
             }[];
             /** @description Every usage class, wholes before their parts. */
             classes: components["schemas"]["UsageClass"][];
@@ -5721,7 +5868,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "captcha": null
+                     *       "captcha": null,
+                     *       "starter_credits_usd": "1.000000",
+                     *       "referral_credits_usd": "20.000000",
+                     *       "topup_note": null
                      *     }
                      */
                     "application/json": components["schemas"]["ConsoleConfig"];
@@ -5768,7 +5918,8 @@ export interface operations {
                      *           "spent_usd": "0.000000",
                      *           "requests": 0,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "0.000000"
+                     *           "referral_usd": "0.000000",
+                     *           "credited_usd": "0.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -5827,7 +5978,8 @@ export interface operations {
                      *           "spent_usd": "8.654322",
                      *           "requests": 1289,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "20.000000"
+                     *           "referral_usd": "20.000000",
+                     *           "credited_usd": "21.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -5871,7 +6023,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "email_verified": true
+                     *       "email_verified": true,
+                     *       "already_verified": false
                      *     }
                      */
                     "application/json": components["schemas"]["EmailVerified"];
@@ -5981,13 +6134,97 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "password_reset": true
+                     *       "password_reset": true,
+                     *       "email": "ada@example.com"
                      *     }
                      */
                     "application/json": components["schemas"]["PasswordResetDone"];
                 };
             };
             400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    checkPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "Zk3m9Qx1bT7wR2yVbq0C7m4aW5Zs3T8uEkq7X1fJ0bq"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The link works. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "valid": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasswordResetValid"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    checkPasswordStrength: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "password": "correct horse 42",
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordStrengthRequest"];
+            };
+        };
+        responses: {
+            /** @description The estimate. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "score": 1,
+                     *       "ok": false,
+                     *       "warning": "This is similar to a commonly used password.",
+                     *       "suggestions": [
+                     *         "Add more words that are less common."
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasswordStrength"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6047,7 +6284,8 @@ export interface operations {
                      *           "spent_usd": "8.654322",
                      *           "requests": 1289,
                      *           "topped_up_usd": "0.000000",
-                     *           "referral_usd": "20.000000"
+                     *           "referral_usd": "20.000000",
+                     *           "credited_usd": "21.000000"
                      *         }
                      *       },
                      *       "csrf_token": "kq7X1fJ0bq9r2yVbq0C7m4aW5Zs3T8uE"
@@ -6091,7 +6329,8 @@ export interface operations {
                      *         "spent_usd": "8.654322",
                      *         "requests": 1289,
                      *         "topped_up_usd": "0.000000",
-                     *         "referral_usd": "20.000000"
+                     *         "referral_usd": "20.000000",
+                     *         "credited_usd": "21.000000"
                      *       }
                      *     }
                      */
@@ -6795,6 +7034,7 @@ export interface operations {
                      *           "date": "2026-11-21",
                      *           "requests": 0,
                      *           "cost_usd": "0.000000",
+                     *           "refused": 0,
                      *           "usage": {
                      *             "prompt": 0,
                      *             "cached": 0,
@@ -6812,6 +7052,7 @@ export interface operations {
                      *           "date": "2026-11-22",
                      *           "requests": 1289,
                      *           "cost_usd": "6.248103",
+                     *           "refused": 12,
                      *           "usage": {
                      *             "prompt": 1843210,
                      *             "cached": 912384,
@@ -6891,6 +7132,87 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["DailyUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRefusedCalls: {
+        parameters: {
+            query?: {
+                /** @example 7 */
+                key_id?: number;
+                /**
+                 * @description Count per minute or per UTC day.
+                 * @example minute
+                 */
+                by?: "minute" | "day";
+                /**
+                 * @description Start of the range, inclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+                 * @example 2026-11-01
+                 */
+                from?: components["parameters"]["From"];
+                /**
+                 * @description End of the range, exclusive (ISO 8601 date or date-time; a date means 00:00 UTC).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: components["parameters"]["To"];
+                /**
+                 * @description Items per page.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "at": "2026-11-22T11:04:00.000Z",
+                     *           "key_id": 7,
+                     *           "endpoint": "createChatCompletion",
+                     *           "status": 429,
+                     *           "reason": "account_balance",
+                     *           "count": 12
+                     *         },
+                     *         {
+                     *           "at": "2026-11-22T10:58:00.000Z",
+                     *           "key_id": 8,
+                     *           "endpoint": "createEmbedding",
+                     *           "status": 401,
+                     *           "reason": "key_disabled",
+                     *           "count": 3
+                     *         }
+                     *       ],
+                     *       "totals": [
+                     *         {
+                     *           "status": 429,
+                     *           "reason": "account_balance",
+                     *           "count": 12
+                     *         },
+                     *         {
+                     *           "status": 401,
+                     *           "reason": "key_disabled",
+                     *           "count": 3
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RefusedCalls"];
                 };
             };
             400: components["responses"]["BadRequest"];

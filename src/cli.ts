@@ -76,6 +76,8 @@ interface Command {
   note?: string;
   /** It changes nothing: not recorded in the audit log (every other command is, once it succeeded). */
   reads?: true;
+  /** It writes its audit record itself, in the transaction of its change (the catalog's: live only with its record). */
+  audits?: true;
   run(ctx: Context): Promise<unknown>;
 }
 
@@ -347,6 +349,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'catalog import': {
     usage: '--file F',
+    audits: true,
     note: "F's providers and models become the catalog's newest revision (checked first; a credential F leaves out is kept)",
     run: async ({ db, o }) => {
       const file = required(o, 'file');
@@ -356,13 +359,14 @@ const COMMANDS: Record<string, Command> = {
       } catch (e) {
         throw new UsageError(`${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? e})`);
       }
-      return importCatalog(db, loadConfig(), text, file, { env: process.env, actor: `cli:${systemUser()}` });
+      return importCatalog(db, loadConfig(), text, file, { env: process.env, audit: cliAudit('catalog import') });
     },
   },
   'catalog rotate-secret': {
     usage: '',
-    note: 're-encrypts the stored credentials from SWITCHYARD_SECRET_KEY to SWITCHYARD_NEW_SECRET_KEY (one transaction)',
-    run: async ({ db }) => rotateSecret(db, process.env),
+    audits: true,
+    note: "re-encrypts the stored credentials and operators' TOTP secrets from SWITCHYARD_SECRET_KEY to SWITCHYARD_NEW_SECRET_KEY (one transaction)",
+    run: async ({ db }) => rotateSecret(db, process.env, cliAudit('catalog rotate-secret')),
   },
   demo: {
     usage: '',
@@ -468,7 +472,7 @@ async function run(argv: string[]): Promise<void> {
     const acted = command.reads ? null : cliTarget(name, o);
     const before = command.reads ? null : await snapshot(db, acted);
     const result = await command.run({ db, o, announce });
-    if (!command.reads) {
+    if (!command.reads && !command.audits) {
       const made = created(name, result); // what it made is its target, and had no state before
       const target = made ?? acted;
       const after = target ? await snapshot(db, target) : result;
@@ -482,6 +486,9 @@ async function run(argv: string[]): Promise<void> {
     await db.destroy();
   }
 }
+
+/** A command's audit record, as the CLI's are: by the system user, from `local`, of no single target. */
+const cliAudit = (action: string) => ({ actor: `cli:${systemUser()}`, address: 'local', action, target: null });
 
 /** What a command acts on, for the audit log: `--account ID`, or the ID of an `accounts`, `keys` or `operators` command. */
 function cliTarget(name: string, o: Opts): string | null {

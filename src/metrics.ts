@@ -67,6 +67,12 @@ export class Metrics {
     'Usage in units other than tokens, by model, class and unit',
     ['model', 'class', 'unit'],
   );
+  /** Refusals counted in memory that could not be kept for the console (too many distinct counts at once). */
+  readonly refusalsDropped = this.counter(
+    'switchyard_refusals_dropped_total',
+    'Refused calls not counted for the console: memory for distinct counts was full',
+    [],
+  );
   readonly spend = this.counter('switchyard_spend_micro_usd_total', 'Charged, in micro-USD, by model', ['model']);
 
   constructor() {

@@ -7,6 +7,7 @@ import type {
   AccountDetails,
   ApiKey,
   CheckoutResponse,
+  ConsoleConfig,
   CreatedKey,
   DailyPage,
   KeyChanges,
@@ -14,7 +15,9 @@ import type {
   LoginBody,
   ModelList,
   NewKeyInput,
+  PasswordStrength,
   Redeemed,
+  RefusedCalls,
   RegisterBody,
   Session,
   TopupOptions,
@@ -54,16 +57,24 @@ export const api = {
   checkout: (amount_usd: string) => call<CheckoutResponse>('POST', '/topup/checkout', { body: { amount_usd } }),
   usage: (query: Query) => call<UsagePage>('GET', '/usage', { query }),
   daily: (days: number) => call<DailyPage>('GET', '/usage/daily', { query: { days } }),
+  refused: (query: Query) => call<RefusedCalls>('GET', '/usage/refused', { query }),
   ledger: (query: Query) => call<LedgerPage>('GET', '/ledger', { query }),
-  config: () =>
-    call<{ captcha: { provider: 'turnstile' | 'hcaptcha'; site_key: string } | null }>('GET', '/config', {
+  config: () => call<ConsoleConfig>('GET', '/config', { quiet401: true }),
+  verifyEmail: (token: string) =>
+    call<{ email_verified: true; already_verified: boolean }>('POST', '/verify-email', {
+      body: { token },
       quiet401: true,
     }),
-  verifyEmail: (token: string) =>
-    call<{ email_verified: true }>('POST', '/verify-email', { body: { token }, quiet401: true }),
+  checkPasswordReset: (token: string) =>
+    call<{ valid: true }>('POST', '/password-reset/check', { body: { token }, quiet401: true }),
+  passwordStrength: (password: string, email?: string) =>
+    call<PasswordStrength>('POST', '/password-strength', { body: { password, email }, quiet401: true }),
   resendVerification: () => call<{ sent: true }>('POST', '/verify-email/resend'),
   requestPasswordReset: (email: string) =>
     call<{ sent: true }>('POST', '/password-reset', { body: { email }, quiet401: true }),
   confirmPasswordReset: (token: string, password: string) =>
-    call<{ password_reset: true }>('POST', '/password-reset/confirm', { body: { token, password }, quiet401: true }),
+    call<{ password_reset: true; email: string }>('POST', '/password-reset/confirm', {
+      body: { token, password },
+      quiet401: true,
+    }),
 };

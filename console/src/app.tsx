@@ -5,7 +5,8 @@ import { api, setCsrf, setUnauthorizedHandler } from './api';
 import { Icon, type IconName } from './components/icons';
 import { Link, Loading } from './components/ui';
 import { usd } from './format';
-import { navigate, useRoute } from './router';
+import { currentPath, navigate, useRoute } from './router';
+import { useConsoleConfig } from './components/config';
 import type { Account, AccountDetails, Session } from './types';
 import { AuthContext, useAuth, type Auth } from './auth';
 import { Brand } from './components/Brand';
@@ -53,7 +54,7 @@ export function App() {
       setCsrf(null);
       setAccount(null);
       setDetails(null);
-      navigate('/login', { replace: true });
+      navigate(`/login?next=${encodeURIComponent(currentPath() + location.search)}`, { replace: true });
     });
     api
       .session()
@@ -64,7 +65,14 @@ export function App() {
   // Redirects: signed-out visitors to /login, signed-in ones away from the login and register pages.
   useEffect(() => {
     if (account === undefined || path === '/verify') return; // the mailed link works signed in or not
-    if (!account && !PUBLIC.includes(path)) navigate('/login', { replace: true });
+    // the page asked for comes back after log-in (Login checks it is a console path)
+    if (!account && !PUBLIC.includes(path))
+      navigate(
+        path === '/' && !location.search ? '/login' : `/login?next=${encodeURIComponent(path + location.search)}`,
+        {
+          replace: true,
+        },
+      );
     if (account && PUBLIC.includes(path)) navigate('/', { replace: true });
   }, [account, path]);
 
@@ -208,6 +216,7 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
 /** Until the address is confirmed: where the link went, and a way to send it again. */
 function ConfirmBanner({ email }: { email: string }) {
   const [state, setState] = useState<'idle' | 'sent' | string>('idle');
+  const config = useConsoleConfig();
   const resend = async () => {
     try {
       await api.resendVerification();
@@ -219,7 +228,8 @@ function ConfirmBanner({ email }: { email: string }) {
   return (
     <div class="banner" role="status" data-testid="confirm-banner">
       <span>
-        Confirm your address: we sent a link to <strong>{email}</strong>. Your sign-up credits arrive when you open it.
+        Confirm your address: we sent a link to <strong>{email}</strong>. Your sign-up credits
+        {config ? ` (${usd(config.starter_credits_usd)})` : ''} arrive when you open it.
       </span>
       {state === 'sent' ? (
         <span class="muted">Sent again.</span>

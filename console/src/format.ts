@@ -20,6 +20,16 @@ export function usd(v: Usd | null | undefined, opts: { precise?: boolean } = {})
   }).format(n);
 }
 
+/**
+ * A limit or threshold: whole cents when it has no more ("$0.50", "$25.00"), else every digit it has ("$0.00003"),
+ * so a small limit never reads as "$0.00".
+ */
+export function limitUsd(v: Usd | null | undefined): string {
+  const n = num(v);
+  if (Math.round(n * 100) === n * 100) return usd(n);
+  return `${n < 0 ? '-' : ''}$${Math.abs(n).toFixed(6).replace(/0+$/, '')}`;
+}
+
 /** Exact to the micro-dollar, without trailing zeros past the cents: "$20.999989", "$21.00". */
 export function usdExact(v: Usd | null | undefined): string {
   const n = num(v);

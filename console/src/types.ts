@@ -30,6 +30,8 @@ export type UsageCounts = S['UsageCounts'];
 export type UsagePage = S['UsagePage'];
 export type DailyPage = S['DailyUsage'];
 export type DailyUsage = DailyPage['data'][number];
+export type RefusedCalls = S['RefusedCalls'];
+export type RefusedRow = RefusedCalls['data'][number];
 export type LedgerKind = S['LedgerKind'];
 export type LedgerEntry = S['LedgerEntry'];
 export type LedgerPage = S['LedgerPage'];
@@ -39,3 +41,5 @@ export type LoginBody = Body<'login'>;
 
 /** Every scope a key may have and what it lets the key call, from the contract (KeyScope; see src/contract.ts). */
 export { SCOPE_LABELS, SCOPES } from '../../src/contract';
+export type ConsoleConfig = S['ConsoleConfig'];
+export type PasswordStrength = S['PasswordStrength'];

@@ -275,9 +275,11 @@ export interface AccountTotals {
   requests: number;
   topped_up_micros: number;
   referral_micros: number;
+  /** Every credit received: the ledger rows that add money and are not spending (usage). */
+  credited_micros: number;
 }
 
-/** Money spent on requests, requests made, money topped up (cards and codes), referral credits received. */
+/** Money spent on requests, requests made, money topped up (cards and codes), referral credits, all credits received. */
 export async function accountTotals(db: Knex, id: number): Promise<AccountTotals> {
   const sums = (await db('ledger')
     .where('account_id', id)
@@ -286,7 +288,13 @@ export async function accountTotals(db: Knex, id: number): Promise<AccountTotals
     .groupBy('kind')) as { kind: string; total: unknown }[];
   const by = (kinds: string[]) => sums.filter((s) => kinds.includes(s.kind)).reduce((a, s) => a + Number(s.total), 0);
   const [{ n }] = (await db('usage_records').where('account_id', id).count({ n: '*' })) as { n: unknown }[];
+  const [{ credited }] = (await db('ledger')
+    .where('account_id', id)
+    .andWhere('amount_micros', '>', 0)
+    .andWhereNot('kind', 'usage')
+    .sum({ credited: 'amount_micros' })) as { credited: unknown }[];
   return {
+    credited_micros: Number(credited ?? 0),
     spent_micros: -by(['usage']),
     requests: Number(n),
     topped_up_micros: by(['topup', 'redemption']),

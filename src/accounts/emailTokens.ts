@@ -70,3 +70,15 @@ export async function consumeToken(
   const row = await db('email_tokens').where('token_hash', h).forUpdate().first('account_id'); // a locking read: see verifyEmailWithin
   return row ? Number(row.account_id) : null;
 }
+
+/**
+ * The account a token of this purpose was ever issued to, whether or not it is used or expired; null for an unknown
+ * one. Only for telling a link opened twice from a forged one — never to act on the account.
+ */
+export async function issuedTo(db: Knex, token: string, purpose: TokenPurpose): Promise<number | null> {
+  if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
+  const row = await db('email_tokens')
+    .where({ token_hash: hash(token), purpose })
+    .first('account_id');
+  return row ? Number(row.account_id) : null;
+}

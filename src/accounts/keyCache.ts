@@ -72,7 +72,10 @@ export class KeyCache {
     const hit = this.entries.get(hash);
     const now = this.now();
     // expiry is checked on every request
-    if (hit && hit.until > now) return keyLive(hit.principal.key, now) ? hit.principal : { refused: 'key_expired' };
+    if (hit && hit.until > now) {
+      const { key, accountId } = hit.principal;
+      return keyLive(key, now) ? hit.principal : { refused: 'key_expired', keyId: key.id, accountId };
+    }
     const principal = await principalByHash(this.db, hash, now);
     if (!principal || isRefusal(principal)) {
       this.entries.delete(hash);

@@ -256,6 +256,9 @@ export function bearerKey(authorization: string | undefined): string | null {
 /** Why a real key is refused: its owner or an operator disabled it, or it passed its expiry date. */
 export interface KeyRefusal {
   refused: 'key_disabled' | 'key_expired';
+  /** The key and its account: a refusal of a real key is counted for its owner's usage page. */
+  keyId: number;
+  accountId: number;
 }
 
 /** What a key's hash resolves to: its principal, why it is refused, or null (unknown, or its account not active). */
@@ -273,9 +276,10 @@ export async function principalByHash(db: Knex, hash: string, now = Date.now()):
     .where('k.hash', hash)
     .first('k.*', 'a.status as account_status');
   if (!row || row.account_status !== 'active') return null;
-  if (!row.enabled) return { refused: 'key_disabled' };
   const key = toKey(row);
-  return keyLive(key, now) ? { key, accountId: key.account_id } : { refused: 'key_expired' };
+  const refusal = { keyId: key.id, accountId: key.account_id };
+  if (!row.enabled) return { refused: 'key_disabled', ...refusal };
+  return keyLive(key, now) ? { key, accountId: key.account_id } : { refused: 'key_expired', ...refusal };
 }
 
 /** Resolves an Authorization header to the key's principal, or null when it names no usable key (see principalByHash). */

@@ -6,11 +6,16 @@
  *
  * The TOTP secret is shown once, as an otpauth:// URI, when enrolment starts; no answer or audit record carries it
  * afterwards. A code is accepted once: its time step is remembered, so a code seen over a shoulder cannot be replayed.
+ *
+ * With SWITCHYARD_SECRET_KEY set, the secret is stored sealed (secrets.ts, as the catalog's credentials are): a copy
+ * of the database then yields no second factor. Secrets stored in the clear (before the key was set) keep working and
+ * are sealed at the next enrolment or by `switchyard catalog rotate-secret` (resealTotpSecrets).
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { authenticator } from 'otplib';
 import { OPERATOR_ROLES, type OperatorRole } from '../contract';
+import { decrypt, encrypt, isSealed, SecretKeyError } from '../secrets';
 
 export interface Operator {
   id: number;
@@ -106,13 +111,37 @@ export async function disableOperator(db: Knex, id: number): Promise<Operator> {
   return (await getOperator(db, id))!;
 }
 
+/** A TOTP secret as stored: sealed under `key`, or as it is without one. */
+const sealTotp = (secret: string, key: Buffer | null): string => (key ? encrypt(secret, key) : secret);
+
+/** A stored TOTP secret in the clear; a SecretKeyError when it is sealed and `key` is missing or another. */
+function openTotp(stored: string, key: Buffer | null): string {
+  if (!isSealed(stored)) return stored;
+  if (!key)
+    throw new SecretKeyError("operators' TOTP secrets are stored encrypted, but SWITCHYARD_SECRET_KEY is not set");
+  try {
+    return decrypt(stored, key);
+  } catch {
+    throw new SecretKeyError(
+      "an operator's TOTP secret cannot be decrypted with SWITCHYARD_SECRET_KEY (a different key?)",
+    );
+  }
+}
+
 /**
- * Checks a TOTP code against the operator's secret; a code of a time step already used (or older) is refused, and
- * the step of an accepted one is remembered (a conditional update, so two sign-ins racing with one code: one wins).
+ * Checks a TOTP code against the operator's secret (opened with `key`: a SecretKeyError when it cannot be); a code of
+ * a time step already used (or older) is refused, and the step of an accepted one is remembered (a conditional
+ * update, so two sign-ins racing with one code: one wins).
  */
-export async function useTotpCode(db: Knex, o: OperatorSecrets, code: string, now = Date.now()): Promise<boolean> {
+export async function useTotpCode(
+  db: Knex,
+  o: OperatorSecrets,
+  code: string,
+  key: Buffer | null,
+  now = Date.now(),
+): Promise<boolean> {
   if (!o.totpSecret || !/^\d{6}$/.test(code)) return false;
-  const delta = totp.checkDelta(code, o.totpSecret);
+  const delta = totp.checkDelta(code, openTotp(o.totpSecret, key));
   if (delta === null) return false;
   const step = Math.floor(now / STEP_MS) + delta;
   if (o.totpLastStep !== null && step <= o.totpLastStep) return false;
@@ -123,12 +152,22 @@ export async function useTotpCode(db: Knex, o: OperatorSecrets, code: string, no
   return n === 1;
 }
 
-/** Starts (or restarts) TOTP enrolment: a new secret, its otpauth:// URI; not in force until confirmed. */
-export async function startTotp(db: Knex, operatorId: number, issuer: string): Promise<string | null> {
+/**
+ * Starts (or restarts) TOTP enrolment: a new secret (stored sealed under `key` when there is one), its otpauth:// URI;
+ * not in force until confirmed.
+ */
+export async function startTotp(
+  db: Knex,
+  operatorId: number,
+  issuer: string,
+  key: Buffer | null,
+): Promise<string | null> {
   const row = await db('operators').where('id', operatorId).first('email', 'totp_enabled');
   if (!row || row.totp_enabled) return null;
   const secret = totp.generateSecret();
-  await db('operators').where('id', operatorId).update({ totp_secret: secret, totp_last_step: null });
+  await db('operators')
+    .where('id', operatorId)
+    .update({ totp_secret: sealTotp(secret, key), totp_last_step: null });
   return totp.keyuri(String(row.email), issuer, secret);
 }
 
@@ -138,12 +177,25 @@ export async function totpStarted(db: Knex, operatorId: number): Promise<boolean
 }
 
 /** Confirms enrolment with a code of the new secret: the second factor is in force from now on. */
-export async function confirmTotp(db: Knex, operatorId: number, code: string): Promise<boolean> {
+export async function confirmTotp(db: Knex, operatorId: number, code: string, key: Buffer | null): Promise<boolean> {
   const row = await db('operators').where('id', operatorId).first();
   if (!row || row.totp_enabled) return false;
-  if (!(await useTotpCode(db, fromRow(row), code))) return false;
+  if (!(await useTotpCode(db, fromRow(row), code, key))) return false;
   await db('operators').where('id', operatorId).update({ totp_enabled: true });
   return true;
+}
+
+/**
+ * Every stored TOTP secret sealed under `to`: those sealed under `from` re-encrypted, those in the clear encrypted
+ * (`switchyard catalog rotate-secret`, in its transaction). Returns how many were written.
+ */
+export async function resealTotpSecrets(trx: Knex, from: Buffer, to: Buffer): Promise<number> {
+  const rows = await trx('operators').whereNotNull('totp_secret').select('id', 'totp_secret').forUpdate();
+  for (const r of rows)
+    await trx('operators')
+      .where('id', r.id)
+      .update({ totp_secret: encrypt(openTotp(String(r.totp_secret), from), to) });
+  return rows.length;
 }
 
 export async function createOperatorSession(

@@ -175,6 +175,7 @@ interface RawConfig {
     registration_window_s?: number;
     referrals_per_month?: number;
     disposable_domains?: string[];
+    topup_note?: string;
     captcha?: { provider: 'turnstile' | 'hcaptcha'; site_key: string; secret: string; verify_url?: string };
   };
   admin?: { oidc?: Partial<OidcConfig> & Pick<OidcConfig, 'issuer' | 'client_id' | 'client_secret' | 'roles'> };
@@ -257,6 +258,8 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
       lease_idle_ms: b.lease_idle_ms ?? 30_000,
       flush_ms: b.flush_ms ?? 50,
       flush_rows: b.flush_rows ?? 500,
+      refusals_flush_ms: b.refusals_flush_ms ?? 5_000,
+      refusals_max_buckets: b.refusals_max_buckets ?? 10_000,
     },
     limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
     responses: { keep_ms: Math.round((raw.responses?.keep_days ?? 30) * 86_400_000) },
@@ -542,6 +545,7 @@ function consoleConfig(c: NonNullable<RawConfig['console']>, fail: Fail): Consol
     registrations_per_address: c.registrations_per_address ?? 20,
     registration_window_s: c.registration_window_s ?? 3600,
     referrals_per_month: c.referrals_per_month ?? 10,
+    topup_note: c.topup_note?.trim() || null,
     disposable_domains: (c.disposable_domains ?? DISPOSABLE_DOMAINS).map((d) => d.trim().toLowerCase()),
     captcha: c.captcha ? { ...c.captcha, verify_url: c.captcha.verify_url ?? SITEVERIFY[c.captcha.provider] } : null,
   };

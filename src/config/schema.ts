@@ -104,6 +104,7 @@ const CONSOLE = object({
   registration_window_s: int(1),
   referrals_per_month: int(0),
   disposable_domains: { type: 'array', items: { type: 'string', minLength: 1 } },
+  topup_note: { type: 'string', maxLength: 500 },
   captcha: object(
     {
       provider: { enum: ['turnstile', 'hcaptcha'] },
@@ -206,6 +207,8 @@ export function configSchema(catalog: ProviderCatalog): object {
         lease_idle_ms: int(100),
         flush_ms: int(1),
         flush_rows: int(1),
+        refusals_flush_ms: int(100),
+        refusals_max_buckets: int(1),
       }),
       limits: object({ rpm: int(0), tpm: int(0) }),
       responses: object({ keep_days: { type: 'number', exclusiveMinimum: 0 } }),

@@ -199,6 +199,8 @@ export interface ConsoleConfig {
   registration_window_s: number;
   /** Referral credits a referrer may earn per calendar month (UTC). */
   referrals_per_month: number;
+  /** What the Top up page says about where redemption codes come from; null: the console's own words. */
+  topup_note: string | null;
   /** Mail domains refused at registration (disposable mailboxes), lower case. */
   disposable_domains: string[];
   /** A CAPTCHA on registration (Cloudflare Turnstile or hCaptcha), or null: none (the default). */
@@ -268,6 +270,10 @@ export interface BillingConfig {
   flush_ms: number;
   /** ...or as soon as this many are waiting. */
   flush_rows: number;
+  /** Refused calls of known keys are counted in memory and written this often (and at stop). */
+  refusals_flush_ms: number;
+  /** The most distinct refusal counts (key, minute, reason...) kept between writes; beyond, the oldest is dropped. */
+  refusals_max_buckets: number;
 }
 
 /** Default per-key limits; a key's own setting wins. 0 means no limit. */

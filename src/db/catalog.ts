@@ -38,17 +38,28 @@ export class StaleRevision extends Error {
 
 /**
  * Writes a document as the revision after `parent` (0: the first), in one insert: `parent` is unique, so of two
- * changes based on the same revision the second throws StaleRevision and nothing of it is written.
+ * changes based on the same revision the second throws StaleRevision and nothing of it is written. `also` runs in the
+ * same transaction (the change's audit record): the revision is written with it or not at all, so no change is ever
+ * live without its record, and no record tells of a change that was not made.
  */
-export async function writeRevision(db: Knex, parent: number, document: string, actor: string): Promise<number> {
+export async function writeRevision(
+  db: Knex,
+  parent: number,
+  document: string,
+  actor: string,
+  also?: (trx: Knex.Transaction, id: number) => Promise<void>,
+): Promise<number> {
   try {
-    const [id] = await db('catalog_revisions').insert({
-      parent,
-      document,
-      actor: actor.slice(0, 200),
-      created_at: Date.now(),
+    return await db.transaction(async (trx) => {
+      const [id] = await trx('catalog_revisions').insert({
+        parent,
+        document,
+        actor: actor.slice(0, 200),
+        created_at: Date.now(),
+      });
+      await also?.(trx, Number(id));
+      return Number(id);
     });
-    return Number(id);
   } catch (e) {
     if (isUniqueViolation(e)) throw new StaleRevision(`the catalog changed after revision ${parent}`);
     throw e;
@@ -57,15 +68,21 @@ export async function writeRevision(db: Knex, parent: number, document: string, 
 
 /**
  * Rewrites every revision's document with `rewrite` in one transaction (re-encrypting the credentials under a new
- * key): all of them or, on any failure, none. Returns how many were rewritten.
+ * key): all of them or, on any failure, none; `also` (the audit record) in the same transaction. Returns how many were
+ * rewritten.
  */
-export async function rewriteRevisions(db: Knex, rewrite: (document: string) => string): Promise<number> {
+export async function rewriteRevisions(
+  db: Knex,
+  rewrite: (document: string) => string,
+  also?: (trx: Knex.Transaction, rewritten: number) => Promise<void>,
+): Promise<number> {
   return db.transaction(async (trx) => {
     const rows = await trx('catalog_revisions').select('id', 'document').orderBy('id').forUpdate();
     for (const r of rows)
       await trx('catalog_revisions')
         .where({ id: r.id })
         .update({ document: rewrite(r.document) });
+    await also?.(trx, rows.length);
     return rows.length;
   });
 }

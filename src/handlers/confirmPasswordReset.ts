@@ -12,5 +12,5 @@ export const confirmPasswordReset: Handler<'confirmPasswordReset'> = async ({ bo
   if ('invalid' in done) throw errors.invalidToken();
   if ('problem' in done) throw new ApiError(400, 'invalid_request_error', done.problem, 'weak_password', 'password');
   await app.consoleLimits.mailboxProved(done.email);
-  return { body: { password_reset: true } };
+  return { body: { password_reset: true, email: done.email } };
 };

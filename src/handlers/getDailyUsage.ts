@@ -1,3 +1,4 @@
+import { refusedPerDay } from '../db/queries/refusals';
 import { formatUsd } from '../money';
 import { USAGE_CLASS_VIEWS } from '../services/views';
 import { USAGE_CLASSES } from '../usage';
@@ -9,7 +10,7 @@ type Row = { day: unknown; requests: unknown; cost: unknown } & Record<string, u
 
 /**
  * GET /console/api/usage/daily: requests, cost and what was used by usage class per UTC day, the last `days` days,
- * every day present.
+ * every day present; and the calls refused that day (counted apart: they reached no model and cost nothing).
  */
 export const getDailyUsage: Handler<'getDailyUsage'> = async ({ session, query, app }) => {
   const days = query.days ?? 14;
@@ -27,6 +28,7 @@ export const getDailyUsage: Handler<'getDailyUsage'> = async ({ session, query, 
     .sum({ cost: 'cost_micros', ...sums })
     .groupBy(dayStart)) as Row[];
   const byDay = new Map(rows.map((r) => [Math.round(Number(r.day) / DAY), r]));
+  const refused = await refusedPerDay(app.db, session.accountId, start);
   const data = Array.from({ length: days }, (_, i) => {
     const day = today - days + 1 + i;
     const r = byDay.get(day);
@@ -36,6 +38,7 @@ export const getDailyUsage: Handler<'getDailyUsage'> = async ({ session, query, 
       cost_usd: formatUsd(Number(r?.cost ?? 0)),
       // MariaDB answers a SUM as a decimal string, SQLite as a number.
       usage: Object.fromEntries(USAGE_CLASSES.map((c) => [c.name, Number(r?.[`u_${c.name}`] ?? 0)])),
+      refused: refused.get(day) ?? 0,
     };
   });
   return { body: { data, classes: USAGE_CLASS_VIEWS } };

@@ -28,6 +28,8 @@ import { adminSettleDebt } from './adminSettleDebt';
 import { adminTestCatalogRoute } from './adminTestCatalogRoute';
 import { adminUpdateKey } from './adminUpdateKey';
 import { changeOperatorPassword } from './changeOperatorPassword';
+import { checkPasswordReset } from './checkPasswordReset';
+import { checkPasswordStrength } from './checkPasswordStrength';
 import { confirmPasswordReset } from './confirmPasswordReset';
 import { confirmTotpEnrolment } from './confirmTotpEnrolment';
 import { countMessageTokens } from './countMessageTokens';
@@ -59,6 +61,7 @@ import { listConsoleKeys } from './listConsoleKeys';
 import { listConsoleModels } from './listConsoleModels';
 import { listLedger } from './listLedger';
 import { listModels } from './listModels';
+import { listRefusedCalls } from './listRefusedCalls';
 import { listUsage } from './listUsage';
 import { login } from './login';
 import { logout } from './logout';
@@ -98,6 +101,8 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   resendVerification,
   requestPasswordReset,
   confirmPasswordReset,
+  checkPasswordReset,
+  checkPasswordStrength,
   logout,
   getSession,
   getAccount,
@@ -113,6 +118,7 @@ export const handlers: { [Op in OperationId]: Handler<Op> } = {
   stripeWebhook,
   listUsage,
   getDailyUsage,
+  listRefusedCalls,
   listLedger,
   adminListAccounts,
   adminGrantCredits,

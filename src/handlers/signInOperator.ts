@@ -7,13 +7,34 @@ import {
   rememberOperatorAddress,
   setOperatorPassword,
   useTotpCode,
+  type OperatorSecrets,
 } from '../accounts/operators';
 import { KNOWN_ADDRESS_MS } from '../accounts/sessions';
 import { recordSignIn, type SignInFailure } from '../services/audit';
 import { addressKey } from '../services/consoleLimits';
 import { OPERATOR_SESSION_MS, operatorCookie, operatorSessionView } from '../services/views';
 import { errors } from '../errors';
+import { SecretKeyError } from '../secrets';
+import type { App } from '../services/app';
 import type { Handler } from './types';
+
+/**
+ * Whether the code is right. A TOTP secret that cannot be opened (SWITCHYARD_SECRET_KEY missing or another than the
+ * one it was sealed under) refuses the sign-in as a wrong code would, and says why in the log for the people who run
+ * the gateway: a 500 would tell a stranger more, and the operator can do nothing about it but ask them.
+ */
+async function totpCodeOk(app: App, operator: OperatorSecrets, code: string): Promise<boolean> {
+  try {
+    return await useTotpCode(app.db, operator, code, app.secretKey);
+  } catch (e) {
+    if (!(e instanceof SecretKeyError)) throw e;
+    app.log.error(
+      { operator: operator.id, err: e.message },
+      'operator sign-in refused: the TOTP secret cannot be read',
+    );
+    return false;
+  }
+}
 
 /**
  * POST /admin/api/session. Counted as the console's log-ins are, before anything is checked (429 beyond the limits;
@@ -39,7 +60,7 @@ export const signInOperator: Handler<'signInOperator'> = async ({ body, app, htt
   if (!operator) throw await failed('unknown_email');
   if (!check.ok) throw await failed('password');
   if (operator.disabled) throw await failed('disabled');
-  if (operator.totpEnabled && !(await useTotpCode(app.db, operator, body.code ?? ''))) throw await failed('code');
+  if (operator.totpEnabled && !(await totpCodeOk(app, operator, body.code ?? ''))) throw await failed('code');
   await attempt.succeeded();
   await recordSignIn(app.db, { operator, email: operator.email, address: http.remoteAddress });
   await rememberOperatorAddress(app.db, operator.id, addressKey(http.remoteAddress));

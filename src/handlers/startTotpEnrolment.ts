@@ -13,7 +13,7 @@ const ISSUER = 'Switchyard';
  * the secret never leaves the gateway for a drawing service.
  */
 export const startTotpEnrolment: Handler<'startTotpEnrolment'> = async ({ operator, app }) => {
-  const uri = await startTotp(app.db, operator.operatorId, ISSUER);
+  const uri = await startTotp(app.db, operator.operatorId, ISSUER, app.secretKey);
   if (!uri) throw errors.conflict('TOTP is enrolled already', 'totp_enrolled', null);
   const svg = await qrCode(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
   return { body: { otpauth_uri: uri, qr_svg: svg }, headers: { 'cache-control': 'no-store' } };

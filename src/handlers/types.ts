@@ -96,6 +96,11 @@ export type Reply =
     audit?: unknown;
     /** What the request used at an upstream; for a stream, read once the stream has ended. */
     meter?: () => Meter | null;
+    /**
+     * The handler wrote the call's audit record itself, in the transaction of its change (a catalog revision): the
+     * HTTP layer does not record it again.
+     */
+    audited?: true;
   };
 
 export type Handler<Op extends OperationId> = (input: HandlerInput<Op>) => Promise<Reply>;

@@ -1,7 +1,8 @@
 /**
  * Every state-changing call of the admin API goes into the audit log (services/audit.ts) once it succeeded: as the
  * admin token or the operator whose session made it, from the client's address, with what it acted on before and after. A call that failed changed
- * nothing and is not recorded; the error is the operator's answer.
+ * nothing and is not recorded; the error is the operator's answer. A handler whose change must not be live without its
+ * record (the catalog) writes the record in the change's own transaction and says so (`audited`).
  */
 import type { Reply } from '../handlers/types';
 import { recordAudit, snapshot } from '../services/audit';
@@ -37,6 +38,7 @@ export async function audited(
   const target = auditTarget(call.path);
   const before = await stateOf(app, target);
   const reply = await run();
+  if (reply.audited) return reply; // recorded with the change itself (a catalog revision and its record: one transaction)
   const after = target ? await stateOf(app, target) : (reply.audit ?? ('body' in reply ? reply.body : null));
   await recordAudit(app.db, {
     actor: call.actor,

@@ -9,6 +9,7 @@ import { anthropicError, type ApiError } from '../errors';
 import type { Meter } from '../gateway/types';
 import type { Reply } from '../handlers/types';
 import type { App } from '../services/app';
+import { refusalReason } from '../billing/refusals';
 import { isApiConsolePath, logAnswer, newRequestId, toApiError } from './errors';
 import type { Caller } from './security';
 
@@ -148,6 +149,7 @@ function sendText(ex: Exchange, status: number, text: string, type: string, head
 export function sendError(app: App, ex: Exchange, e: unknown): void {
   const err: ApiError = toApiError(e, app, ex.requestId, ex.path);
   ex.error = { code: err.code, message: err.message, logged: err.logged };
+  countRefusal(app, ex, err);
   const shaped = ex.anthropic ? anthropicError(err) : { status: err.status, body: err.toBody() };
   if (ex.res.destroyed) {
     ex.res.statusCode = err.status; // nobody to answer (the client left): the log line still says how it ended
@@ -158,6 +160,14 @@ export function sendError(app: App, ex: Exchange, e: unknown): void {
     return;
   }
   sendJson(ex, shaped.status, shaped.body, err.headers);
+}
+
+/** A known key's call refused (money, rate, disabled, expired): counted in memory for its owner's usage page. */
+function countRefusal(app: App, ex: Exchange, err: ApiError): void {
+  const { keyId, accountId } = ex.caller;
+  if (keyId === undefined || accountId === undefined) return;
+  const reason = refusalReason(err);
+  if (reason) app.refusals.record({ accountId, keyId, status: err.status, reason, endpoint: ex.operationId });
 }
 
 /** Writes a handler's Reply: JSON, or server-sent events or bytes (audio) as they come. */

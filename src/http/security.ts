@@ -42,6 +42,8 @@ export interface Guard {
 export interface Caller {
   keyPrefix?: string;
   accountId?: number;
+  /** The key's id: also of a known key refused (disabled, expired), whose refusals its owner's usage counts. */
+  keyId?: number;
   principal?: KeyPrincipal;
   grant?: LimitGrant;
   session?: Session;
@@ -108,9 +110,14 @@ async function bearer(app: App, guard: Guard, headers: IncomingHttpHeaders, call
   const xApiKey = guard.anthropic ? headers['x-api-key'] : undefined;
   const authorization = headers.authorization ?? (typeof xApiKey === 'string' ? `Bearer ${xApiKey}` : undefined);
   const principal = await app.keys.authenticate(authorization);
+  if (isRefusal(principal)) {
+    caller.keyId = principal.keyId;
+    caller.accountId = principal.accountId;
+  }
   if (!principal || isRefusal(principal)) throw errors.invalidApiKey(principal?.refused);
   caller.keyPrefix = principal.key.prefix;
   caller.accountId = principal.accountId;
+  caller.keyId = principal.key.id;
   if (guard.scope && !principal.key.scopes.includes(guard.scope)) throw errors.missingScope(guard.scope);
   touchKey(app.db, principal.key.id, (e) => app.log.warn({ err: e }, 'could not record key use'));
   caller.principal = principal;

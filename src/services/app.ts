@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { KeyCache } from '../accounts/keyCache';
 import { Billing } from '../billing/billing';
 import { RateLimits } from '../billing/limits';
+import { RefusalCounts } from '../billing/refusals';
 import { CardPayments, stripeSettingsFromEnv } from '../billing/stripe';
 import { loadConfig as load, parseConfig as parse, type Config } from '../config';
 import { Gateway } from '../gateway/gateway';
@@ -15,6 +16,7 @@ import type { BreakerPosition } from '../gateway/router';
 import { PROVIDER_CATALOG } from '../gateway/providers';
 import { databaseAnswers } from '../db';
 import { Metrics } from '../metrics';
+import { secretKey as readSecretKey } from '../secrets';
 import { Catalog } from './catalog';
 import { ConsoleLimits, sha256 } from './consoleLimits';
 import { checkLowBalances } from './alerts';
@@ -31,6 +33,8 @@ export interface App {
   redis: Redis | null;
   gateway: Gateway;
   billing: Billing;
+  /** Refused calls of known keys, counted in memory and written in batches. */
+  refusals: RefusalCounts;
   /** The request layer of paid /v1 calls. */
   metered: Metered;
   /** API keys in memory (and how a change to one reaches every process). */
@@ -53,6 +57,8 @@ export interface App {
   oidc: OidcSignIn | null;
   /** Providers and models: from the file, or from the database and followed there (services/catalog.ts). */
   catalog: Catalog;
+  /** SWITCHYARD_SECRET_KEY, or null: what operators' TOTP secrets are sealed under (the catalog's credentials too). */
+  secretKey: Buffer | null;
 }
 
 /** Reads the configuration file, with the provider types of the registry. */
@@ -87,6 +93,11 @@ export function createApp(o: {
     redis,
     gateway,
     billing,
+    refusals: new RefusalCounts(
+      o.db,
+      { flush_ms: o.config.billing.refusals_flush_ms, max_buckets: o.config.billing.refusals_max_buckets },
+      o.log,
+    ),
     metered: new Metered(gateway, billing, new RateLimits(o.config.limits, redis), o.log),
     keys,
     cards: stripe ? new CardPayments(stripe, o.db, o.log) : null,
@@ -99,6 +110,7 @@ export function createApp(o: {
     metricsTokenHash: metricsToken ? sha256(metricsToken) : null,
     oidc: o.config.admin.oidc ? new OidcSignIn(o.config.admin.oidc, o.log) : null,
     catalog: undefined as unknown as Catalog, // below: it applies what it loads to this app
+    secretKey: readSecretKey(env.SWITCHYARD_SECRET_KEY),
   };
   app.catalog = new Catalog({ db: o.db, log: o.log, redis, env, config: o.config, apply: (c) => reload(app, c) });
   observe(app);
@@ -146,6 +158,7 @@ const BREAKER_POSITIONS: BreakerPosition[] = ['closed', 'open', 'half_open'];
 /** What the metrics read from the services: settled requests, and when scraped, their state. */
 function observe(app: App): void {
   const m = app.metrics;
+  app.refusals.onDropped = (n) => m.refusalsDropped.inc(n);
   app.billing.onSettled = (s, cost) => {
     const route = s.provider ?? 'none';
     m.upstream.inc({ operation: s.endpoint, model: s.model, route, status: String(s.status) });
@@ -237,6 +250,7 @@ function startHousekeeping(app: App): { timers: NodeJS.Timeout[]; running: Set<P
 /** Starts what runs in the background (the billing sweeper and renewals, the purge of old stored responses, the key-change channel). */
 export async function startApp(app: App): Promise<void> {
   app.billing.start();
+  app.refusals.start();
   app.mailer.announce();
   housekeeping.set(app, startHousekeeping(app));
   // Read now, so that the first sign-in need not wait; a provider that is down is logged, and tried again then.
@@ -248,6 +262,7 @@ export async function startApp(app: App): Promise<void> {
 /** Stops it, once the server no longer takes requests: writes what billing queued, returns its leases. */
 export async function stopApp(app: App): Promise<{ unwritten: number; leasesKept: number }> {
   const left = await app.billing.stop();
+  await app.refusals.stop(); // the counts so far: a refusal is counted once it was answered
   const chores = housekeeping.get(app);
   chores?.timers.forEach(clearInterval);
   await Promise.all(chores?.running ?? []); // nothing touches the database after stop

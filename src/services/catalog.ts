@@ -18,7 +18,9 @@ import { Document as YamlDocument, type Scalar, type YAMLMap } from 'yaml';
 import { checkConfig, ConfigError, readYaml, type Config } from '../config';
 import { newestRevisionId, readRevision, rewriteRevisions, StaleRevision, writeRevision } from '../db/catalog';
 import { PROVIDER_CATALOG } from '../gateway/providers';
+import { resealTotpSecrets } from '../accounts/operators';
 import { last4, secretKey, SecretKeyError } from '../secrets';
+import { recordAudit, type AuditEntry } from './audit';
 import {
   CatalogError,
   credentialNames,
@@ -49,6 +51,18 @@ export interface CatalogDeps {
 }
 
 export const parseDocument = (text: string): CatalogDocument => JSON.parse(text) as CatalogDocument;
+
+/** Who makes a change, for its audit record (written with the revision): its target's state before and after is added. */
+export type ChangeAudit = Omit<AuditEntry, 'before' | 'after'>;
+
+/** A provider or a model of a document as the audit log and the API show it (credentials masked), or null. */
+export function snapshotOf(doc: CatalogDocument, target: string | null): unknown {
+  const [kind, ...rest] = target?.split(':') ?? [];
+  const name = rest.join(':');
+  if (kind === 'provider') return doc.providers[name] ? providerView(name, doc.providers[name]) : null;
+  if (kind === 'model') return doc.models.find((m) => m.id === name) ?? null;
+  return null;
+}
 
 export class Catalog {
   /** The revision this process serves (null: the file's catalog). */
@@ -167,9 +181,10 @@ export class Catalog {
 
   /**
    * Makes a change (`edit` of the newest document) and serves it: checked whole, written as one revision, applied
-   * here before this returns. `owner`: whether the caller may set or remove credentials.
+   * here before this returns. `owner`: whether the caller may set or remove credentials. The audit record is written
+   * in the revision's transaction.
    */
-  async change(edit: (doc: CatalogDocument) => Edited, actor: string, owner: boolean): Promise<number> {
+  async change(edit: (doc: CatalogDocument) => Edited, audit: ChangeAudit, owner: boolean): Promise<number> {
     if (this.source !== 'database')
       throw new CatalogError(
         'yaml',
@@ -183,7 +198,14 @@ export class Catalog {
         throw new CatalogError('credential', credentialsChanged[0], `credentials.${credentialsChanged[0]}`);
       const config = this.checkEdit(doc);
       try {
-        const id = await writeRevision(this.deps.db, base?.id ?? 0, JSON.stringify(seal(doc, this.key)), actor);
+        const record = (trx: Knex) =>
+          recordAudit(trx, {
+            ...audit,
+            before: snapshotOf(current, audit.target),
+            after: snapshotOf(doc, audit.target),
+          });
+        const sealed = JSON.stringify(seal(doc, this.key));
+        const id = await writeRevision(this.deps.db, base?.id ?? 0, sealed, audit.actor, record);
         this.adopt(id, doc, config);
         this.announce(id);
         return id;
@@ -217,10 +239,7 @@ export class Catalog {
 
   /** A provider or a model as the audit log records it (`provider:openai`, `model:gpt-4o`), or null. */
   snapshot(target: string): unknown {
-    const [kind, ...rest] = target.split(':');
-    const name = rest.join(':');
-    if (kind === 'provider') return this.doc.providers[name] ? providerView(name, this.doc.providers[name]) : null;
-    return this.doc.models.find((m) => m.id === name) ?? null;
+    return snapshotOf(this.doc, target);
   }
 
   /** The document served (credentials in the clear: for this process's own use, never for an answer). */
@@ -297,7 +316,7 @@ export async function importCatalog(
   config: Config,
   text: string,
   file: string,
-  o: { env: NodeJS.ProcessEnv; actor: string },
+  o: { env: NodeJS.ProcessEnv; audit: ChangeAudit },
 ): Promise<{ revision: number; providers: number; models: number }> {
   const key = secretKey(o.env.SWITCHYARD_SECRET_KEY);
   const { raw, where } = readYaml(text, file, o.env);
@@ -309,8 +328,11 @@ export async function importCatalog(
     if (old && typeof p === 'object' && old.type === p.type) doc.providers[name] = keepCredentials(p, old);
   }
   checkConfig(PROVIDER_CATALOG, { ...config.raw, ...doc }, file, where);
-  const revision = await writeRevision(db, before?.id ?? 0, JSON.stringify(seal(doc, key)), o.actor);
-  return { revision, providers: Object.keys(doc.providers).length, models: doc.models.length };
+  const counts = { providers: Object.keys(doc.providers).length, models: doc.models.length };
+  const record = (trx: Knex, revision: number) =>
+    recordAudit(trx, { ...o.audit, before: null, after: { revision, ...counts } });
+  const revision = await writeRevision(db, before?.id ?? 0, JSON.stringify(seal(doc, key)), o.audit.actor, record);
+  return { revision, ...counts };
 }
 
 function keepCredentials(p: RawProvider, old: RawProvider): RawProvider {
@@ -324,16 +346,27 @@ function keepCredentials(p: RawProvider, old: RawProvider): RawProvider {
 }
 
 /**
- * `switchyard catalog rotate-secret`: every credential of every revision re-encrypted from SWITCHYARD_SECRET_KEY to
- * SWITCHYARD_NEW_SECRET_KEY, in one transaction (all or nothing).
+ * `switchyard catalog rotate-secret`: every credential of every revision, and every operator's TOTP secret (those in
+ * the clear too), re-encrypted from SWITCHYARD_SECRET_KEY to SWITCHYARD_NEW_SECRET_KEY, with the audit record, in one
+ * transaction (all or nothing).
  */
-export async function rotateSecret(db: Knex, env: NodeJS.ProcessEnv): Promise<{ revisions: number; note: string }> {
+export async function rotateSecret(
+  db: Knex,
+  env: NodeJS.ProcessEnv,
+  audit: ChangeAudit,
+): Promise<{ revisions: number; operators: number; note: string }> {
   const from = secretKey(env.SWITCHYARD_SECRET_KEY);
   const to = secretKey(env.SWITCHYARD_NEW_SECRET_KEY, 'SWITCHYARD_NEW_SECRET_KEY');
   if (!from || !to) throw new SecretKeyError('set SWITCHYARD_SECRET_KEY (the key now) and SWITCHYARD_NEW_SECRET_KEY');
-  const revisions = await rewriteRevisions(db, (text) => JSON.stringify(seal(open(parseDocument(text), from), to)));
+  let operators = 0;
+  const rewrite = (text: string) => JSON.stringify(seal(open(parseDocument(text), from), to));
+  const revisions = await rewriteRevisions(db, rewrite, async (trx, n) => {
+    operators = await resealTotpSecrets(trx, from, to);
+    await recordAudit(trx, { ...audit, before: null, after: { revisions: n, operators } });
+  });
   return {
     revisions,
-    note: 'Done: now set SWITCHYARD_SECRET_KEY to the new key (and remove SWITCHYARD_NEW_SECRET_KEY) on every gateway process, and restart them',
+    operators,
+    note: "Done (catalog credentials and operators' TOTP secrets): now set SWITCHYARD_SECRET_KEY to the new key (and remove SWITCHYARD_NEW_SECRET_KEY) on every gateway process, and restart them",
   };
 }

@@ -9,17 +9,21 @@ import type { App } from './app';
 import { operatorActor } from './audit';
 import { CatalogError, type CatalogDocument, type Edited } from './catalogDocument';
 
-/** Makes a change as the caller of `operation`; answers the revision written. */
+/**
+ * Makes a change as the caller of `operation` from `address`, to `target` (`provider:<name>`, `model:<id>`); answers
+ * the revision written. Its audit record is written with the revision (the handler's reply says so: `audited`).
+ */
 export async function changeCatalog(
   app: App,
-  operation: string,
+  call: { operation: string; address: string; target: string },
   operator: OperatorSession | undefined,
   edit: (doc: CatalogDocument) => Edited,
 ): Promise<number> {
+  const { operation, address, target } = call;
   const role = operator?.operator.role ?? 'owner'; // the admin token is an owner
   const actor = operator ? operatorActor(operator.operator) : 'admin-token';
   try {
-    return await app.catalog.change(edit, actor, role === 'owner');
+    return await app.catalog.change(edit, { actor, address, action: operation, target }, role === 'owner');
   } catch (e) {
     if (e instanceof CatalogError) throw apiError(e, role, operation);
     if (e instanceof SecretKeyError)

@@ -33,6 +33,7 @@ export class ConsoleLimits {
   private readonly address: RateLimiterAbstract;
   private readonly register: RateLimiterAbstract | null;
   private readonly mails: RateLimiterAbstract;
+  private readonly strength: RateLimiterAbstract;
 
   /** `prefix`: whose sign-ins these are (`console`, `operator`): each counts apart, under the same rules. */
   constructor(config: ConsoleConfig, redis: Redis | null, prefix = 'console') {
@@ -42,6 +43,7 @@ export class ConsoleLimits {
     this.daily = make('login-email-day', config.login_attempts_per_email_daily, 86_400);
     this.address = make('login-address', config.login_attempts_per_address, config.login_window_s);
     this.mails = make('mail', 3, 3600);
+    this.strength = make('strength-address', 120, 60); // a debounced meter asks a few times per password typed
     this.register =
       config.registrations_per_address > 0
         ? make('register-address', config.registrations_per_address, config.registration_window_s)
@@ -106,6 +108,15 @@ export class ConsoleLimits {
       await this.mails.consume(subject);
     } catch (e) {
       throw tooMany(e, (s) => `Too many messages sent; try again in ${s}s`);
+    }
+  }
+
+  /** Counts a password-strength check from this address, or throws 429. */
+  async strengthCheck(client: string): Promise<void> {
+    try {
+      await this.strength.consume(addressKey(client));
+    } catch (e) {
+      throw tooMany(e, (s) => `Too many password checks; try again in ${s}s`);
     }
   }
 

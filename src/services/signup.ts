@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { getAccount, verifyEmailWithin, withSignupCredits, type Account } from '../accounts/accounts';
-import { consumeToken, issueToken, peekToken } from '../accounts/emailTokens';
+import { consumeToken, issuedTo, issueToken, peekToken } from '../accounts/emailTokens';
 import { hashPassword, passwordProblem } from '../accounts/passwords';
 import type { ConsoleConfig } from '../config';
 import type { Mailer } from './mailer';
@@ -39,15 +39,30 @@ export async function mailPasswordReset(
 
 /**
  * Confirms the address of a verification token's account and pays its sign-up credits; null for a bad token. The
- * token is used up in the same transaction: a confirmation that fails leaves the link working.
+ * token is used up in the same transaction: a confirmation that fails leaves the link working. A link opened again
+ * (used, superseded or expired) whose account's address is confirmed is `already`: the user's goal is reached, and
+ * "invalid" would send them looking for a problem that is not there. Nothing is paid then.
  */
-export function confirmAddress(db: Knex, token: string, c: ConsoleConfig): Promise<number | null> {
-  return withSignupCredits(db, async (trx) => {
-    const accountId = await consumeToken(trx, token, 'verify');
-    if (accountId === null) return null;
-    await verifyEmailWithin(trx, accountId, signupCredits(c));
-    return accountId;
+export async function confirmAddress(
+  db: Knex,
+  token: string,
+  c: ConsoleConfig,
+): Promise<{ accountId: number; already: boolean } | null> {
+  const accountId = await withSignupCredits(db, async (trx) => {
+    const id = await consumeToken(trx, token, 'verify');
+    if (id !== null) await verifyEmailWithin(trx, id, signupCredits(c));
+    return id;
   });
+  if (accountId !== null) return { accountId, already: false };
+  const earlier = await issuedTo(db, token, 'verify');
+  const account = earlier === null ? null : await getAccount(db, earlier);
+  return account && account.verified_at !== null ? { accountId: account.id, already: true } : null;
+}
+
+/** Whether a reset link still works (its token live, its account there), without using it up. */
+export async function resetLinkWorks(db: Knex, token: string): Promise<boolean> {
+  const accountId = await peekToken(db, token, 'reset');
+  return accountId !== null && (await getAccount(db, accountId)) !== null;
 }
 
 export const signupCredits = (c: ConsoleConfig) => ({

@@ -59,6 +59,7 @@ export async function accountView(db: Knex, a: Account, origin: string): Promise
       requests: t.requests,
       topped_up_usd: formatUsd(t.topped_up_micros),
       referral_usd: formatUsd(t.referral_micros),
+      credited_usd: formatUsd(t.credited_micros),
     },
   };
 }

@@ -19,6 +19,10 @@ import { CONSOLE_DIST } from '../../src/http/consoleStatic';
 import { mailedToken, startGateway, type TestGateway } from '../helpers/app';
 import { wav } from '../helpers/audio';
 
+// Run inside the page by page.evaluate (the tests' own TypeScript has no DOM library).
+declare const document: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+declare function getComputedStyle(el: unknown): { color: string; backgroundImage: string };
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = 'e2e-admin-token';
 const OUT = path.join(__dirname, '..', '..', '.tmp', 'e2e');
@@ -426,14 +430,28 @@ test('a key disabled in the console is refused by /v1', async () => {
   const row = page.locator('tr', { hasText: 'e2e app' });
   await row.getByText('Active').waitFor();
   await row.getByRole('switch').click();
-  await row.getByText('Disabled').waitFor();
+  await row.locator('.toggle-text').getByText('Disabled').waitFor();
+  await row.getByTestId('key-blocked').getByText('Disabled').waitFor(); // the row says why, in the API's reason words
   await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
   await eventually(async () => expect(await status()).toBe(401));
 
   // The state survives a reload: it is the server's, not the page's.
   await page.reload();
-  await row.getByText('Disabled').waitFor();
+  await row.locator('.toggle-text').getByText('Disabled').waitFor();
   await expect(row.getByRole('switch').getAttribute('aria-checked')).resolves.toBe('false');
+
+  // The refused calls are on the Usage page in the same words, and in its per-day view (the counts are written every
+  // few seconds: here at once).
+  for (let i = 0; i < 3; i++) expect(await status()).toBe(401);
+  await gw.app.refusals.flush();
+  await page.goto(`${gw.url}/console/usage`);
+  const said = page.getByTestId('refused-summary').locator('li', { hasText: 'refused: the key is disabled.' });
+  await said.waitFor();
+  const refused = Number(/(\d+) calls refused/.exec((await said.textContent()) ?? '')?.[1]);
+  expect(refused).toBeGreaterThanOrEqual(4);
+  await page.getByTestId('refused-table').getByRole('cell', { name: 'e2e app' }).first().waitFor();
+  const today = page.getByTestId('usage-daily').locator('tbody tr').first();
+  await expect(today.locator('td[data-label="Refused"]').textContent()).resolves.toBe(String(refused));
 });
 
 test('a key is renamed, limited to a model and a scope, then deleted', async () => {
@@ -604,13 +622,13 @@ test('redeeming a code adds it to the balance', async () => {
   }
 });
 
-test('log out, then log in again', async () => {
+test('log out, then log in again: back on the page asked for (only a console page)', async () => {
   const account = await openSignedIn('/');
   await page.getByRole('button', { name: 'Log out' }).click();
   await page.waitForURL(`${gw.url}/console/login`);
   await page.getByRole('heading', { name: 'Welcome back' }).waitFor();
-  await page.goto(`${gw.url}/console/keys`);
-  await page.waitForURL(`${gw.url}/console/login`);
+  await page.goto(`${gw.url}/console/usage?key_id=1`);
+  await page.waitForURL(`${gw.url}/console/login?next=%2Fusage%3Fkey_id%3D1`);
   await page.getByRole('heading', { name: 'Welcome back' }).waitFor();
 
   await page.getByLabel('Email').fill(account.email);
@@ -618,6 +636,16 @@ test('log out, then log in again', async () => {
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('alert').filter({ hasText: 'Invalid email or password' }).waitFor();
 
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL(`${gw.url}/console/usage?key_id=1`);
+  await page.getByRole('heading', { name: 'Usage', exact: true }).waitFor();
+
+  // another site, or a scheme-relative one, is never where a log-in leads
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.waitForURL(`${gw.url}/console/login`);
+  await page.goto(`${gw.url}/console/login?next=${encodeURIComponent('//evil.example/x')}`);
+  await page.getByLabel('Email').fill(account.email);
   await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.waitForURL(`${gw.url}/console/`);
@@ -640,4 +668,187 @@ test('the console is served with the right headers and never shadows the API', a
   expect(api.status).toBe(401);
   expect(api.headers.get('content-type')).toMatch(/^application\/json/);
   expect((await api.json()) as object).toHaveProperty('error.type');
+});
+
+/** WCAG's contrast ratio of two `rgb(...)` colours. */
+function contrast(a: string, b: string): number {
+  const lum = (c: string) => {
+    const [r, g, b2] = (c.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map((v) => {
+      const s = Number(v) / 255;
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b2;
+  };
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+describe('as a new user meets it (issue 22)', () => {
+  test('the low-balance alert on the purple card is readable (AA) and clear of the row above, on desktop and at 390 px', async () => {
+    await openSignedIn('/topup');
+    for (const width of [1440, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.locator('.low-balance .field-label').waitFor();
+      const found = await page.evaluate(() => {
+        const panel = document.querySelector('.balance-panel')!;
+        // every colour stop of the card's gradient: the text must be readable on the lightest of them
+        const stops = getComputedStyle(panel).backgroundImage.match(/rgba?\([^)]*\)/g) ?? [];
+        const color = (sel: string) => getComputedStyle(document.querySelector(sel)!).color;
+        const label = document.querySelector('.low-balance .field-label')!.getBoundingClientRect();
+        const facts = document.querySelector('.balance-facts')!.getBoundingClientRect();
+        return {
+          stops,
+          label: color('.low-balance .field-label'),
+          hint: color('.low-balance .field-hint'),
+          gap: label.top - facts.bottom,
+        };
+      });
+      expect(found.stops.length).toBeGreaterThanOrEqual(3);
+      for (const stop of found.stops) {
+        expect(contrast(found.label, stop)).toBeGreaterThanOrEqual(4.5);
+        expect(contrast(found.hint, stop)).toBeGreaterThanOrEqual(4.5);
+      }
+      expect(found.gap).toBeGreaterThanOrEqual(12);
+    }
+  });
+
+  test('"Add credits" without Stripe says where codes come from, with a placeholder like a real code', async () => {
+    await openSignedIn('/topup');
+    expect(await text('topup-note')).toMatch(/operator/);
+    expect(await page.locator('#redeem-code').getAttribute('placeholder')).toBe('SY-XXXXX-XXXXX-XXXXX-XXXXX');
+  });
+
+  test('the amounts are the configuration\'s: starter and referral credits on the register page, and "Credits added" counts them', async () => {
+    await page.goto(`${gw.url}/console/register?ref=ANYCODE1`);
+    await eventually(async () => expect(await text('register-sub')).toContain('$1.00 of free starter credits'));
+    expect(await page.locator('.invite').textContent()).toContain('both get $20.00');
+    await context.clearCookies();
+    await openSignedIn('/');
+    await eventually(async () => expect(await text('credits-added')).toBe('$1.00')); // the starter credits
+  });
+
+  test('keys say why they refuse calls, and a tiny limit is shown as it is', async () => {
+    const account = await register();
+    await createKey(account, { name: 'tiny', quota_usd: '0.00003' });
+    const off = await createKey(account, { name: 'off' });
+    const keys = (await (await context.request.get(`${gw.url}/console/api/keys`)).json()) as {
+      data: { id: number; prefix: string }[];
+    };
+    const offId = keys.data.find((k) => k.prefix === off.prefix)!.id;
+    const r = await context.request.patch(`${gw.url}/console/api/keys/${offId}`, {
+      data: { enabled: false },
+      headers: { 'x-csrf-token': account.csrf },
+    });
+    expect(r.status()).toBe(200);
+    await openSignedIn('/keys', account);
+    const offRow = page.locator(`tr[data-key-prefix="${off.prefix}"]`);
+    expect(await offRow.getByTestId('key-blocked').textContent()).toContain('Disabled');
+    const tiny = page.locator('tr').filter({ hasText: 'tiny' });
+    expect(await tiny.locator('.quota-text').textContent()).toContain('/ $0.00003');
+    expect(await tiny.getByTestId('key-blocked').count()).toBe(0);
+  });
+
+  test('a reset link: checked as it opens, then "password changed" with the email filled in; used again, it offers a new one', async () => {
+    const account = await register();
+    await context.clearCookies();
+    const res = await fetch(`${gw.url}/console/api/password-reset`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: account.email }),
+    });
+    expect(res.status).toBe(202);
+    const token = mailedToken(gw.mails, account.email, '/console/reset');
+    await page.goto(`${gw.url}/console/reset?token=${token}`);
+    await page.getByLabel('New password').fill('password123');
+    await eventually(async () => expect(await text('strength')).toMatch(/too easy to guess/));
+    await page.getByLabel('New password').fill('violet tram sings 1987 quietly');
+    await eventually(async () => expect(await text('strength')).toMatch(/good to use/));
+    await page.getByRole('button', { name: 'Set the password' }).click();
+    await page.getByTestId('password-changed').waitFor();
+    expect(await page.getByLabel('Email').inputValue()).toBe(account.email);
+
+    await page.goto(`${gw.url}/console/reset?token=${token}`);
+    await page.getByTestId('reset-dead').waitFor();
+    await page.getByRole('link', { name: 'Send me a new link' }).click();
+    await page.waitForURL(`${gw.url}/console/forgot`);
+  });
+
+  test('a confirmation link opened again says the address is confirmed', async () => {
+    const account = await register(); // opened once already
+    const token = mailedToken(gw.mails, account.email, '/console/verify');
+    await page.goto(`${gw.url}/console/verify?token=${token}`);
+    await eventually(async () => expect(await text('verified')).toContain('already confirmed'));
+    expect(await page.getByRole('alert').count()).toBe(0);
+  });
+
+  test('register: the strength meter as one types; a field error is linked to its field and focused', async () => {
+    await page.goto(`${gw.url}/console/register`);
+    await page.getByLabel('Email').fill(`someone-${Date.now()}@mailinator.com`);
+    await page.getByLabel('Password', { exact: true }).fill('password123');
+    await eventually(async () => expect(await text('strength')).toMatch(/Weak|Very weak/));
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    const emailField = page.locator('#reg-email');
+    await eventually(async () => expect(await emailField.getAttribute('aria-invalid')).toBe('true'));
+    await eventually(async () => {
+      const described = await emailField.getAttribute('aria-describedby');
+      expect(await page.locator(`#${described}`).textContent({ timeout: 500 })).toContain('throwaway address');
+    });
+    await eventually(async () => expect(await page.evaluate(() => document.activeElement?.id)).toBe('reg-email'));
+  });
+
+  test('the new key dialog keeps Tab inside, and Escape asks before the secret is lost', async () => {
+    await openSignedIn('/keys');
+    await page.getByRole('button', { name: 'Create key' }).first().click();
+    await page
+      .getByRole('dialog')
+      .getByRole('button', { name: /Create/ })
+      .last()
+      .click();
+    await page.getByTestId('new-secret').waitFor();
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => !!document.activeElement?.closest('[role="dialog"]'))).toBe(true);
+    }
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => !!document.activeElement?.closest('[role="dialog"]'))).toBe(true);
+    await page.keyboard.press('Escape');
+    await page.getByTestId('close-confirm').waitFor();
+    expect(await page.getByTestId('new-secret').isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'Keep it open' }).click();
+    expect(await page.getByTestId('close-confirm').count()).toBe(0);
+    await page.keyboard.press('Escape');
+    await page.getByRole('button', { name: 'Close anyway' }).click();
+    await eventually(async () => expect(await page.getByTestId('new-secret').count()).toBe(0));
+  });
+
+  test('at 390 px: keys and usage are stacked cards with every button and amount in view; no empty banner on log-in', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${gw.url}/console/login`);
+    await page.getByRole('heading', { name: 'Welcome back' }).waitFor();
+    const aside = await page.locator('.auth-aside').boundingBox();
+    expect(aside!.height).toBeLessThan(120);
+    const heading = await page.getByRole('heading', { name: 'Welcome back' }).boundingBox();
+    expect(heading!.y).toBeLessThan(300);
+
+    const account = await register();
+    const key = await createKey(account, { name: 'phone', quota_usd: '5' });
+    await sdk(key.secret).chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: 'hi' }] });
+    await page.goto(`${gw.url}/console/keys`); // the sidebar is a menu behind a button at this width
+    const row = page.locator(`tr[data-key-prefix="${key.prefix}"]`);
+    await row.waitFor();
+    for (const name of ['Edit phone', 'Delete phone']) {
+      const box = (await row.getByRole('button', { name }).boundingBox())!;
+      expect(box.x).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width).toBeLessThanOrEqual(390);
+    }
+    const wide = () => page.evaluate(() => document.documentElement.scrollWidth);
+    expect(await wide()).toBeLessThanOrEqual(390);
+    await page.goto(`${gw.url}/console/usage`);
+    await page.getByTestId('usage-table').waitFor();
+    const cost = (await page.getByTestId('usage-table').locator('td[data-label="Cost"]').first().boundingBox())!;
+    expect(cost.x + cost.width).toBeLessThanOrEqual(390);
+    expect(await wide()).toBeLessThanOrEqual(390);
+    await page.getByTestId('usage-daily').waitFor(); // the per-day view
+  });
 });

@@ -37,14 +37,29 @@ export function mailedToken(mails: Mail[], to: string, path: string): string | n
   return null;
 }
 
+/** Every line the gateway logs (JSON, as pino writes it), from the debug level up: for tests that grep the log. */
+export class LogLines {
+  readonly lines: string[] = [];
+  write(line: string): void {
+    this.lines.push(line);
+  }
+  text(): string {
+    return this.lines.join('');
+  }
+}
+
 /**
  * `env` is read for the configuration's `${VAR}`s and by the app (ADMIN_TOKEN, STRIPE_SECRET_KEY,
- * STRIPE_WEBHOOK_SECRET, STRIPE_API_BASE).
+ * STRIPE_WEBHOOK_SECRET, STRIPE_API_BASE, SWITCHYARD_SECRET_KEY). `logTo` captures the gateway's log.
  */
-export async function startGateway(configYaml: string, env: NodeJS.ProcessEnv = process.env): Promise<TestGateway> {
+export async function startGateway(
+  configYaml: string,
+  env: NodeJS.ProcessEnv = process.env,
+  o: { logTo?: LogLines } = {},
+): Promise<TestGateway> {
   const config = parseConfig(configYaml, 'test.yaml', env);
   const db = connect(process.env.DATABASE_URL);
-  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const log = o.logTo ? pino({ level: 'debug' }, o.logTo) : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const app = createApp({ config, db, log, env });
   const mails: Mail[] = [];
   const send = app.mailer.send.bind(app.mailer);

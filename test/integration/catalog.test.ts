@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { authenticator } from 'otplib';
 import { connect } from '../../src/db';
-import { FakeOpenAI } from '../fakes/openaiUpstream';
-import { startGateway, type TestGateway } from '../helpers/app';
+import { defaultPlan, FakeOpenAI } from '../fakes/openaiUpstream';
+import { LogLines, startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, uniqueEmail } from '../helpers/console';
 import { writeConfig } from '../helpers/process';
 
@@ -22,7 +22,12 @@ const KEY = crypto.randomBytes(32).toString('base64');
 const UPSTREAM_KEY = 'sk-upstream-secret-ABCDEF0123456789';
 const ROTATED_KEY = 'sk-rotated-secret-ZYXWVU9876543210';
 
+const INVALID_KEY = 'sk-invalid-change-secret-QQQQ7777';
 const upstream = new FakeOpenAI();
+/** A second upstream: where a route changed during a request points the next one. */
+const upstream2 = new FakeOpenAI();
+/** The gateway's log, from the first line: grepped for every credential at the end. */
+const logs = new LogLines();
 let gw: TestGateway;
 let configFile: string;
 const db = connect(process.env.DATABASE_URL);
@@ -34,6 +39,7 @@ catalog: database
 limits: { rpm: 0, tpm: 0 }
 providers:
   up: { type: openai, base_url: "${upstream.url}/v1", api_key: "${UPSTREAM_KEY}" }
+  up2: { type: openai, base_url: "${upstream2.url}", api_key: "sk-second-upstream-key-9999" }
   local: { type: mock }
 models:
   - { id: mock-chat, kind: chat, price: { input: 1, output: 1 }, routes: [ { provider: local } ] }
@@ -43,14 +49,16 @@ const env = () => ({ ...process.env, ADMIN_TOKEN: TOKEN, SWITCHYARD_SECRET_KEY: 
 
 beforeAll(async () => {
   await upstream.start();
+  await upstream2.start();
   await db('catalog_revisions').del(); // this file's catalog starts from nothing
   configFile = writeConfig(config());
-  gw = await startGateway(config(), env());
+  gw = await startGateway(config(), env(), { logTo: logs });
 });
 
 afterAll(async () => {
   await gw?.close();
   await upstream.close();
+  await upstream2.close();
   await db.destroy();
 });
 
@@ -90,6 +98,9 @@ const chat = (key: string, model: string) =>
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hello there' }], max_tokens: 5 }),
   });
+
+const YAML_CATALOG =
+  'providers: { local: { type: mock } }\nmodels: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]\n';
 
 const UP_MODEL = { kind: 'chat', price: { input: 2, output: 4 }, routes: [{ provider: 'up', model: 'gpt-up' }] };
 
@@ -215,6 +226,143 @@ test('the route test answers the upstream status: 200, then 401 with its message
   expect((await call('POST', '/admin/api/catalog/models/uses-up/routes/5/test')).status).toBe(404);
 });
 
+test('a request in flight keeps the catalog it started with: old price, old route; the next one gets the new', async () => {
+  const put = (price: object, provider: string) =>
+    call('PUT', '/admin/api/catalog/models/flight', { kind: 'chat', price, routes: [{ provider, model: 'gpt-fl' }] });
+  expect((await put({ input: 2, output: 4 }, 'up')).status).toBe(200);
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  upstream.plan({
+    kind: 'answer',
+    with: (r) => ({ ...(defaultPlan(r) as { kind: 'json'; body: unknown }), wait: held }),
+  });
+  const seen = upstream.requests.length;
+  const slow = await gw.newKey();
+  const inFlight = chat(slow.secret, 'flight');
+  while (upstream.requests.length === seen) await new Promise((r) => setTimeout(r, 10)); // it reached the upstream
+  expect((await put({ input: 1000, output: 2000 }, 'up2')).status).toBe(200); // price and route changed meanwhile
+  release();
+  expect((await inFlight).status).toBe(200);
+  const next = await gw.newKey();
+  const seen2 = upstream2.requests.length;
+  expect((await chat(next.secret, 'flight')).status).toBe(200);
+  await gw.settled();
+  expect(upstream2.requests.length).toBe(seen2 + 1); // the next one went to the new route
+  const cost = async (accountId: number, input: number, output: number) => {
+    const r = await db('usage_records').where('account_id', accountId).first();
+    expect(r.prompt_tokens).toBeGreaterThan(0);
+    expect(r.provider).toBe(input === 2 ? 'up' : 'up2');
+    return [Number(r.cost_micros), r.prompt_tokens * input + r.completion_tokens * output];
+  };
+  const [old, oldExpected] = await cost(slow.accountId, 2, 4);
+  expect(old).toBe(oldExpected);
+  const [now, nowExpected] = await cost(next.accountId, 1000, 2000);
+  expect(now).toBe(nowExpected);
+  expect((await call('DELETE', '/admin/api/catalog/models/flight')).status).toBe(200);
+});
+
+test('a change is live only with its audit record: a record refused leaves nothing stored or served', async () => {
+  const mysql = /^mysql/.test(process.env.DATABASE_URL ?? '');
+  await db.raw('DROP TRIGGER IF EXISTS refuse_audit');
+  await db.raw(
+    mysql
+      ? "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW BEGIN IF NEW.target = 'model:unaudited' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit refused'; END IF; END"
+      : "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log WHEN NEW.target = 'model:unaudited' BEGIN SELECT RAISE(ABORT, 'audit refused'); END",
+  );
+  const count = async () => Number((await db('catalog_revisions').count({ n: '*' }).first())!.n);
+  const n = await count();
+  try {
+    const r = await call('PUT', '/admin/api/catalog/models/unaudited', UP_MODEL);
+    expect(r.status).not.toBe(200);
+  } finally {
+    await db.raw('DROP TRIGGER IF EXISTS refuse_audit');
+  }
+  expect(await count()).toBe(n);
+  await gw.app.catalog.poll();
+  const { secret } = await gw.newKey();
+  expect((await chat(secret, 'unaudited')).status).toBe(400); // not served: no such model
+  const audited = await call('PUT', '/admin/api/catalog/models/unaudited', UP_MODEL);
+  expect(audited.status).toBe(200);
+  const rec = (await call('GET', '/admin/api/audit?target=model:unaudited')).body.data;
+  expect(rec).toHaveLength(1); // once: in the revision's transaction, not again by the HTTP layer
+  expect(rec[0]).toMatchObject({ action: 'adminPutCatalogModel', actor: 'admin-token', before: null });
+  expect(rec[0].after).toMatchObject({ id: 'unaudited', price: { input: 2, output: 4 } });
+  expect((await call('DELETE', '/admin/api/catalog/models/unaudited')).status).toBe(200);
+});
+
+test('an invalid change carrying a credential is refused without echoing it', async () => {
+  const r = await call('PUT', '/admin/api/catalog/providers/broken', {
+    type: 'openai',
+    base_url: 'not a url',
+    credentials: { api_key: INVALID_KEY },
+  });
+  expect(r.status).toBe(400);
+  expect(JSON.stringify(r.body)).not.toContain(INVALID_KEY);
+});
+
+/** An operator's TOTP secret as stored. */
+const storedTotp = async (email: string) => String((await db('operators').where({ email }).first()).totp_secret);
+/** A code of the next time step (accepted: one step of drift; and not the step the enrolment used). */
+const nextCode = (secret: string) => authenticator.clone({ epoch: Date.now() + 30_000 }).generate(secret);
+/** An operator whose TOTP secret was stored in the clear, before SWITCHYARD_SECRET_KEY was set. */
+let legacy: { email: string; password: string; secret: string };
+
+async function signIn(url: string, email: string, password: string, code: string) {
+  return new ConsoleClient(url).post('/admin/api/session', { email, password, code });
+}
+
+test("operators' TOTP secrets are stored sealed with the key; sign-in works; another key or none refuses it, logged", async () => {
+  const support = await operator('support');
+  const stored = await storedTotp(support.email);
+  expect(stored.startsWith('sy1:')).toBe(true);
+  expect(stored).not.toContain(support.totp);
+  expect((await signIn(gw.url, support.email, support.password, nextCode(support.totp))).status).toBe(200);
+  // a secret stored in the clear (before the key was set) keeps working
+  const email = uniqueEmail('legacy');
+  const made = JSON.parse((await cli(['operators', 'create', '--email', email, '--role', 'viewer'])).stdout);
+  const secret = authenticator.generateSecret();
+  await db('operators').where({ email }).update({ totp_secret: secret, totp_enabled: true });
+  legacy = { email, password: made.password, secret };
+  expect((await signIn(gw.url, email, made.password, authenticator.generate(secret))).status).toBe(200);
+  for (const key of [crypto.randomBytes(32).toString('base64'), '']) {
+    const lines = new LogLines();
+    const other = await startGateway(YAML_CATALOG, { ...process.env, SWITCHYARD_SECRET_KEY: key }, { logTo: lines });
+    try {
+      const r = await signIn(other.url, support.email, support.password, authenticator.generate(support.totp));
+      expect(r.status).toBe(401);
+      expect(r.body.error.code).toBe('invalid_credentials');
+      expect(lines.text()).toContain('operator sign-in refused: the TOTP secret cannot be read');
+      expect(lines.text()).toContain(key ? 'cannot be decrypted' : 'SWITCHYARD_SECRET_KEY is not set');
+      expect(lines.text()).not.toContain(support.totp);
+      expect(JSON.stringify(r.body)).not.toContain(support.totp);
+    } finally {
+      await other.close();
+    }
+  }
+}, 120_000);
+
+test('CLI commands that do not touch the catalog work without SWITCHYARD_SECRET_KEY, or with a wrong one', async () => {
+  for (const key of ['', crypto.randomBytes(32).toString('hex'), 'not-a-key']) {
+    const env = { SWITCHYARD_SECRET_KEY: key };
+    const made = await cli(['accounts', 'create', '--email', uniqueEmail('nokey')], env);
+    expect(made).toMatchObject({ code: 0 });
+    const account = JSON.parse(made.stdout).id;
+    for (const args of [
+      ['keys', 'create', '--account', String(account)],
+      ['credits', 'grant', '--account', String(account), '--usd', '1'],
+      ['accounts', 'show', String(account)],
+      ['operators', 'create', '--email', uniqueEmail('nokey-op'), '--role', 'viewer'],
+      ['operators', 'list'],
+      ['audit', 'list', '--limit', '1'],
+    ]) {
+      const r = await cli(args, env);
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: '' });
+    }
+    const exported = await cli(['catalog', 'export'], env); // the catalog needs the right key
+    expect(exported.code).toBe(1);
+  }
+}, 240_000);
+
 test('an admin may edit models but not credentials; an owner may', async () => {
   const admin = await operator('admin');
   const m = await admin.call('PUT', '/admin/api/catalog/models/by-admin', UP_MODEL);
@@ -264,6 +412,18 @@ test('export leaves credentials out (last 4 in a comment); import of it keeps th
   const NEW = crypto.randomBytes(32).toString('hex');
   const rotated = await cli(['catalog', 'rotate-secret'], { SWITCHYARD_NEW_SECRET_KEY: NEW });
   expect(rotated.code).toBe(0);
+  expect(JSON.parse(rotated.stdout).operators).toBeGreaterThanOrEqual(2);
+  const sealed = await storedTotp(legacy.email); // the one stored in the clear is sealed now, under the new key
+  expect(sealed.startsWith('sy1:')).toBe(true);
+  expect(sealed).not.toContain(legacy.secret);
+  const renewed = await startGateway(YAML_CATALOG, { ...process.env, SWITCHYARD_SECRET_KEY: NEW });
+  try {
+    expect((await signIn(renewed.url, legacy.email, legacy.password, nextCode(legacy.secret))).status).toBe(200);
+  } finally {
+    await renewed.close();
+  }
+  const record = (await db('audit_log').where({ action: 'catalog rotate-secret' }).orderBy('id', 'desc').first())!;
+  expect(JSON.parse(record.after)).toMatchObject({ revisions: JSON.parse(rotated.stdout).revisions });
   expect(await cli(['catalog', 'export'])).toMatchObject({ code: 1 }); // the old key opens nothing now
   expect((await cli(['catalog', 'export'], { SWITCHYARD_SECRET_KEY: NEW })).stdout).toContain('…3210');
   const wrong = await cli(['serve', '--port', '0'], { SWITCHYARD_SECRET_KEY: KEY });
@@ -300,14 +460,19 @@ test('with catalog: yaml, writes are a 409 saying how to switch', async () => {
   }
 });
 
-test('no answer, export or stored row holds a credential', async () => {
+test('no answer, export, stored row or log line holds a credential', async () => {
   const all = answers.join('\n');
-  for (const s of [UPSTREAM_KEY, ROTATED_KEY, 'header-secret-value-1234', 'sk-admin-may-not-0000000000'])
-    expect(all).not.toContain(s);
+  const secrets = [UPSTREAM_KEY, ROTATED_KEY, 'header-secret-value-1234', 'sk-admin-may-not-0000000000', INVALID_KEY];
+  for (const s of secrets) expect(all).not.toContain(s);
+  // the log was captured through every change, the route tests (the upstream's 401 echoing the key) and the refusals
+  const log = logs.text();
+  expect(log).toContain('catalog revision applied');
+  expect(log).toContain('/admin/api/catalog/providers/broken');
+  for (const s of [...secrets, 'sk-second-upstream-key-9999']) expect(log).not.toContain(s);
 });
 
 /** An operator of `role`, made with the CLI, signed in with a real TOTP code. */
-async function operator(role: string): Promise<ConsoleClient> {
+async function operator(role: string) {
   const email = uniqueEmail(role);
   const made = JSON.parse((await cli(['operators', 'create', '--email', email, '--role', role])).stdout);
   const c = new ConsoleClient(gw.url);
@@ -322,5 +487,5 @@ async function operator(role: string): Promise<ConsoleClient> {
     answers.push(JSON.stringify(r.body));
     return r;
   };
-  return c;
+  return Object.assign(c, { email, password: made.password as string, totp: secret });
 }

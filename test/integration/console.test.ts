@@ -86,7 +86,13 @@ describe('registration', () => {
         email_verified: false,
         low_balance_usd: null,
         created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
-        totals: { spent_usd: '0.000000', requests: 0, topped_up_usd: '0.000000', referral_usd: '0.000000' },
+        totals: {
+          spent_usd: '0.000000',
+          requests: 0,
+          topped_up_usd: '0.000000',
+          referral_usd: '0.000000',
+          credited_usd: '0.000000',
+        },
       },
       csrf_token: expect.any(String),
     });
@@ -96,11 +102,13 @@ describe('registration', () => {
     expect(await ledgerOf(r.body.account.id)).toEqual([]); // nothing before the address is confirmed
     const token = mailedToken(gw.mails, email.toLowerCase(), '/console/verify')!;
     expect(gw.mails.at(-1)!.text).toContain(`${gw.url}/console/verify?token=${token}`);
-    expect((await client().post('/console/api/verify-email', { token })).body).toEqual({ email_verified: true });
+    expect((await client().post('/console/api/verify-email', { token })).body).toEqual({
+      email_verified: true,
+      already_verified: false,
+    });
     expect((await c.get('/console/api/account')).body).toMatchObject({ balance_usd: '1.000000', email_verified: true });
-    const again = await client().post('/console/api/verify-email', { token }); // single use
-    expect(again.status).toBe(400);
-    expect(again.body.error).toMatchObject({ code: 'invalid_token', param: 'token' });
+    const again = await client().post('/console/api/verify-email', { token }); // single use: opened again, it pays nothing
+    expect(again).toMatchObject({ status: 200, body: { email_verified: true, already_verified: true } });
     const rows = await ledgerOf(r.body.account.id);
     expect(rows.map((x) => [x.kind, Number(x.amount_micros)])).toEqual([['signup', 1_000_000]]);
     expect(rows[0].ref).toMatch(/^signup_[0-9a-f]{40}$/); // per mailbox, not per account
@@ -135,7 +143,7 @@ describe('registration', () => {
     expect(r.body.account).toMatchObject({
       balance_usd: '21.000000',
       email_verified: true,
-      totals: { referral_usd: '20.000000' },
+      totals: { referral_usd: '20.000000', credited_usd: '21.000000' }, // credited: the starter credit and the referral
     });
     const newId = r.body.account.id;
     const rows = await ledgerOf(newId);
@@ -351,6 +359,7 @@ describe('log-in and sessions', () => {
       ['POST', '/console/api/topup/checkout'],
       ['GET', '/console/api/usage'],
       ['GET', '/console/api/usage/daily'],
+      ['GET', '/console/api/usage/refused'],
       ['GET', '/console/api/ledger'],
       ['POST', '/console/api/logout'],
     ]) {
@@ -1068,8 +1077,8 @@ describe('usage, daily usage and ledger', () => {
     // Every class, by name: none on the days without requests, today's the sum of its records'.
     const zeros = Object.fromEntries(page.classes.map((k: any) => [k.name, 0]));
     expect(r.body.data.slice(0, 2)).toEqual([
-      { date: day(2), requests: 0, cost_usd: '0.000000', usage: zeros },
-      { date: day(1), requests: 0, cost_usd: '0.000000', usage: zeros },
+      { date: day(2), requests: 0, cost_usd: '0.000000', usage: zeros, refused: 0 },
+      { date: day(1), requests: 0, cost_usd: '0.000000', usage: zeros, refused: 0 },
     ]);
     expect(r.body.data[2].requests).toBe(4);
     const summed = { ...zeros };
@@ -1082,7 +1091,7 @@ describe('usage, daily usage and ledger', () => {
     // Another account sees nothing of this.
     const other = await registered(gw.url);
     expect((await other.get('/console/api/usage/daily?days=1')).body.data).toEqual([
-      { date: day(0), requests: 0, cost_usd: '0.000000', usage: zeros },
+      { date: day(0), requests: 0, cost_usd: '0.000000', usage: zeros, refused: 0 },
     ]);
   });
 

@@ -355,3 +355,84 @@ test('confirmations at the same moment: the monthly cap is not overshot, one mai
   for (const t of twins) expect((await t.get('/console/api/account')).body.email_verified).toBe(true);
   expect((await verifyLedger(gw.app.db)).problems).toEqual([]);
 });
+
+test('a confirmation link opened again on a confirmed address says it is confirmed, and pays nothing twice', async () => {
+  const email = `twice-${unique()}@example.com`;
+  const c = await signUp(email);
+  const token = smtp.token(email, '/console/verify')!;
+  const first = await new ConsoleClient(gw.url).post('/console/api/verify-email', { token });
+  expect(first).toMatchObject({ status: 200, body: { email_verified: true, already_verified: false } });
+  const again = await new ConsoleClient(gw.url).post('/console/api/verify-email', { token });
+  expect(again).toMatchObject({ status: 200, body: { email_verified: true, already_verified: true } });
+  expect(await balance(c)).toBe('1.000000');
+  // a made-up token is still refused
+  const forged = await new ConsoleClient(gw.url).post('/console/api/verify-email', { token: 'x'.repeat(43) });
+  expect(forged.status).toBe(400);
+  expect(forged.body.error.code).toBe('invalid_token');
+});
+
+test('a reset link can be checked as the page opens without using it up; used and expired ones are refused', async () => {
+  const email = `check-${unique()}@example.com`;
+  await signUp(email);
+  const anon = new ConsoleClient(gw.url);
+  expect((await anon.post('/console/api/password-reset', { email })).status).toBe(202);
+  const token = smtp.token(email, '/console/reset')!;
+  expect(await anon.post('/console/api/password-reset/check', { token })).toMatchObject({
+    status: 200,
+    body: { valid: true },
+  });
+  expect((await anon.post('/console/api/password-reset/check', { token })).status).toBe(200); // not used up
+  const done = await anon.post('/console/api/password-reset/confirm', { token, password: 'a brand new horse 7' });
+  expect(done).toMatchObject({ status: 200, body: { password_reset: true, email } });
+  const used = await anon.post('/console/api/password-reset/check', { token });
+  expect(used.status).toBe(400);
+  expect(used.body.error).toMatchObject({ code: 'invalid_token', param: 'token' });
+  expect((await anon.post('/console/api/password-reset', { email })).status).toBe(202);
+  const next = smtp.token(email, '/console/reset')!;
+  await gw.app
+    .db('email_tokens')
+    .where({ purpose: 'reset' })
+    .whereNull('used_at')
+    .update({ expires_at: Date.now() - 1 });
+  expect((await anon.post('/console/api/password-reset/check', { token: next })).status).toBe(400);
+  // a confirmation token is not a reset token
+  const other = `other-${unique()}@example.com`;
+  await signUp(other);
+  const verifyToken = smtp.token(other, '/console/verify')!;
+  expect((await anon.post('/console/api/password-reset/check', { token: verifyToken })).status).toBe(400);
+});
+
+test('password strength: the estimate the server applies, as the page shows it; bounded and limited per address', async () => {
+  const anon = new ConsoleClient(gw.url);
+  const weak = await anon.post('/console/api/password-strength', { password: 'password123' });
+  expect(weak.status).toBe(200);
+  expect(weak.body.ok).toBe(false);
+  expect(weak.body.score).toBeLessThan(3);
+  expect(typeof weak.body.warning === 'string' || weak.body.suggestions.length > 0).toBe(true);
+  const strong = await anon.post('/console/api/password-strength', { password: 'violet tram sings 1987 quietly' });
+  expect(strong.body).toMatchObject({ ok: true });
+  expect(strong.body.score).toBeGreaterThanOrEqual(3);
+  // the email's words count as known: a password built from the address scores lower than alone
+  const own = await anon.post('/console/api/password-strength', {
+    password: 'zebulonquartz',
+    email: 'zebulonquartz@example.com',
+  });
+  expect(own.body.ok).toBe(false);
+  const long = await anon.post('/console/api/password-strength', { password: 'a'.repeat(201) });
+  expect(long.status).toBe(400);
+  expect(long.body.error.param).toBe('password');
+  let last = 200;
+  for (let i = 0; i < 125 && last === 200; i++)
+    last = (await anon.post('/console/api/password-strength', { password: `try ${i}` })).status;
+  expect(last).toBe(429);
+});
+
+test('the console config states the amounts the pages promise and where codes come from', async () => {
+  const r = await new ConsoleClient(gw.url).get('/console/api/config');
+  expect(r.body).toEqual({
+    captcha: null,
+    starter_credits_usd: '1.000000',
+    referral_credits_usd: '20.000000',
+    topup_note: null,
+  });
+});

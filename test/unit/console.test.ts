@@ -87,7 +87,11 @@ test('the console settings: defaults, and errors that name the setting', () => {
     referrals_per_month: 10,
     disposable_domains: expect.arrayContaining(['mailinator.com', 'yopmail.com', 'guerrillamail.com']),
     captcha: null,
+    topup_note: null,
   });
+  expect(parseConfig(`console: { topup_note: ' Ask the front desk. ' }\n${MODELS}`).console.topup_note).toBe(
+    'Ask the front desk.',
+  );
   expect(parseConfig(`console: { disposable_domains: [Example.ORG] }\n${MODELS}`).console.disposable_domains).toEqual([
     'example.org',
   ]);

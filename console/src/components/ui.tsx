@@ -157,15 +157,61 @@ export function Field({
   children: ComponentChildren;
   htmlFor?: string;
 }) {
+  const noteId = htmlFor ? `${htmlFor}-${error ? 'error' : 'hint'}` : undefined;
+  // The control is a child the caller wrote: link it to its error or hint here, once for every form, so a screen
+  // reader reads the error with the field and the field says it is invalid.
+  useEffect(() => {
+    const control = htmlFor ? document.getElementById(htmlFor) : null;
+    if (!control) return;
+    if (error || hint) control.setAttribute('aria-describedby', noteId!);
+    else control.removeAttribute('aria-describedby');
+    if (error) control.setAttribute('aria-invalid', 'true');
+    else control.removeAttribute('aria-invalid');
+  }, [htmlFor, error, !!hint]);
   return (
     <div class={`field${error ? ' has-error' : ''}`}>
       <label class="field-label" for={htmlFor}>
         {label}
       </label>
       {children}
-      {error ? <p class="field-error">{error}</p> : hint ? <p class="field-hint">{hint}</p> : null}
+      {error ? (
+        <p class="field-error" id={noteId}>
+          {error}
+        </p>
+      ) : hint ? (
+        <p class="field-hint" id={noteId}>
+          {hint}
+        </p>
+      ) : null}
     </div>
   );
+}
+
+/** After a failed submit: focus the form's first invalid field (once the error is rendered), so the user lands on it. */
+export function focusFirstInvalid(form: HTMLElement | null | undefined): void {
+  setTimeout(() => form?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus(), 0);
+}
+
+const FOCUSABLE =
+  'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea, [tabindex]';
+
+/** Keeps Tab and Shift+Tab inside `root`: a modal's page behind it cannot be reached until the modal is closed. */
+function trapTab(e: KeyboardEvent, root: HTMLElement | null): void {
+  if (e.key !== 'Tab' || !root) return;
+  const items = [...root.querySelectorAll<HTMLElement>(FOCUSABLE)].filter(
+    (el) => el.tabIndex >= 0 && el.offsetParent !== null,
+  );
+  if (!items.length) return;
+  const first = items[0];
+  const last = items[items.length - 1];
+  const inside = root.contains(document.activeElement);
+  if (e.shiftKey && (document.activeElement === first || !inside)) {
+    e.preventDefault();
+    last.focus();
+  } else if (!e.shiftKey && (document.activeElement === last || !inside)) {
+    e.preventDefault();
+    first.focus();
+  }
 }
 
 export function Empty({
@@ -300,20 +346,27 @@ export function Modal({
   children,
   footer,
   width = 520,
+  confirmClose,
 }: {
   title: string;
   onClose: () => void;
   children: ComponentChildren;
   footer?: ComponentChildren;
   width?: number;
+  /** When set, closing (Escape, ×, the backdrop) first asks, with this warning: something on screen would be lost. */
+  confirmClose?: string;
 }) {
   const ref = useRef<HTMLDivElement>(null);
+  const [asking, setAsking] = useState(false);
+  const close = useRef(() => {});
+  close.current = confirmClose ? () => setAsking(true) : onClose;
   useEffect(() => {
     const prev = document.activeElement as HTMLElement | null;
     const first = ref.current?.querySelector<HTMLElement>('input, select, textarea, button:not(.modal-close)');
     first?.focus();
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') onClose();
+      if (e.key === 'Escape') close.current();
+      trapTab(e, ref.current);
     };
     document.addEventListener('keydown', onKey);
     document.body.classList.add('has-modal');
@@ -324,7 +377,7 @@ export function Modal({
     };
   }, []);
   return (
-    <div class="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
+    <div class="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && close.current()}>
       <div
         class="modal"
         role="dialog"
@@ -335,12 +388,32 @@ export function Modal({
       >
         <header class="modal-head">
           <h2>{title}</h2>
-          <button type="button" class="modal-close" aria-label="Close" onClick={onClose}>
+          <button type="button" class="modal-close" aria-label="Close" onClick={() => close.current()}>
             <Icon name="x" size={18} />
           </button>
         </header>
+        {asking && <CloseConfirm warning={confirmClose!} onKeep={() => setAsking(false)} onClose={onClose} />}
         <div class="modal-body">{children}</div>
         {footer && <footer class="modal-foot">{footer}</footer>}
+      </div>
+    </div>
+  );
+}
+
+/** "Close anyway?" inside a modal: the focus goes to the safe choice, keeping it open. */
+function CloseConfirm({ warning, onKeep, onClose }: { warning: string; onKeep: () => void; onClose: () => void }) {
+  const keep = useRef<HTMLButtonElement>(null);
+  useEffect(() => keep.current?.focus(), []);
+  return (
+    <div class="modal-confirm" role="alertdialog" aria-label="Close this window?" data-testid="close-confirm">
+      <p>{warning}</p>
+      <div class="modal-confirm-actions">
+        <button type="button" class="btn btn-secondary btn-sm" ref={keep} onClick={onKeep}>
+          Keep it open
+        </button>
+        <button type="button" class="btn btn-danger btn-sm" onClick={onClose}>
+          Close anyway
+        </button>
       </div>
     </div>
   );

@@ -1,12 +1,71 @@
 /** Log in and Create account: a form beside a short description of the product. */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
 import { Brand } from '../components/Brand';
+import { useConsoleConfig } from '../components/config';
 import { Icon } from '../components/icons';
-import { Alert, Button, Field, Link } from '../components/ui';
+import { Alert, Button, Field, focusFirstInvalid, Link } from '../components/ui';
+import { usd } from '../format';
 import { navigate } from '../router';
-import type { Session } from '../types';
+import type { PasswordStrength, Session } from '../types';
+
+/**
+ * Where to go after log-in: `?next=` when it is a console page of this origin (a path, not `//host` or a scheme, and
+ * not a log-in page again), else the dashboard. Anything else could send a user who just logged in to another site.
+ */
+export function safeNext(next: string | null): string {
+  if (!next || !/^\/(?![/\\])[^\s]*$/.test(next)) return '/';
+  const path = next.split(/[?#]/)[0];
+  return ['/login', '/register', '/forgot', '/reset'].includes(path) ? '/' : next;
+}
+
+/** The server's words for a field error, in plain words where the server's are for developers. */
+function plain(err: ApiError): string {
+  if (err.code === 'disposable_email')
+    return 'This looks like a throwaway address. Use one you will keep: the confirmation link and any password reset go there.';
+  return err.message;
+}
+
+/**
+ * How hard the password is to guess, as the server rates it (POST /console/api/password-strength), asked 300 ms after
+ * the user stops typing: the same estimate registration applies, so "strong enough" here is never refused there.
+ */
+export function StrengthMeter({ password, email }: { password: string; email?: string }) {
+  const [s, setS] = useState<PasswordStrength | null>(null);
+  useEffect(() => {
+    if (!password) return setS(null);
+    let live = true;
+    const t = setTimeout(() => {
+      api.passwordStrength(password.slice(0, 200), email || undefined).then(
+        (r) => live && setS(r),
+        () => live && setS(null),
+      );
+    }, 300);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
+  }, [password, email]);
+  if (!s || !password) return null;
+  const words = ['Very weak', 'Weak', 'Fair', 'Strong', 'Very strong'][s.score];
+  const advice = [s.warning, ...s.suggestions].filter(Boolean).join(' ');
+  return (
+    <div class="strength" data-testid="strength" aria-live="polite">
+      <div class="strength-bar" data-score={s.score} aria-hidden="true">
+        <span />
+        <span />
+        <span />
+        <span />
+        <span />
+      </div>
+      <span>
+        <strong>{words}</strong>
+        {s.ok ? ': good to use.' : ': too easy to guess.'} {advice}
+      </span>
+    </div>
+  );
+}
 
 function AuthLayout({ children }: { children: ComponentChildren }) {
   return (
@@ -84,7 +143,9 @@ function PasswordInput({
 }
 
 export function Login({ onDone }: { onDone: (s: Session) => void }) {
-  const [email, setEmail] = useState('');
+  const query = new URLSearchParams(location.search);
+  const changed = query.get('reset') === 'done';
+  const [email, setEmail] = useState(query.get('email') ?? '');
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -96,7 +157,7 @@ export function Login({ onDone }: { onDone: (s: Session) => void }) {
     try {
       const s = await api.login({ email: email.trim(), password });
       onDone(s);
-      navigate('/', { replace: true });
+      navigate(safeNext(query.get('next')), { replace: true });
     } catch (err) {
       setError((err as Error).message);
       setBusy(false);
@@ -107,6 +168,11 @@ export function Login({ onDone }: { onDone: (s: Session) => void }) {
     <AuthLayout>
       <h1 class="auth-title">Welcome back</h1>
       <p class="auth-sub">Log in to manage your keys, credits and usage.</p>
+      {changed && !error && (
+        <Alert kind="success">
+          <span data-testid="password-changed">Your password was changed. Log in with the new one.</span>
+        </Alert>
+      )}
       {error && <Alert>{error}</Alert>}
       <form onSubmit={submit} class="form" noValidate={false}>
         <Field label="Email" htmlFor="login-email">
@@ -132,7 +198,9 @@ export function Login({ onDone }: { onDone: (s: Session) => void }) {
         New to Switchyard? <Link href={`/register${location.search}`}>Create an account</Link>
       </p>
       <p class="auth-switch">
-        <Link href="/forgot">Forgot your password?</Link>
+        <Link href={`/forgot${email.trim() ? `?email=${encodeURIComponent(email.trim())}` : ''}`}>
+          Forgot your password?
+        </Link>
       </p>
     </AuthLayout>
   );
@@ -141,10 +209,10 @@ export function Login({ onDone }: { onDone: (s: Session) => void }) {
 /** /verify?token=…: the link mailed at registration; works signed in or not. */
 export function Verify({ signedIn }: { signedIn: boolean }) {
   const token = new URLSearchParams(location.search).get('token') ?? '';
-  const [state, setState] = useState<'working' | 'done' | string>('working');
+  const [state, setState] = useState<'working' | 'done' | 'already' | string>('working');
   useEffect(() => {
     api.verifyEmail(token).then(
-      () => setState('done'),
+      (r) => setState(r.already_verified ? 'already' : 'done'),
       (err) => setState((err as Error).message),
     );
   }, [token]);
@@ -157,7 +225,12 @@ export function Verify({ signedIn }: { signedIn: boolean }) {
           Your address is confirmed, and your sign-up credits are in your account.
         </p>
       )}
-      {state !== 'working' && state !== 'done' && <Alert>{state}</Alert>}
+      {state === 'already' && (
+        <p class="auth-sub" data-testid="verified">
+          Your address is already confirmed. Nothing more to do here.
+        </p>
+      )}
+      {!['working', 'done', 'already'].includes(state) && <Alert>{state}</Alert>}
       <p class="auth-switch">
         <Link href={signedIn ? '/' : '/login'}>{signedIn ? 'Go to the dashboard' : 'Log in'}</Link>
       </p>
@@ -167,7 +240,7 @@ export function Verify({ signedIn }: { signedIn: boolean }) {
 
 /** /forgot: asks for a reset link (the same answer whether or not the address has an account). */
 export function Forgot() {
-  const [email, setEmail] = useState('');
+  const [email, setEmail] = useState(new URLSearchParams(location.search).get('email') ?? '');
   const [sent, setSent] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const submit = async (e: Event) => {
@@ -218,24 +291,61 @@ export function Forgot() {
 export function Reset() {
   const token = new URLSearchParams(location.search).get('token') ?? '';
   const [password, setPassword] = useState('');
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  // A used or expired link is found as the page opens, not after a new password was typed.
+  const [link, setLink] = useState<'checking' | 'ok' | 'dead'>('checking');
+  const form = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    api.checkPasswordReset(token).then(
+      () => setLink('ok'),
+      (err) => setLink((err as ApiError).code === 'invalid_token' || !token ? 'dead' : 'ok'),
+    );
+  }, [token]);
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(null);
     try {
-      await api.confirmPasswordReset(token, password);
-      navigate('/login', { replace: true });
+      const done = await api.confirmPasswordReset(token, password);
+      navigate(`/login?reset=done&email=${encodeURIComponent(done.email)}`, { replace: true });
     } catch (err) {
-      setError((err as Error).message);
+      const apiErr = err instanceof ApiError ? err : new ApiError(0, (err as Error).message);
+      if (apiErr.code === 'invalid_token') return setLink('dead');
+      setError(apiErr);
+      focusFirstInvalid(form.current);
     }
   };
+  if (link === 'dead')
+    return (
+      <AuthLayout>
+        <h1 class="auth-title">This link no longer works</h1>
+        <Alert>
+          <span data-testid="reset-dead">
+            This password-reset link was already used or has expired (links work once, for an hour).
+          </span>
+        </Alert>
+        <Link href="/forgot" class="btn btn-primary btn-md btn-block">
+          Send me a new link
+        </Link>
+        <p class="auth-switch">
+          <Link href="/login">Back to log in</Link>
+        </p>
+      </AuthLayout>
+    );
+  const fieldError = error?.param === 'password' ? error.message : null;
   return (
     <AuthLayout>
       <h1 class="auth-title">Choose a new password</h1>
-      {error && <Alert>{error}</Alert>}
-      <form onSubmit={submit} class="form">
-        <Field label="New password" htmlFor="reset-password">
-          <PasswordInput id="reset-password" value={password} onInput={setPassword} autocomplete="new-password" />
+      {error && !fieldError && <Alert>{error.message}</Alert>}
+      <form onSubmit={submit} class="form" ref={form}>
+        <Field label="New password" htmlFor="reset-password" error={fieldError}>
+          <PasswordInput
+            id="reset-password"
+            value={password}
+            onInput={setPassword}
+            autocomplete="new-password"
+            invalid={!!fieldError}
+          />
+          <StrengthMeter password={password} />
         </Field>
         <Button type="submit" variant="primary" class="btn-block">
           Set the password
@@ -253,6 +363,8 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
   const [captcha, setCaptcha] = useState<string | null>(null);
+  const config = useConsoleConfig();
+  const form = useRef<HTMLFormElement>(null);
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -270,25 +382,31 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
     } catch (err) {
       setError(err instanceof ApiError ? err : new ApiError(0, (err as Error).message));
       setBusy(false);
+      focusFirstInvalid(form.current);
     }
   };
-  const fieldError = (param: string) => (error?.param === param ? error.message : null);
+  const fieldError = (param: string) => (error?.param === param ? plain(error) : null);
   const general = error && !['email', 'password', 'referral_code'].includes(error.param ?? '') ? error.message : null;
 
   return (
     <AuthLayout>
       <h1 class="auth-title">Create your account</h1>
-      <p class="auth-sub">Free starter credits, no card required. Your first key is a minute away.</p>
+      <p class="auth-sub" data-testid="register-sub">
+        {config ? `${usd(config.starter_credits_usd)} of free starter credits` : 'Free starter credits'} when you
+        confirm your address, no card required. Your first key is a minute away.
+      </p>
       {ref && (
         <div class="invite">
           <Icon name="gift" size={18} />
           <span>
-            You were invited. With this referral code, you and your friend <strong>both get bonus credits</strong>.
+            You were invited. With this referral code, you and your friend{' '}
+            <strong>both get {config ? usd(config.referral_credits_usd) : 'bonus credits'}</strong> when you confirm
+            your address.
           </span>
         </div>
       )}
       {general && <Alert>{general}</Alert>}
-      <form onSubmit={submit} class="form">
+      <form onSubmit={submit} class="form" ref={form}>
         <Field label="Email" htmlFor="reg-email" error={fieldError('email')}>
           <input
             id="reg-email"
@@ -315,6 +433,7 @@ export function Register({ onDone }: { onDone: (s: Session) => void }) {
             autocomplete="new-password"
             invalid={!!fieldError('password')}
           />
+          <StrengthMeter password={password} email={email.trim()} />
         </Field>
         <Field label="Referral code" htmlFor="reg-ref" hint="Optional" error={fieldError('referral_code')}>
           <input

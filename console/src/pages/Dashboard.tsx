@@ -20,7 +20,7 @@ function fillDays(rows: DailyUsage[], days: number): DailyUsage[] {
     const d = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - i))
       .toISOString()
       .slice(0, 10);
-    out.push(byDate.get(d) ?? { date: d, requests: 0, cost_usd: '0.000000', usage: {} });
+    out.push(byDate.get(d) ?? { date: d, requests: 0, cost_usd: '0.000000', usage: {}, refused: 0 });
   }
   return out;
 }
@@ -170,16 +170,19 @@ export function Dashboard() {
           <div class="stat-label">
             <Icon name="gift" size={16} /> Credits added
           </div>
-          <div class="stat-value">
-            {details ? (
-              usd(num(details.totals.topped_up_usd) + num(details.totals.referral_usd))
-            ) : (
-              <Skeleton w="110px" h={30} />
-            )}
+          <div class="stat-value" data-testid="credits-added">
+            {details ? usd(details.totals.credited_usd) : <Skeleton w="110px" h={30} />}
           </div>
           <div class="stat-foot">
             {details
-              ? `${usd(details.totals.topped_up_usd)} topped up · ${usd(details.totals.referral_usd)} from referrals`
+              ? `${usd(details.totals.topped_up_usd)} topped up · ${usd(details.totals.referral_usd)} from referrals · ${usd(
+                  Math.max(
+                    0,
+                    num(details.totals.credited_usd) -
+                      num(details.totals.topped_up_usd) -
+                      num(details.totals.referral_usd),
+                  ),
+                )} sign-up and other credits`
               : '\u00a0'}
           </div>
         </div>
@@ -267,7 +270,7 @@ export function Dashboard() {
       </div>
 
       <Card
-        title="Make your first call"
+        title={details && details.totals.requests > 0 ? 'Call the API' : 'Make your first call'}
         subtitle="Any OpenAI client works: point it at Switchyard and use one of your keys."
       >
         <div class="quickstart">

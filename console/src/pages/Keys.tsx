@@ -16,7 +16,8 @@ import {
   Toggle,
   useLoader,
 } from '../components/ui';
-import { ago, date, num, usd } from '../format';
+import { ago, date, limitUsd, num, usd } from '../format';
+import { keyBlocked, REASON_WORDS } from '../components/reasons';
 import { SCOPE_LABELS, SCOPES, type ApiKey, type Model, type NewKeyInput, type Scope } from '../types';
 
 export function Keys() {
@@ -85,7 +86,7 @@ export function Keys() {
           </Empty>
         ) : (
           <div class="table-wrap">
-            <table class="table" data-testid="keys-table">
+            <table class="table table-stack" data-testid="keys-table">
               <thead>
                 <tr>
                   <th>Name</th>
@@ -168,14 +169,22 @@ function KeyRow({
   const used = num(k.used_usd);
   const quota = k.quota_usd === null || k.quota_usd === undefined ? null : num(k.quota_usd);
   const pct = quota ? Math.min(100, (used / quota) * 100) : 0;
+  const blocked = keyBlocked(k);
   return (
     <tr data-key-id={k.id} data-key-prefix={k.prefix} class={k.enabled ? '' : 'is-muted'}>
-      <td>
+      <td data-label="Name">
         <div class="key-name">{k.name || <span class="muted">Untitled key</span>}</div>
         <code class="key-prefix">{k.prefix}…</code>
+        {blocked && (
+          <div class="key-blocked" data-testid="key-blocked" data-reason={blocked}>
+            <Badge tone="red">{REASON_WORDS[blocked].label}</Badge>{' '}
+            <span class="small">{REASON_WORDS[blocked].fix}</span>
+          </div>
+        )}
         {k.budget && (
           <div class="muted small" data-testid="key-budget">
-            {usd(k.budget.spent_usd, { precise: true })} of {usd(k.budget.usd)} this {k.budget.period}
+            {usd(k.budget.spent_usd, { precise: true })} of {limitUsd(k.budget.usd)}{' '}
+            {k.budget.period === 'day' ? 'today' : `this ${k.budget.period}`}
           </div>
         )}
         {k.expires_at && (
@@ -184,7 +193,7 @@ function KeyRow({
           </div>
         )}
       </td>
-      <td>
+      <td data-label="Enabled">
         <div class="toggle-cell">
           <Toggle
             checked={k.enabled}
@@ -195,10 +204,10 @@ function KeyRow({
           <span class="toggle-text">{k.enabled ? 'Active' : 'Disabled'}</span>
         </div>
       </td>
-      <td class="quota-cell">
+      <td class="quota-cell" data-label="Spend / limit">
         <div class="quota-text">
           <span class="num">{usd(used, { precise: true })}</span>
-          <span class="muted"> / {quota === null ? 'no limit' : usd(quota)}</span>
+          <span class="muted"> / {quota === null ? 'no limit' : limitUsd(quota)}</span>
         </div>
         {quota !== null && (
           <div class="meter" aria-hidden="true">
@@ -206,7 +215,7 @@ function KeyRow({
           </div>
         )}
       </td>
-      <td>
+      <td data-label="Models">
         {k.models && k.models.length ? (
           <div class="chips">
             {k.models.slice(0, 3).map((m) => (
@@ -218,7 +227,7 @@ function KeyRow({
           <span class="muted">All models</span>
         )}
       </td>
-      <td>
+      <td data-label="Scopes">
         {k.scopes.length === SCOPES.length ? (
           <span class="muted">All</span>
         ) : (
@@ -231,8 +240,12 @@ function KeyRow({
           </div>
         )}
       </td>
-      <td class="nowrap">{date(k.created_at)}</td>
-      <td class="nowrap">{ago(k.last_used_at)}</td>
+      <td class="nowrap" data-label="Created">
+        {date(k.created_at)}
+      </td>
+      <td class="nowrap" data-label="Last used">
+        {ago(k.last_used_at)}
+      </td>
       <td class="td-actions">
         <button
           type="button"
@@ -477,6 +490,7 @@ function SecretModal({ secret, name, onClose }: { secret: string; name: string; 
     <Modal
       title="Save your new key"
       onClose={onClose}
+      confirmClose="Close without saving the key? Its secret is shown only this once: once closed, it is lost for good."
       footer={
         <Button variant="primary" onClick={onClose}>
           I have saved it

@@ -4,7 +4,8 @@ import { api } from '../api';
 import { useAuth } from '../auth';
 import { Icon } from '../components/icons';
 import { Alert, Badge, Button, Card, Empty, Field, Loading, PageHeader, Skeleton, useLoader } from '../components/ui';
-import { dateTime, num, usd, usdExact } from '../format';
+import { dateTime, limitUsd, num, usd, usdExact } from '../format';
+import { useConsoleConfig } from '../components/config';
 import type { LedgerEntry, LedgerKind } from '../types';
 
 const PRESETS = [10, 25, 50, 100];
@@ -98,6 +99,7 @@ function Redeem({
   onRedeemed: (amount: string | number) => Promise<void>;
 }) {
   const [code, setCode] = useState('');
+  const config = useConsoleConfig();
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
@@ -117,7 +119,11 @@ function Redeem({
     }
   };
   return (
-    <Card title="Redeem a code" subtitle="Gift and promotion codes add credits at once. Each code works once.">
+    <Card title="Redeem a code" subtitle="A code adds its credits at once. Each code works once.">
+      <p class="muted small" data-testid="topup-note">
+        {config?.topup_note ??
+          'Codes come from the operator of this Switchyard: ask them for one, with the amount you want to add.'}
+      </p>
       <form class="form" onSubmit={submit}>
         <Field label="Code" htmlFor="redeem-code" error={error}>
           <input
@@ -126,7 +132,7 @@ function Redeem({
             class="input mono"
             autocomplete="off"
             spellcheck={false}
-            placeholder="XXXX-XXXX-XXXX"
+            placeholder="SY-XXXXX-XXXXX-XXXXX-XXXXX"
             value={code}
             onInput={(e) => setCode(e.currentTarget.value)}
             aria-invalid={error ? 'true' : undefined}
@@ -323,7 +329,7 @@ function LowBalance({ current, onSaved }: { current: string | null; onSaved: () 
       return setState('The threshold must be an amount in USD, such as 5 or 2.50.');
     try {
       await api.updateAccount({ low_balance_usd: v ? v : null });
-      setState(v ? `We will mail you when your balance falls below $${v}.` : 'Low-balance alerts are off.');
+      setState(v ? `We will mail you when your balance falls below ${limitUsd(v)}.` : 'Low-balance alerts are off.');
       onSaved();
     } catch (err) {
       setState((err as Error).message);

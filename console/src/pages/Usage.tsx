@@ -1,13 +1,15 @@
 /**
  * Usage: every request, filtered by key and dates, paged with next_cursor, with totals per model. The columns are the
  * usage classes the API describes (`classes`): one per class at the top that the range used (input tokens, generated
- * images, characters...), in its unit, its parts beneath the count.
+ * images, characters...), in its unit, its parts beneath the count. Calls refused before they reached a model (401,
+ * 429) are not requests of the list: they are counted per minute and reason apart, in the server's words.
  */
 import { useMemo, useState } from 'preact/hooks';
 import { api } from '../api';
 import { Alert, Badge, Button, Card, Empty, Field, Loading, PageHeader, useLoader } from '../components/ui';
-import { dateTime, heading, int, num, quantity, usd } from '../format';
-import type { ApiKey, ModelTotal, UsageClass, UsageCounts } from '../types';
+import { dateTime, heading, int, num, quantity, shortDay, usd } from '../format';
+import { REASON_WORDS } from '../components/reasons';
+import type { ApiKey, ModelTotal, RefusedCalls, UsageClass, UsageCounts } from '../types';
 
 const PAGE = 25;
 
@@ -53,6 +55,17 @@ export function Usage() {
         cursor: cursor ?? undefined,
       }),
     [filters, cursor],
+  );
+
+  const refused = useLoader(
+    () =>
+      api.refused({
+        key_id: filters.key_id || undefined,
+        from: dayToIso(filters.from),
+        to: dayToIso(filters.to, true),
+        limit: PAGE,
+      }),
+    [filters],
   );
 
   const keyNames = useMemo(() => {
@@ -167,6 +180,8 @@ export function Usage() {
       ) : (
         <>
           <Totals totals={totals} classes={classes} loading={page.loading && !page.data} />
+          {refused.data && <Refused refused={refused.data} keyNames={keyNames} />}
+          <Daily />
           <Card
             title="Requests"
             subtitle={filtered ? 'Matching the filters above, newest first' : 'Newest first'}
@@ -182,7 +197,7 @@ export function Usage() {
               </Empty>
             ) : (
               <div class={`table-wrap${page.loading ? ' is-refreshing' : ''}`}>
-                <table class="table" data-testid="usage-table">
+                <table class="table table-stack" data-testid="usage-table">
                   <thead>
                     <tr>
                       <th>Time</th>
@@ -205,30 +220,37 @@ export function Usage() {
                       const ok = r.status >= 200 && r.status < 300;
                       return (
                         <tr key={r.request_id} title={r.request_id}>
-                          <td class="nowrap">{dateTime(r.created_at)}</td>
-                          <td class="nowrap">
+                          <td class="nowrap" data-label="Time">
+                            {dateTime(r.created_at)}
+                          </td>
+                          <td class="nowrap" data-label="Key">
                             {k ? (
                               k.name || <code>{k.prefix}…</code>
                             ) : (
                               <span class="muted">{r.key_id === null ? 'Deleted key' : `#${r.key_id}`}</span>
                             )}
                           </td>
-                          <td>
+                          <td data-label="Model">
                             <code>{r.model}</code>
                           </td>
-                          <td>
+                          <td data-label="Status">
                             <Badge tone={ok ? 'green' : r.status >= 500 ? 'red' : 'amber'}>{r.status}</Badge>
+                            {STATUS_WORDS[r.status] && (
+                              <div class="muted small" data-testid="status-words">
+                                {STATUS_WORDS[r.status]}
+                              </div>
+                            )}
                           </td>
                           {tops.map((c) => (
-                            <td key={c.name} class="num">
+                            <td key={c.name} class="num" data-label={heading(c)}>
                               {amount(c, r.usage[c.name] ?? 0)}
                               <Parts of={c} classes={classes} usage={r.usage} />
                             </td>
                           ))}
-                          <td class="num muted">
+                          <td class="num muted" data-label="Latency">
                             {r.latency_ms === null || r.latency_ms === undefined ? '—' : `${int(r.latency_ms)} ms`}
                           </td>
-                          <td class="num" title={COUNTED[r.counted]}>
+                          <td class="num" title={COUNTED[r.counted]} data-label="Cost">
                             {num(r.cost_usd) === 0 && !ok ? (
                               <span class="muted">Not charged</span>
                             ) : (
@@ -267,6 +289,114 @@ export function Usage() {
         </>
       )}
     </>
+  );
+}
+
+/** What a status means where the number alone does not say (a cut stream above all: it was charged). */
+const STATUS_WORDS: Record<number, string> = {
+  499: 'Client closed the stream; charged for what was sent.',
+  429: 'Refused: rate limited or out of credits.',
+  401: 'Refused: the key was not accepted.',
+};
+
+/** The key a row names, by its name or prefix; a key deleted since by its id. */
+function keyLabel(keyNames: Map<string, ApiKey>, id: number) {
+  const k = keyNames.get(String(id));
+  return k ? k.name || <code>{k.prefix}…</code> : <span class="muted">#{id}</span>;
+}
+
+/**
+ * Calls refused before they reached a model (GET /console/api/usage/refused): a sentence per reason over the filtered
+ * range ("12 calls refused: the account's credits are used up"), then the counts per minute, newest first.
+ */
+function Refused({ refused, keyNames }: { refused: RefusedCalls; keyNames: Map<string, ApiKey> }) {
+  if (!refused.totals.length) return null;
+  return (
+    <Card title="Refused calls" subtitle="Not sent to any model and not charged; newest first" pad={false}>
+      <ul class="refusal-summary" data-testid="refused-summary">
+        {refused.totals.map((t) => (
+          <li key={`${t.status}-${t.reason}`}>
+            <Badge tone="amber">{t.status}</Badge> {int(t.count)} {t.count === 1 ? 'call' : 'calls'} refused:{' '}
+            {REASON_WORDS[t.reason].why}. <span class="muted small">{REASON_WORDS[t.reason].fix}</span>
+          </li>
+        ))}
+      </ul>
+      <div class="table-wrap">
+        <table class="table table-stack" data-testid="refused-table">
+          <thead>
+            <tr>
+              <th>Minute</th>
+              <th>Key</th>
+              <th>Operation</th>
+              <th>Why</th>
+              <th class="num">Calls</th>
+            </tr>
+          </thead>
+          <tbody>
+            {refused.data.map((r) => (
+              <tr key={`${r.at}-${r.key_id}-${r.endpoint}-${r.status}-${r.reason}`}>
+                <td class="nowrap" data-label="Minute">
+                  {dateTime(r.at)}
+                </td>
+                <td class="nowrap" data-label="Key">
+                  {keyLabel(keyNames, r.key_id)}
+                </td>
+                <td data-label="Operation">
+                  <code>{r.endpoint}</code>
+                </td>
+                <td data-label="Why">
+                  <Badge tone="amber">{r.status}</Badge> {REASON_WORDS[r.reason].label}
+                </td>
+                <td class="num" data-label="Calls">
+                  {int(r.count)}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </Card>
+  );
+}
+
+/**
+ * Requests, cost and refused calls per day over the last 30 days (GET /console/api/usage/daily), the days with either.
+ */
+function Daily() {
+  const daily = useLoader(() => api.daily(30));
+  const days = (daily.data?.data ?? []).filter((d) => d.requests > 0 || d.refused > 0).reverse();
+  if (daily.loading || daily.error || !days.length) return null;
+  return (
+    <Card title="By day" subtitle="The last 30 days (UTC), newest first" pad={false}>
+      <div class="table-wrap">
+        <table class="table table-stack" data-testid="usage-daily">
+          <thead>
+            <tr>
+              <th>Day</th>
+              <th class="num">Requests</th>
+              <th class="num">Refused</th>
+              <th class="num">Cost</th>
+            </tr>
+          </thead>
+          <tbody>
+            {days.map((d) => (
+              <tr key={d.date}>
+                <td data-label="Day">{shortDay(d.date)}</td>
+                <td class="num" data-label="Requests">
+                  {int(d.requests)}
+                </td>
+                <td class="num" data-label="Refused">
+                  {d.refused ? int(d.refused) : <span class="muted">—</span>}
+                </td>
+                <td class="num" data-label="Cost">
+                  {usd(d.cost_usd, { precise: true })}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </Card>
   );
 }
 
@@ -316,7 +446,7 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
   return (
     <Card title="Totals by model" pad={false}>
       <div class="table-wrap">
-        <table class="table" data-testid="usage-totals">
+        <table class="table table-stack" data-testid="usage-totals">
           <thead>
             <tr>
               <th>Model</th>
@@ -335,14 +465,18 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
                 <td>
                   <code>{t.model}</code>
                 </td>
-                <td class="num">{int(t.requests)}</td>
+                <td class="num" data-label="Requests">
+                  {int(t.requests)}
+                </td>
                 {tops.map((c) => (
-                  <td key={c.name} class="num">
+                  <td key={c.name} class="num" data-label={heading(c)}>
                     {amount(c, t.usage[c.name] ?? 0)}
                     <Parts of={c} classes={classes} usage={t.usage} />
                   </td>
                 ))}
-                <td class="num">{usd(t.cost_usd, { precise: true })}</td>
+                <td class="num" data-label="Cost">
+                  {usd(t.cost_usd, { precise: true })}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -350,13 +484,15 @@ function Totals({ totals, classes, loading }: { totals: ModelTotal[]; classes: U
             <tfoot>
               <tr>
                 <td>All models</td>
-                <td class="num">{int(totals.reduce((a, t) => a + t.requests, 0))}</td>
+                <td class="num" data-label="Requests">
+                  {int(totals.reduce((a, t) => a + t.requests, 0))}
+                </td>
                 {tops.map((c) => (
-                  <td key={c.name} class="num">
+                  <td key={c.name} class="num" data-label={heading(c)}>
                     {amount(c, sum(c.name))}
                   </td>
                 ))}
-                <td class="num">
+                <td class="num" data-label="Cost">
                   {usd(
                     totals.reduce((a, t) => a + num(t.cost_usd), 0),
                     { precise: true },

@@ -23,6 +23,7 @@ import * as m020 from './020_operators';
 import * as m021 from './021_catalog';
 import * as m022 from './022_admin_pages';
 import * as m023 from './023_operator_oidc';
+import * as m024 from './024_refusals';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -48,6 +49,7 @@ const migrations: Record<string, Knex.Migration> = {
   '021_catalog': m021,
   '022_admin_pages': m022,
   '023_operator_oidc': m023,
+  '024_refusals': m024,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
