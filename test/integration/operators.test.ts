@@ -328,8 +328,14 @@ test('owners add operators (the first password answered once) and disable them, 
 
   const ownerActor = `operator:${owner.id} ${owner.email}`;
   const onIt = (await admin('GET', `/admin/api/audit?target=operator:${added.id}`)).body.data;
-  expect(onIt.map((r: { action: string }) => r.action)).toEqual(['adminDisableOperator', 'confirmTotpEnrolment']);
-  expect(onIt[0]).toMatchObject({ actor: ownerActor, before: { disabled: false }, after: { disabled: true } });
+  // Newest first: the refused sign-in after the disabling, the disabling, the enrolment and the first sign-in.
+  expect(onIt.map((r: { action: string }) => r.action)).toEqual([
+    'signInOperatorFailed',
+    'adminDisableOperator',
+    'confirmTotpEnrolment',
+    'signInOperator',
+  ]);
+  expect(onIt[1]).toMatchObject({ actor: ownerActor, before: { disabled: false }, after: { disabled: true } });
   const creations = (await admin('GET', '/admin/api/audit?action=adminCreateOperator')).body.data;
   const creation = creations.find((r: any) => r.after?.operator?.email === email);
   expect(creation).toMatchObject({ actor: ownerActor, after: { password: `…${made.body.password.slice(-4)}` } });
