@@ -3,7 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, setCsrf, setUnauthorizedHandler } from './api';
 import { Icon, type IconName } from './components/icons';
-import { Link, Loading } from './components/ui';
+import { Link, Loading, NavLinks } from './components/ui';
 import { usd } from './format';
 import { currentPath, navigate, useRoute } from './router';
 import { useConsoleConfig } from './components/config';
@@ -159,19 +159,7 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
             <Icon name="x" />
           </button>
         </div>
-        <nav class="nav" aria-label="Main">
-          {NAV.map((n) => (
-            <Link
-              key={n.href}
-              href={n.href}
-              class={`nav-item${path === n.href ? ' is-active' : ''}`}
-              aria-current={path === n.href ? 'page' : undefined}
-            >
-              <Icon name={n.icon} />
-              <span>{n.label}</span>
-            </Link>
-          ))}
-        </nav>
+        <NavLinks items={NAV} current={path} />
         <div class="sidebar-balance">
           <div class="sidebar-balance-label">Balance</div>
           <div class="sidebar-balance-value" data-testid="sidebar-balance">

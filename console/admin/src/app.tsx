@@ -3,7 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { Brand } from '../../src/components/Brand';
 import { Icon, type IconName } from '../../src/components/icons';
-import { Badge, Link, Loading } from '../../src/components/ui';
+import { Badge, Link, Loading, NavLinks } from '../../src/components/ui';
 import { navigate, useRoute } from '../../src/router';
 import { api, http } from './api';
 import { allows, AuthContext, known, useAuth, type Auth } from './auth';
@@ -146,19 +146,7 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
             <Icon name="x" />
           </button>
         </div>
-        <nav class="nav" aria-label="Main">
-          {items.map((n) => (
-            <Link
-              key={n.href}
-              href={n.href}
-              class={`nav-item${section === n.href ? ' is-active' : ''}`}
-              aria-current={section === n.href ? 'page' : undefined}
-            >
-              <Icon name={n.icon} />
-              <span>{n.label}</span>
-            </Link>
-          ))}
-        </nav>
+        <NavLinks items={items} current={section} />
         <div class="sidebar-user admin-user">
           <span class="avatar" aria-hidden="true">
             {operator.email.slice(0, 1).toUpperCase()}

@@ -42,6 +42,31 @@ type ButtonProps = {
   children?: ComponentChildren;
 } & ButtonHTMLAttributes<HTMLButtonElement>;
 
+/** The sidebar's links, the current one marked (the console's and /admin's). */
+export function NavLinks({
+  items,
+  current,
+}: {
+  items: { href: string; label: string; icon: IconName }[];
+  current: string;
+}) {
+  return (
+    <nav class="nav" aria-label="Main">
+      {items.map((n) => (
+        <Link
+          key={n.href}
+          href={n.href}
+          class={`nav-item${current === n.href ? ' is-active' : ''}`}
+          aria-current={current === n.href ? 'page' : undefined}
+        >
+          <Icon name={n.icon} />
+          <span>{n.label}</span>
+        </Link>
+      ))}
+    </nav>
+  );
+}
+
 export function Button({
   variant = 'secondary',
   size = 'md',
