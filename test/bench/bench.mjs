@@ -609,11 +609,17 @@ async function countUsage(db, database) {
       conn.close();
     }
   }
-  const sql = `SELECT status, COUNT(*) FROM usage_records GROUP BY status; SELECT 'holds', COUNT(*) FROM holds`;
+  // psql -c shows only the last result of several statements: one -c each.
+  const [byStatusSql, holdsSql] = [
+    'SELECT status, COUNT(*) FROM usage_records GROUP BY status',
+    "SELECT 'holds', COUNT(*) FROM holds",
+  ];
   const out =
     db === 'mariadb'
-      ? await mariadb(sql.replace(/FROM (\w+)/g, `FROM ${MARIADB.database}.$1`))
-      : await psql(database.url, sql);
+      ? await mariadb(
+          `${byStatusSql.replace('FROM ', `FROM ${MARIADB.database}.`)}; ${holdsSql.replace('FROM ', `FROM ${MARIADB.database}.`)}`,
+        )
+      : (await psql(database.url, byStatusSql)) + (await psql(database.url, holdsSql));
   const rows = out
     .trim()
     .split('\n')
