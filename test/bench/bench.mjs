@@ -430,6 +430,7 @@ async function timedRun(s, req, seconds, pids, target) {
   const logFile = s.tool === 'h2load' ? path.join(tmpDir, `h2load-${s.id}-${target}.log`) : null;
   const opts = { ...req, connections: s.connections, seconds, rate: s.rate, logFile };
   const cmd = s.tool === 'wrk' ? wrkArgs(opts) : h2loadArgs(opts);
+  if (logFile) fs.rmSync(logFile, { force: true }); // h2load appends to its log
   const before = cpuAll(pids);
   const out = await runTool(s.tool, cmd, track, waitExit, seconds);
   const after = cpuAll(pids);
@@ -477,6 +478,7 @@ async function runScenario(res, s, t, round, pids) {
     if (paid) res.paid.answered2xx += x.answered2xx;
     if (paid && s.tool !== 'stream') res.paid.slack += s.connections; // in flight when the tool stopped
     const what = x === runs.at(-1) ? 'measured run' : 'warm-up';
+    if (!x.requests) res.broken.push(`${tag} (${what}): no answers at all`);
     if (x.non2xx || x.bad || x.sockErrors)
       res.broken.push(
         `${tag} (${what}): ${x.non2xx} non-2xx, ${x.bad ?? 0} bad bodies, ${x.sockErrors} socket errors${x.errorText ? ` (${x.errorText})` : ''}`,
