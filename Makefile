@@ -98,7 +98,7 @@ mock: install
 test: services typecheck lint format-check generate-check unit integration integration-mysql contract e2e agents test-node22
 
 # Switchyard against a bare Node proxy, with wrk and h2load as the load generators (test/bench/bench.mjs; BENCH_*
-# settings there). A default run on two databases takes about 20 minutes.
+# settings there). A default run on two databases takes 15-25 minutes.
 bench: build
 	@for t in wrk:wrk h2load:nghttp2-client; do cmd=$${t%%:*}; pkg=$${t#*:}; command -v $$cmd >/dev/null && continue; \
 	  if command -v apt-get >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg || { echo "make bench: could not install $$pkg ($$cmd) with apt-get; install it and run again"; exit 1; }; \

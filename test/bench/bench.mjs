@@ -42,7 +42,9 @@
  *   BENCH_ROOT               the Switchyard checkout whose dist/ is run (default: the repository this file is in)
  *   BENCH_KEEP=1             keep the temporary directory (database, configuration, bodies, h2load logs, profiles)
  *
- * A default run (3 rounds, 10 scenarios, two databases) takes about 20 minutes.
+ * A default run (3 rounds, 10 scenarios, two databases) takes 15–25 minutes: 24.6 minutes measured on a shared 2-core
+ * VM with a load average of 18–28 (2026-11-27); about 2.5 minutes a round and database are timed runs and streams, the
+ * rest check passes and start-up, which a quiet machine does faster.
  */
 import { spawn, spawnSync, execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
