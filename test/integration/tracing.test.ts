@@ -7,6 +7,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import OpenAI from 'openai';
 import { FakeOpenAI } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
+import { tracing } from '../../src/tracing';
 
 const exporter = new InMemorySpanExporter();
 let up: FakeOpenAI;
@@ -14,6 +15,7 @@ let gw: TestGateway;
 
 beforeAll(async () => {
   trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+  tracing.on = true; // what startTracing() does once the SDK is up
   up = await new FakeOpenAI().start();
   gw = await startGateway(`
 limits: { rpm: 0, tpm: 0 }
@@ -29,6 +31,7 @@ afterAll(async () => {
   await gw?.close();
   await up?.close();
   trace.disable();
+  tracing.on = false;
 });
 
 test('a span per upstream attempt: the failed route with its cause, then the one that answered', async () => {
@@ -42,6 +45,7 @@ test('a span per upstream attempt: the failed route with its cause, then the one
   for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
   expect(text.length).toBeGreaterThan(0);
   const spans = exporter.getFinishedSpans().map((s) => ({ name: s.name, attributes: s.attributes, status: s.status }));
+  console.log(JSON.stringify(spans, null, 1));
   expect(spans).toEqual([
     {
       name: 'upstream dead',
