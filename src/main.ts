@@ -32,7 +32,8 @@ export async function start(
   const log = createLogger();
   const config = loadConfig(opts.configFile);
   // Before any request: with an OTLP endpoint configured the SDK is loaded and started; without one, never loaded.
-  if (await startTracing()) log.info({ service: process.env.OTEL_SERVICE_NAME ?? 'switchyard' }, 'exporting traces (OTLP)');
+  if (await startTracing())
+    log.info({ service: process.env.OTEL_SERVICE_NAME ?? 'switchyard' }, 'exporting traces (OTLP)');
   const db = connect(opts.databaseUrl);
   if (opts.migrate !== false) await migrate(db);
   const redis = await connectRedis(process.env.REDIS_URL, log);

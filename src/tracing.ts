@@ -74,28 +74,6 @@ export async function stopTracing(ms = 5_000): Promise<void> {
   clearTimeout(timer);
 }
 
-/** gen_ai.operation.name of each paid operation (the conventions' names where they have one). */
-const GEN_AI_OPERATIONS: Record<string, string> = {
-  chat: 'chat',
-  messages: 'chat',
-  responses: 'chat',
-  completions: 'text_completion',
-  embeddings: 'embeddings',
-};
-
-/** gen_ai.provider.name of each provider type (the conventions' well-known values). */
-const GEN_AI_PROVIDERS: Record<string, string> = {
-  openai: 'openai',
-  azure: 'azure.ai.openai',
-  anthropic: 'anthropic',
-  gemini: 'gcp.gemini',
-  vertex: 'gcp.vertex_ai',
-  bedrock: 'aws.bedrock',
-};
-
-export const genAiOperation = (op: string) => GEN_AI_OPERATIONS[op] ?? op;
-export const genAiProvider = (type: string) => GEN_AI_PROVIDERS[type] ?? `switchyard.${type}`;
-
 /** The GenAI token counts of a usage (cache and reasoning classes when there are any). */
 export function usageAttributes(u: Usage): Attributes {
   const a: Attributes = { 'gen_ai.usage.input_tokens': u.prompt, 'gen_ai.usage.output_tokens': u.completion };

@@ -793,7 +793,11 @@ function settlementSpan(t: RequestTrace, s: store.Settlement, cost: number, live
   });
 }
 
-function endSettlement(span: Span, done: { charge: number; uncovered: number; rows: number } | null, e?: unknown): void {
+function endSettlement(
+  span: Span,
+  done: { charge: number; uncovered: number; rows: number } | null,
+  e?: unknown,
+): void {
   if (done)
     span.setAttributes({
       'switchyard.charge_micro_usd': done.charge,

@@ -8,7 +8,7 @@
  */
 import type { ModelConfig, RouteConfig, RoutingConfig } from '../config';
 import { ApiError, errors } from '../errors';
-import { fail, genAiProvider, traceHeaders, type RequestTrace, type Span } from '../tracing';
+import { fail, traceHeaders, type RequestTrace, type Span } from '../tracing';
 import type { Provider } from './providers';
 import { UpstreamError } from './types';
 
@@ -252,7 +252,7 @@ const key = (r: RouteConfig) => `${r.provider}\u0000${r.model}`;
 /** An attempt's span: the GenAI inference span of the route's upstream model, with the route and its place. */
 function attemptSpan(t: RequestTrace, provider: Provider, route: RouteConfig, index: number): Span {
   return t.attempt(route.model, {
-    'gen_ai.provider.name': genAiProvider(provider.descriptor.type),
+    'gen_ai.provider.name': provider.descriptor.genAi ?? `switchyard.${provider.descriptor.type}`,
     'switchyard.provider': route.provider,
     'switchyard.route': `${route.provider}/${route.model}`,
     'switchyard.fallback.index': index,

@@ -16,7 +16,7 @@ import type { Gateway, Streamed } from '../gateway/gateway';
 import { toModel } from '../gateway/models';
 import type { Operation } from '../gateway/operations';
 import { UpstreamError, type Meter, type Model } from '../gateway/types';
-import { genAiOperation, type RequestTrace } from '../tracing';
+import type { RequestTrace } from '../tracing';
 import { usage } from '../usage';
 
 /**
@@ -369,7 +369,7 @@ function traced(
   model: ModelConfig,
   maxTokens: number,
 ): RequestTrace {
-  t.operation = genAiOperation(op.name);
+  t.operation = op.genAi ?? op.name;
   t.model = model.id;
   t.span.setAttributes({
     'gen_ai.operation.name': t.operation,
