@@ -140,3 +140,14 @@ export async function insertId(
   const [inserted] = (await (dialectOf(db) === 'mysql' ? insert : insert.returning('id'))) as unknown[];
   return Number(typeof inserted === 'object' && inserted !== null ? (inserted as { id: unknown }).id : inserted);
 }
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The start of the UTC day of an epoch-milliseconds column, as an expression to select and GROUP BY. The day's length
+ * is written into the SQL, not bound: PostgreSQL sees two bound parameters ($1 in the select list, $4 in GROUP BY)
+ * as two different expressions and refuses the query ("must appear in the GROUP BY clause").
+ */
+export function utcDayOf(db: Knex | Knex.Transaction, column: string): Knex.Raw {
+  return db.raw(`(?? - (?? % ${DAY_MS}))`, [column, column]);
+}
