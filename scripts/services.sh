@@ -2,6 +2,8 @@
 # What the tests need besides node_modules, started or installed when missing (`make services`; `make test` runs it
 # first). Arguments pick the parts; none means all of them:
 #   mariadb   MariaDB on 127.0.0.1:3306 (root, empty password) with the database `test` (integration-mysql)
+#   postgres  PostgreSQL 15 on 127.0.0.1:5432 (role postgres, trust authentication) with the database `test`
+#             (integration-pg)
 #   redis     Redis on 127.0.0.1:6379 (integration: processes sharing rate limits)
 #   chromium  /usr/bin/chromium, Debian's `chromium` package, or CHROMIUM_PATH (e2e)
 # Something that is missing and cannot be installed here ends the script with one line saying what to install.
@@ -22,6 +24,31 @@ ensure_mariadb() {
   fi
   mariadb -uroot -h127.0.0.1 -e 'CREATE DATABASE IF NOT EXISTS test' ||
     fail "could not create the database test as root@127.0.0.1 (the tests expect root with an empty password)"
+}
+
+pg_up() { pg_isready -q -h 127.0.0.1 -p 5432; }
+
+# Debian's postgresql package makes one cluster, /etc/postgresql/<version>/main, with trust authentication for local
+# TCP connections in the image used here; the tests connect as the role postgres.
+ensure_postgres() {
+  command -v pg_isready >/dev/null ||
+    fail "PostgreSQL is not installed: install Debian's postgresql (15) package (or run a PostgreSQL on 127.0.0.1:5432, role postgres, trust authentication)"
+  if ! pg_up; then
+    local version
+    version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$version" ] && command -v pg_ctlcluster >/dev/null ||
+      fail "PostgreSQL is down and no cluster is in /etc/postgresql: install Debian's postgresql package (or start PostgreSQL on 127.0.0.1:5432)"
+    echo "services: starting PostgreSQL $version"
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start ||
+      fail "pg_ctlcluster could not start the PostgreSQL $version cluster 'main' (see /var/log/postgresql)"
+    for _ in $(seq 1 60); do pg_up && break; sleep 1; done
+    pg_up || fail "PostgreSQL did not answer on 127.0.0.1:5432 within 60 s after pg_ctlcluster start"
+  fi
+  local exists
+  exists=$(psql -h 127.0.0.1 -U postgres -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = 'test'") ||
+    fail "could not connect to PostgreSQL on 127.0.0.1 as the role postgres without a password: the tests expect trust authentication for it (pg_hba.conf: host all all 127.0.0.1/32 trust)"
+  [ "$exists" = 1 ] || psql -h 127.0.0.1 -U postgres -d postgres -qc 'CREATE DATABASE test' ||
+    fail "could not create the PostgreSQL database test as the role postgres"
 }
 
 # PING over bash's /dev/tcp, so that redis-cli is not needed.
@@ -60,10 +87,10 @@ ensure_chromium() {
   [ -x /usr/bin/chromium ] || fail "apt-get installed chromium but /usr/bin/chromium is missing: $how"
 }
 
-[ $# -gt 0 ] || set -- mariadb redis chromium
+[ $# -gt 0 ] || set -- mariadb postgres redis chromium
 for part in "$@"; do
   case $part in
-    mariadb | redis | chromium) "ensure_$part" ;;
-    *) fail "unknown part '$part' (mariadb, redis, chromium)" ;;
+    mariadb | postgres | redis | chromium) "ensure_$part" ;;
+    *) fail "unknown part '$part' (mariadb, postgres, redis, chromium)" ;;
   esac
 done

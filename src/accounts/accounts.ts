@@ -93,9 +93,15 @@ async function insertAccount(
     registered_from?: string | null;
   },
 ): Promise<number> {
+  // In a transaction the insert runs in a savepoint of its own: on PostgreSQL a failed statement aborts the whole
+  // transaction, and the lookup and the retry below must still run in it.
+  const insert = (values: Record<string, unknown>) =>
+    (db as Knex.Transaction).isTransaction
+      ? db.transaction((sp) => insertId(sp, 'accounts', values))
+      : insertId(db, 'accounts', values);
   for (let attempt = 0; ; attempt++) {
     try {
-      return await insertId(db, 'accounts', {
+      return await insert({
         ...row,
         email_key: emailKey(row.email),
         status: 'active',

@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { SCOPES, type Scope } from '../contract';
-import { insertId } from '../db/dialect';
+import { insertId, likeOperator } from '../db/dialect';
 
 /** The scopes a key may have are the contract's (KeyScope): an operation needs one of them. */
 export { SCOPES, type Scope };
@@ -189,7 +189,8 @@ export async function findKeys(
   const p = o.prefix?.trim();
   if (p && KEY_FORMAT.test(p)) q.where('k.hash', hashKey(p));
   else if (p && p.length >= PREFIX_LENGTH) q.where('k.prefix', p.slice(0, PREFIX_LENGTH));
-  else if (p) q.whereRaw(`k.prefix like ? escape '!'`, [`${p.replace(/[!%_]/g, (c) => `!${c}`)}%`]);
+  // Case-insensitive on every database, as MySQL's collation and SQLite's LIKE are (ILIKE on PostgreSQL).
+  else if (p) q.whereRaw(`k.prefix ${likeOperator(db)} ? escape '!'`, [`${p.replace(/[!%_]/g, (c) => `!${c}`)}%`]);
   if (o.accountId !== undefined) q.andWhere('k.account_id', o.accountId);
   if (o.afterId !== undefined) q.andWhere('k.id', '>', o.afterId);
   const rows = (await q.select('k.*', 'a.email as account_email')) as Record<string, unknown>[];

@@ -95,10 +95,11 @@ const DOWN_CODES = new Set([
 
 /**
  * What node-postgres says, without a code, when the server went away or never answered: the socket closed under a
- * query, a connection was not made within connectionTimeoutMillis, or query_timeout ran out.
+ * query, a connection not made within connectionTimeoutMillis ("timeout expired"), query_timeout run out. knex puts
+ * the query in front ("select 1 - Query read timeout").
  */
 const PG_DOWN_MESSAGES =
-  /^(Connection terminated|Query read timeout|timeout exceeded when trying to connect|Client was closed and is not queryable|Client has encountered a connection error and is not queryable)/;
+  /(?:^| - )(?:Connection terminated|Query read timeout|timeout expired|timeout exceeded when trying to connect|Client was closed and is not queryable|Client has encountered a connection error and is not queryable)/;
 
 /** Errors that say the database cannot be reached (down, restarting, refusing connections), not that a query is wrong. */
 export function isDatabaseDown(e: unknown): boolean {
@@ -110,19 +111,7 @@ export function isDatabaseDown(e: unknown): boolean {
   );
 }
 
-/**
- * A number from an aggregate (COUNT, SUM, MAX): PostgreSQL returns SUM of a BIGINT as NUMERIC, which node-postgres
- * hands over as a string, and MySQL can too; every reader of an aggregate goes through this. NULL (SUM of no rows)
- * is 0.
- */
-export function num(v: unknown): number {
-  if (v === null || v === undefined) return 0;
-  const n = typeof v === 'number' ? v : Number(v);
-  if (!Number.isFinite(n)) throw new Error(`not a number from the database: ${String(v)}`);
-  return n;
-}
-
-/** A case-insensitive LIKE: MySQL's collation already is, PostgreSQL needs ILIKE, SQLite's LIKE is for ASCII. */
+/** A case-insensitive LIKE, as MySQL's collation and SQLite's LIKE (for ASCII) already are: ILIKE on PostgreSQL. */
 export function likeOperator(db: Knex | Knex.Transaction): 'like' | 'ilike' {
   return dialectOf(db) === 'pg' ? 'ilike' : 'like';
 }
@@ -139,4 +128,15 @@ export async function insertId(
   const insert = db(table).insert(row);
   const [inserted] = (await (dialectOf(db) === 'mysql' ? insert : insert.returning('id'))) as unknown[];
   return Number(typeof inserted === 'object' && inserted !== null ? (inserted as { id: unknown }).id : inserted);
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The start of the UTC day of an epoch-milliseconds column, as an expression to select and GROUP BY. The day's length
+ * is written into the SQL, not bound: PostgreSQL sees two bound parameters ($1 in the select list, $4 in GROUP BY)
+ * as two different expressions and refuses the query ("must appear in the GROUP BY clause").
+ */
+export function utcDayOf(db: Knex | Knex.Transaction, column: string): Knex.Raw {
+  return db.raw(`(?? - (?? % ${DAY_MS}))`, [column, column]);
 }

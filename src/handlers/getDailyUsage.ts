@@ -1,3 +1,4 @@
+import { utcDayOf } from '../db/dialect';
 import { refusedPerDay } from '../db/queries/refusals';
 import { formatUsd } from '../money';
 import { USAGE_CLASS_VIEWS } from '../services/views';
@@ -16,7 +17,7 @@ export const getDailyUsage: Handler<'getDailyUsage'> = async ({ session, query, 
   const days = query.days ?? 14;
   const today = Math.floor(Date.now() / DAY);
   const start = (today - days + 1) * DAY;
-  const dayStart = app.db.raw('(created_at - (created_at % ?))', [DAY]);
+  const dayStart = utcDayOf(app.db, 'created_at');
   // One sum per class, aliased by its name (a class's name is a plain identifier, as its column is).
   const sums = Object.fromEntries(USAGE_CLASSES.map((c) => [`u_${c.name}`, c.column]));
   const rows = (await app

@@ -1,7 +1,8 @@
 /**
- * A MariaDB and a Redis of a test's own, on their own ports and data directories, that the test can stop and
- * start again (outages) — the shared servers on 3306 and 6379 stay up. MariaDB: Debian's mariadb-install-db and
- * /usr/sbin/mariadbd; Redis: redis-server. Both are what `make services` installs and starts.
+ * A MariaDB, a PostgreSQL and a Redis of a test's own, on their own ports and data directories, that the test can stop
+ * and start again (outages) — the shared servers on 3306, 5432 and 6379 stay up. MariaDB: Debian's mariadb-install-db
+ * and /usr/sbin/mariadbd; PostgreSQL: Debian's initdb and postgres (/usr/lib/postgresql/<version>/bin); Redis:
+ * redis-server. All are what `make services` expects.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -96,6 +97,103 @@ export async function ownMariaDB(): Promise<OwnServer> {
   await server.start();
   return server;
 }
+
+/** Debian's PostgreSQL programs (initdb, postgres), newest version installed. */
+function postgresBin(): string {
+  const base = '/usr/lib/postgresql';
+  const versions = fs.existsSync(base) ? fs.readdirSync(base).sort((a, b) => Number(b) - Number(a)) : [];
+  if (!versions.length)
+    throw new Error(`PostgreSQL is not installed (${base} is missing): install Debian's postgresql`);
+  return path.join(base, versions[0], 'bin');
+}
+
+/**
+ * A PostgreSQL with database `switchyard` (role postgres, trust authentication) on a free port. PostgreSQL refuses
+ * to run as root, so as root it runs as the user postgres, which then owns its directory. Freezing it stops the
+ * postmaster and every backend, as a hung host would.
+ */
+export async function ownPostgres(): Promise<OwnServer> {
+  const bin = postgresBin();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-postgres-'));
+  const data = path.join(dir, 'data');
+  const asRoot = process.getuid?.() === 0;
+  const ids = asRoot
+    ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) }
+    : {};
+  if (asRoot) fs.chownSync(dir, ids.uid!, ids.gid!);
+  execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], {
+    stdio: 'ignore',
+    ...ids,
+  });
+  const port = await freePort();
+  const logFile = path.join(dir, 'log');
+  let proc: ChildProcess | null = null;
+  const ping = () => {
+    try {
+      const psql = ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-Atc'];
+      if (
+        execFileSync('psql', [...psql, "SELECT 1 FROM pg_database WHERE datname = 'switchyard'"])
+          .toString()
+          .trim()
+      )
+        return true;
+      execFileSync('psql', [...psql, 'CREATE DATABASE switchyard'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  // Every backend makes itself a process group leader (so the postmaster can signal its children): the postmaster
+  // and each of its children are signalled one by one.
+  const all = (signal: NodeJS.Signals) => {
+    if (!proc?.pid) return;
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(proc.pid)])
+      .toString()
+      .trim()
+      .split(/\s+/);
+    for (const pid of [proc.pid, ...children.filter(Boolean).map(Number)]) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // a backend that ended meanwhile
+      }
+    }
+  };
+  const server: OwnServer = {
+    url: `postgres://postgres@127.0.0.1:${port}/switchyard`,
+    port,
+    async start() {
+      const args = ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'];
+      const args2 = [...args, '-c', 'fsync=off', '-c', 'shared_buffers=16MB', '-c', 'max_connections=50'];
+      const log = fs.openSync(logFile, 'a');
+      if (asRoot) fs.fchownSync(log, ids.uid!, ids.gid!);
+      proc = spawn(path.join(bin, 'postgres'), args2, { stdio: ['ignore', log, log], ...ids });
+      fs.closeSync(log);
+      await until('postgres', ping, () =>
+        fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').slice(-2000) : '',
+      );
+    },
+    async stop() {
+      if (!proc) return;
+      all('SIGCONT');
+      proc.kill('SIGINT'); // fast shutdown: the backends are ended, their clients see the connection close
+      await exited(proc);
+      proc = null;
+    },
+    freeze: () => all('SIGSTOP'),
+    thaw: () => all('SIGCONT'),
+    async remove() {
+      await server.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}
+
+/** The own database server of the kind DATABASE_URL names: PostgreSQL for postgres://, MariaDB otherwise. */
+export const ownDatabase = (): Promise<OwnServer> =>
+  /^postgres(ql)?:/.test(process.env.DATABASE_URL ?? '') ? ownPostgres() : ownMariaDB();
 
 /** A Redis (nothing kept on disk) on a free port. */
 export async function ownRedis(): Promise<OwnServer> {

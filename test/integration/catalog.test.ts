@@ -10,7 +10,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { authenticator } from 'otplib';
-import { connect } from '../../src/db';
+import { connect, dialectOf } from '../../src/db';
 import { defaultPlan, FakeOpenAI } from '../fakes/openaiUpstream';
 import { LogLines, startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, uniqueEmail } from '../helpers/console';
@@ -262,12 +262,23 @@ test('a request in flight keeps the catalog it started with: old price, old rout
 });
 
 test('a change is live only with its audit record: a record refused leaves nothing stored or served', async () => {
-  const mysql = /^mysql/.test(process.env.DATABASE_URL ?? '');
-  await db.raw('DROP TRIGGER IF EXISTS refuse_audit');
+  const dialect = dialectOf(db);
+  // Each database says "refuse this row" in its own trigger language (PostgreSQL's runs a function).
+  const drop =
+    dialect === 'pg' ? 'DROP TRIGGER IF EXISTS refuse_audit ON audit_log' : 'DROP TRIGGER IF EXISTS refuse_audit';
+  await db.raw(drop);
+  if (dialect === 'pg')
+    await db.raw(
+      "CREATE OR REPLACE FUNCTION refuse_audit() RETURNS trigger AS $$ BEGIN IF NEW.target = 'model:unaudited' THEN RAISE EXCEPTION 'audit refused'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
+    );
   await db.raw(
-    mysql
-      ? "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW BEGIN IF NEW.target = 'model:unaudited' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit refused'; END IF; END"
-      : "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log WHEN NEW.target = 'model:unaudited' BEGIN SELECT RAISE(ABORT, 'audit refused'); END",
+    {
+      mysql:
+        "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW BEGIN IF NEW.target = 'model:unaudited' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit refused'; END IF; END",
+      pg: 'CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_audit()',
+      sqlite:
+        "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log WHEN NEW.target = 'model:unaudited' BEGIN SELECT RAISE(ABORT, 'audit refused'); END",
+    }[dialect],
   );
   const count = async () => Number((await db('catalog_revisions').count({ n: '*' }).first())!.n);
   const n = await count();
@@ -275,7 +286,7 @@ test('a change is live only with its audit record: a record refused leaves nothi
     const r = await call('PUT', '/admin/api/catalog/models/unaudited', UP_MODEL);
     expect(r.status).not.toBe(200);
   } finally {
-    await db.raw('DROP TRIGGER IF EXISTS refuse_audit');
+    await db.raw(drop);
   }
   expect(await count()).toBe(n);
   await gw.app.catalog.poll();

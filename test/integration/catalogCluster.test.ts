@@ -2,8 +2,9 @@
  * The catalog in the database across processes: two real `switchyard serve` processes on one MariaDB, with one Redis
  * and then with polling alone. A model added through the first one's /admin/api is served by the second within 5 s;
  * a price changed there is what the second charges; a provider key rotated there is the one the upstream receives
- * from the second. MariaDB only (DATABASE_URL mysql://..., as `make integration-mysql` runs it): the point is
- * processes that share nothing but the database (and Redis).
+ * from the second. MariaDB and PostgreSQL only (DATABASE_URL mysql://... or postgres://..., as `make
+ * integration-mysql` and `make integration-pg` run it): the point is processes that share nothing but the database
+ * (and Redis).
  */
 import crypto from 'node:crypto';
 import { createAccount } from '../../src/accounts/accounts';
@@ -12,7 +13,8 @@ import { connect } from '../../src/db';
 import { FakeOpenAI } from '../fakes/openaiUpstream';
 import { startProcess, writeConfig, type GatewayProcess } from '../helpers/process';
 
-const MYSQL = /^mysql/.test(process.env.DATABASE_URL ?? '');
+/** A database server that separate processes share (not an SQLite file). */
+const SHARED = /^(mysql|mariadb|postgres(ql)?):/.test(process.env.DATABASE_URL ?? '');
 const TOKEN = 'admin-token-for-the-catalog-cluster-0123';
 const KEY = crypto.randomBytes(32).toString('base64');
 const FIRST_KEY = 'sk-cluster-first-key-AAAA1111';
@@ -95,7 +97,7 @@ async function charged(accountId: number) {
 
 const MODEL = { kind: 'chat', price: { input: 2, output: 4 }, routes: [{ provider: 'up', model: 'gpt-cluster' }] };
 
-(MYSQL ? describe : describe.skip).each([
+(SHARED ? describe : describe.skip).each([
   ['one Redis', 'redis://127.0.0.1:6379'],
   ['polling alone (no Redis)', ''],
 ])('two processes on MariaDB, %s', (_name, redisUrl) => {

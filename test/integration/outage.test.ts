@@ -1,6 +1,6 @@
 /**
- * Outages, against real servers this test starts and stops itself (test/helpers/servers.ts; the shared MariaDB and
- * Redis stay up): while the database is down /readyz fails and /v1 answers 503 instead of hanging, and both
+ * Outages, against real servers this test starts and stops itself (test/helpers/servers.ts; the shared databases and
+ * Redis stay up) — a PostgreSQL when DATABASE_URL is postgres:// (`make integration-pg`), else a MariaDB: while the database is down /readyz fails and /v1 answers 503 instead of hanging, and both
  * recover by themselves when it is back; while Redis is down the rate limits fall back to the process's own
  * counters and requests keep being served, and they are shared again once it is back.
  */
@@ -11,7 +11,7 @@ import { createKey } from '../../src/accounts/keys';
 import { verifyLedger } from '../../src/billing/verify';
 import { connect } from '../../src/db';
 import { startProcess, writeConfig, type GatewayProcess } from '../helpers/process';
-import { ownMariaDB, ownRedis, type OwnServer } from '../helpers/servers';
+import { ownDatabase, ownRedis, type OwnServer } from '../helpers/servers';
 
 jest.setTimeout(120_000);
 
@@ -55,17 +55,17 @@ async function eventually(ok: () => Promise<boolean>, what: string): Promise<voi
 }
 
 test('database down: /readyz fails and /v1 answers 503 without hanging; both recover when it is back', async () => {
-  const mariadb = await ownMariaDB();
-  servers.push(mariadb);
-  const gw = await startProcess(writeConfig(CONFIG), { DATABASE_URL: mariadb.url });
+  const server = await ownDatabase();
+  servers.push(server);
+  const gw = await startProcess(writeConfig(CONFIG), { DATABASE_URL: server.url });
   running.push(gw);
-  const db = connect(mariadb.url);
+  const db = connect(server.url);
   dbs.push(db);
   const before = await key(db);
   expect((await chat(gw.url, before.secret)).status).toBe(200);
   const unseen = await key(db); // a key this process has not cached: it must ask the database
 
-  await mariadb.stop();
+  await server.stop();
   const r = await ready(gw.url);
   expect(r.status).toBe(503);
   expect(await r.json()).toEqual({ ready: false, database: 'unreachable', draining: false });
@@ -81,7 +81,7 @@ test('database down: /readyz fails and /v1 answers 503 without hanging; both rec
   });
   expect((await fetch(`${gw.url}/healthz`)).status).toBe(200); // alive, just not ready
 
-  await mariadb.start();
+  await server.start();
   await eventually(async () => (await ready(gw.url)).status === 200, '/readyz recovers');
   await eventually(async () => (await chat(gw.url, unseen.secret)).status === 200, '/v1 recovers');
   expect((await chat(gw.url, (await key(db)).secret)).status).toBe(200);
@@ -93,18 +93,18 @@ test('database down: /readyz fails and /v1 answers 503 without hanging; both rec
 });
 
 test('database frozen (it accepts connections and never answers): /v1 answers 503 instead of hanging, /readyz fails; both recover', async () => {
-  const mariadb = await ownMariaDB();
-  servers.push(mariadb);
+  const server = await ownDatabase();
+  servers.push(server);
   // A shorter query limit than the default 10 s keeps the test short; the behaviour is the same.
-  const gw = await startProcess(writeConfig(CONFIG), { DATABASE_URL: mariadb.url, DATABASE_QUERY_TIMEOUT_MS: '2000' });
+  const gw = await startProcess(writeConfig(CONFIG), { DATABASE_URL: server.url, DATABASE_QUERY_TIMEOUT_MS: '2000' });
   running.push(gw);
-  const db = connect(mariadb.url);
+  const db = connect(server.url);
   dbs.push(db);
   const before = await key(db);
   expect((await chat(gw.url, before.secret)).status).toBe(200); // the pool now holds open connections to it
   const unseen = await key(db); // not cached: its request must ask the database
 
-  mariadb.freeze();
+  server.freeze();
   const r = await ready(gw.url);
   expect(r.status).toBe(503);
   expect(await r.json()).toEqual({ ready: false, database: 'unreachable', draining: false });
@@ -116,7 +116,7 @@ test('database frozen (it accepts connections and never answers): /v1 answers 50
     expect(((await res.json()) as any).error.code).toBe('service_unavailable');
   }
 
-  mariadb.thaw();
+  server.thaw();
   await eventually(async () => (await ready(gw.url)).status === 200, '/readyz recovers');
   await eventually(async () => (await chat(gw.url, unseen.secret)).status === 200, '/v1 recovers');
   await gw.stop();

@@ -1,5 +1,6 @@
 /** Reading the refused-call counts (billing/refusals.ts writes them): the console's usage pages. */
 import type { Knex } from 'knex';
+import { utcDayOf } from '../dialect';
 
 const DAY = 86_400_000;
 
@@ -36,14 +37,14 @@ export async function refusalRows(
   by: 'minute' | 'day',
   limit: number,
 ): Promise<RefusalRow[]> {
-  const at = by === 'day' ? db.raw('(minute - (minute % ?))', [DAY]) : db.raw('minute');
+  const at = by === 'day' ? utcDayOf(db, 'minute') : db.raw('minute');
   const rows = (await filtered(db, f)
     .select({ at, key_id: 'key_id', endpoint: 'endpoint', status: 'status', reason: 'reason' })
     .sum({ count: 'count' })
     .groupBy(at, 'key_id', 'endpoint', 'status', 'reason')
     .orderBy([{ column: 'at', order: 'desc' }, { column: 'count', order: 'desc' }, { column: 'key_id' }])
     .limit(limit)) as Record<string, unknown>[];
-  // MariaDB answers a SUM as a decimal string, SQLite as a number.
+  // MariaDB answers a SUM as a decimal string, SQLite as a number (and PostgreSQL as numeric, read as a number).
   return rows.map((r) => ({
     at: Number(r.at),
     key_id: Number(r.key_id),
@@ -69,7 +70,7 @@ export async function refusalTotals(
 
 /** Refused calls per UTC day (the day's number since the epoch) from `from` on. */
 export async function refusedPerDay(db: Knex, accountId: number, from: number): Promise<Map<number, number>> {
-  const day = db.raw('(minute - (minute % ?))', [DAY]);
+  const day = utcDayOf(db, 'minute');
   const rows = (await filtered(db, { accountId, from }).select({ day }).sum({ count: 'count' }).groupBy(day)) as Record<
     string,
     unknown
