@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
+import { requestCount } from '../db/queries/usage';
 
 export interface Account {
   id: number;
@@ -287,7 +288,7 @@ export async function accountTotals(db: Knex, id: number): Promise<AccountTotals
     .sum({ total: 'amount_micros' })
     .groupBy('kind')) as { kind: string; total: unknown }[];
   const by = (kinds: string[]) => sums.filter((s) => kinds.includes(s.kind)).reduce((a, s) => a + Number(s.total), 0);
-  const [{ n }] = (await db('usage_records').where('account_id', id).count({ n: '*' })) as { n: unknown }[];
+  const n = await requestCount(db, id);
   const [{ credited }] = (await db('ledger')
     .where('account_id', id)
     .andWhere('amount_micros', '>', 0)
