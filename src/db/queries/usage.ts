@@ -334,3 +334,32 @@ export async function requestCount(db: Knex, accountId: number): Promise<number>
   const [r] = (await db('usage_rollups').where('account_id', accountId).sum({ n: 'requests' })) as { n: unknown }[];
   return Number(r?.n ?? 0);
 }
+
+export interface PruneOptions {
+  /** Records per DELETE (by primary key): a short statement, whatever the table's size. */
+  batch?: number;
+  /** The pause between batches, so that the paid path's writes never queue behind a long run of deletes. */
+  pauseMs?: number;
+  /** Asked between batches: true stops (the process is shutting down). */
+  stopped?: () => boolean;
+}
+
+/**
+ * Deletes the usage records created before `before` (epoch ms), oldest first, `batch` at a time by id with a pause
+ * between; returns how many. The rollups and the ledger are left alone. Several processes may run it at once: a
+ * batch another process deleted first deletes nothing (idempotent), so no lock is needed.
+ */
+export async function pruneUsageRecords(db: Knex, before: number, o: PruneOptions = {}): Promise<number> {
+  const batch = o.batch ?? 1000;
+  let total = 0;
+  for (;;) {
+    // Ordered by the time index itself: the oldest `batch`, read without sorting the rest.
+    const ids = (
+      await db('usage_records').where('created_at', '<', before).orderBy('created_at').limit(batch).select('id')
+    ).map((r) => Number(r.id));
+    if (!ids.length) return total;
+    total += await db('usage_records').whereIn('id', ids).del();
+    if (ids.length < batch || o.stopped?.()) return total;
+    await new Promise((r) => setTimeout(r, o.pauseMs ?? 50));
+  }
+}
