@@ -62,6 +62,12 @@ models:
 `;
 
 const log = (...a) => console.error(...a);
+// A database connection that times out on a loaded machine must not end the run: it is told, and the run goes on.
+let stray = 0;
+for (const event of ['unhandledRejection', 'uncaughtException'])
+  process.on(event, (e) => {
+    if (!stray++) log(`  ${event}: ${e?.message ?? e}`);
+  });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs, q) => {
   if (!xs.length) return NaN;
