@@ -116,7 +116,7 @@ async function admin(method: string, url: string, body?: unknown) {
     headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
   });
-  return { status: r.status, body: await r.json() };
+  return { status: r.status, body: (await r.json()) as any };
 }
 
 const SUMS = ['prompt_tokens', 'cached_tokens', 'completion_tokens', 'reasoning_tokens', 'cost_micros'] as const;

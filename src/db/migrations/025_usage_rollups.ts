@@ -23,11 +23,19 @@ export async function up(db: Knex): Promise<void> {
     // The operator's reports read every account's days.
     t.index(['day']);
   });
+  // A page of one account's records, newest first (the console's request list), read in the index's order: never a
+  // sort of all the account's records, however many it has.
+  await db.schema.alterTable('usage_records', (t) => {
+    t.index(['account_id', 'id'], 'usage_records_account_id_id_index');
+  });
   const [{ max }] = (await db('usage_records').max({ max: 'id' })) as { max: unknown }[];
   const last = Number(max ?? 0);
   for (let after = 0; after < last; after += BACKFILL_IDS) await rollUpRange(db, after, after + BACKFILL_IDS);
 }
 
 export async function down(db: Knex): Promise<void> {
+  await db.schema.alterTable('usage_records', (t) => {
+    t.dropIndex(['account_id', 'id'], 'usage_records_account_id_id_index');
+  });
   await db.schema.dropTableIfExists('usage_rollups');
 }
