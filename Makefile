@@ -11,7 +11,7 @@ NODE22 ?= 22.22.0
 NODE24 ?= 24.21.0
 export SWITCHYARD_CONFIG ?= $(if $(wildcard switchyard.yaml),switchyard.yaml,switchyard.example.yaml)
 
-.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql integration-pg contract e2e agents test-node22 test-node24 mock migrate bench clean
+.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql integration-pg contract e2e agents test-node22 test-node24 mock migrate bench bench-usage clean
 
 # Exactly the lockfile's tree. If npm ci says "Missing: X@ from lock file" after the lockfile was regenerated, see
 # scripts/lock-missing-optionals.mjs.
@@ -109,6 +109,12 @@ bench: build
 	  if command -v apt-get >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg || { echo "make bench: could not install $$pkg ($$cmd) with apt-get; install it and run again"; exit 1; }; \
 	  else echo "make bench: $$cmd is missing; install $$pkg and run again"; exit 1; fi; done
 	node test/bench/bench.mjs
+
+# Usage at volume on MariaDB and PostgreSQL (test/bench/usage.mjs: 20 M records over 10k accounts by default;
+# BENCH_USAGE_RECORDS to scale down): console usage endpoints' p95, settlement throughput, retention under load.
+bench-usage: install
+	@bash scripts/services.sh mariadb
+	node --import tsx test/bench/usage.mjs
 
 clean:
 	rm -rf dist data console/dist

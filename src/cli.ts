@@ -39,7 +39,7 @@ import { verifyLedger } from './billing/verify';
 import { ConfigError } from './config';
 import { connect, migrate } from './db';
 import { DuplicateLedgerEntry, entries } from './db/ledger';
-import { usageRecords } from './db/queries/usage';
+import { pruneUsageRecords, usageRecords } from './db/queries/usage';
 import { createLogger } from './log';
 import { CLUSTER_ENV, gatherWorkerMetrics } from './metrics';
 import { logPrices, start, stopOnSignals } from './main';
@@ -336,6 +336,22 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'usage prune': {
+    usage: '[--days N]',
+    note: 'deletes usage records older than N days (default usage.retention_days), 1000 at a time; rollups and ledger stay',
+    run: async ({ db, o }) => {
+      const days =
+        o.values.days !== undefined ? count(String(o.values.days), '--days') : loadConfig().usage.retention_days;
+      if (days === 0)
+        return { deleted: 0, retention_days: 0, note: 'usage.retention_days is 0: records are kept forever' };
+      const before = Date.now() - days * 86_400_000;
+      return {
+        deleted: await pruneUsageRecords(db, before, { pauseMs: 10 }),
+        retention_days: days,
+        before: new Date(before).toISOString(),
+      };
+    },
+  },
   'catalog export': {
     usage: '[--file F]',
     reads: true,
@@ -386,6 +402,7 @@ const COMMANDS: Record<string, Command> = {
 };
 
 const OPTIONS = [
+  'days',
   'email',
   'credits',
   'account',

@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
 import { insertId } from '../db/dialect';
+import { requestCount } from '../db/queries/usage';
 
 export interface Account {
   id: number;
@@ -293,7 +294,7 @@ export async function accountTotals(db: Knex, id: number): Promise<AccountTotals
     .sum({ total: 'amount_micros' })
     .groupBy('kind')) as { kind: string; total: unknown }[];
   const by = (kinds: string[]) => sums.filter((s) => kinds.includes(s.kind)).reduce((a, s) => a + Number(s.total), 0);
-  const [{ n }] = (await db('usage_records').where('account_id', id).count({ n: '*' })) as { n: unknown }[];
+  const n = await requestCount(db, id);
   const [{ credited }] = (await db('ledger')
     .where('account_id', id)
     .andWhere('amount_micros', '>', 0)

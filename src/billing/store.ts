@@ -15,6 +15,7 @@ import {
 } from './budgets';
 import type { Knex } from 'knex';
 import { transact } from '../db';
+import { addRollups, rollupRows } from '../db/rollups';
 import { withSettlementTx } from './settlementTx';
 import { usage, usageColumns, type Usage } from '../usage';
 
@@ -327,6 +328,7 @@ export function writeSettlements(
     for (const [id, amount] of leases) if (amount) await tx.shrinkLease(id, amount);
     if (ledger.length) await tx.insert('ledger', ledger);
     await tx.insert('usage_records', records);
+    await tx.rollup(rollupRows(records));
     return { goneLeases: leaseIds.filter((id) => !alive.has(id)), written };
   });
 }
@@ -455,7 +457,7 @@ export function settleHold(
         uncovered_micros: s.cost - charge,
       });
     }
-    await trx('usage_records').insert(usageRecord({ ...s, charge, uncovered: 0, leaseId: null, checkpointed: false }));
+    await insertRecord(trx, usageRecord({ ...s, charge, uncovered: 0, leaseId: null, checkpointed: false }));
     return charge;
   });
 }
@@ -494,26 +496,31 @@ async function chargeCheckpoint(
       created_at: c.now,
     });
   }
-  await trx('usage_records').insert(
-    usageRecord({
-      requestId: r.request_id,
-      accountId: lease.accountId,
-      keyId: lease.keyId,
-      model: r.model,
-      endpoint: r.endpoint,
-      charge: c.charge,
-      uncovered: 0,
-      status: 500,
-      provider: null,
-      counted: 'checkpoint',
-      usage: usage(prompt, Number(r.completion_tokens)),
-      latencyMs: null,
-      ttfbMs: null,
-      at: c.now,
-      leaseId: lease.id,
-      checkpointed: true,
-    }),
-  );
+  const record = usageRecord({
+    requestId: r.request_id,
+    accountId: lease.accountId,
+    keyId: lease.keyId,
+    model: r.model,
+    endpoint: r.endpoint,
+    charge: c.charge,
+    uncovered: 0,
+    status: 500,
+    provider: null,
+    counted: 'checkpoint',
+    usage: usage(prompt, Number(r.completion_tokens)),
+    latencyMs: null,
+    ttfbMs: null,
+    at: c.now,
+    leaseId: lease.id,
+    checkpointed: true,
+  });
+  await insertRecord(trx, record);
+}
+
+/** One usage record, added to its day's rollup in the same transaction. */
+async function insertRecord(trx: Knex.Transaction, record: Record<string, unknown>): Promise<void> {
+  await trx('usage_records').insert(record);
+  await addRollups(trx, rollupRows([record]));
 }
 
 /**

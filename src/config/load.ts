@@ -160,6 +160,7 @@ interface RawConfig {
   billing?: Partial<Omit<BillingConfig, 'lease_micros'>> & { lease_usd?: number };
   limits?: Partial<LimitsConfig>;
   responses?: { keep_days?: number };
+  usage?: { retention_days?: number };
   console?: {
     starter_credits_usd?: number;
     referral_credits_usd?: number;
@@ -263,6 +264,7 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
     },
     limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
     responses: { keep_ms: Math.round((raw.responses?.keep_days ?? 30) * 86_400_000) },
+    usage: { retention_days: raw.usage?.retention_days ?? 90 },
     console: consoleConfig(raw.console ?? {}, fail),
     admin: { oidc: raw.admin?.oidc ? oidcConfig(raw.admin.oidc, fail) : null },
     mail: mailConfig(raw, fail),

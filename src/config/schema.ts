@@ -212,6 +212,7 @@ export function configSchema(catalog: ProviderCatalog): object {
       }),
       limits: object({ rpm: int(0), tpm: int(0) }),
       responses: object({ keep_days: { type: 'number', exclusiveMinimum: 0 } }),
+      usage: object({ retention_days: int(0) }),
       console: CONSOLE,
       admin: ADMIN,
       mail: object({ smtp_url: { type: 'string' }, from: { type: 'string', minLength: 3 } }),

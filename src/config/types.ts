@@ -163,6 +163,11 @@ export interface Config {
   limits: LimitsConfig;
   /** Stored responses of the Responses API: how long one is kept (`responses.keep_days`, 30 by default). */
   responses: { keep_ms: number };
+  /**
+   * Usage records older than `retention_days` (90 by default; 0: kept forever) are deleted in the background, a
+   * small batch at a time; the daily rollups and the ledger are kept.
+   */
+  usage: { retention_days: number };
   console: ConsoleConfig;
   /** How operators sign in to /admin: OpenID Connect besides (or instead of) passwords. */
   admin: AdminConfig;

@@ -160,33 +160,28 @@ function limitPgQueries(conn: PgConnection, done: (err: Error | null, conn: unkn
   done(null, conn);
 }
 
-/** What knex's mysql2 dialect calls on a connection (`query(options, bindings, callback)`). */
+/** What knex's mysql2 dialect calls on a connection (`query(options, bindings, callback)`), and settlementTx's `execute`. */
 interface MysqlConnection {
-  query(
-    options: string | { sql: string; timeout?: number },
-    values?: unknown,
-    cb?: (err: (Error & { code?: string }) | null, ...rest: unknown[]) => void,
-  ): unknown;
+  query: MysqlCall;
+  execute?: MysqlCall;
   destroy(): void;
 }
+type MysqlCall = (
+  options: string | { sql: string; timeout?: number },
+  values?: unknown,
+  cb?: (err: (Error & { code?: string }) | null, ...rest: unknown[]) => void,
+) => unknown;
 
 /**
- * Gives every query on a new connection mysql2's own time limit. A query that runs out of it fails with
- * PROTOCOL_SEQUENCE_TIMEOUT (isDatabaseDown: a 503) and its connection is destroyed — the late answer of a server
- * that comes back would otherwise be read by the next query — so the pool opens a new one.
+ * Gives every query on a new connection mysql2's own time limit (the prepared statements of `execute` too). A query
+ * that runs out of it fails with PROTOCOL_SEQUENCE_TIMEOUT (isDatabaseDown: a 503) and its connection is destroyed —
+ * the late answer of a server that comes back would otherwise be read by the next query — so the pool opens a new one.
  */
 function limitQueries(ms: number) {
   return (conn: MysqlConnection, done: (err: Error | null, conn: unknown) => void) => {
     if (ms > 0) {
-      const query = conn.query.bind(conn);
-      conn.query = (options, values, cb) => {
-        const withLimit = typeof options === 'string' ? { sql: options, timeout: ms } : { timeout: ms, ...options };
-        if (typeof values === 'function') [values, cb] = [undefined, values as typeof cb];
-        return query(withLimit, values, (err, ...rest) => {
-          if (err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') conn.destroy();
-          cb?.(err, ...rest);
-        });
-      };
+      conn.query = limited(conn, conn.query.bind(conn), ms);
+      if (conn.execute) conn.execute = limited(conn, conn.execute.bind(conn), ms);
     }
     done(null, conn);
   };
@@ -196,6 +191,17 @@ function limitQueries(ms: number) {
 function unlimited(connection: Knex.Config['connection']): Knex.Config['connection'] {
   const { statement_timeout: _s, query_timeout: _q, ...rest } = connection as Record<string, unknown>;
   return rest as Knex.Config['connection'];
+}
+
+function limited(conn: MysqlConnection, call: MysqlCall, ms: number): MysqlCall {
+  return (options, values, cb) => {
+    const withLimit = typeof options === 'string' ? { sql: options, timeout: ms } : { timeout: ms, ...options };
+    if (typeof values === 'function') [values, cb] = [undefined, values as typeof cb];
+    return call(withLimit, values, (err, ...rest) => {
+      if (err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') conn.destroy();
+      cb?.(err, ...rest);
+    });
+  };
 }
 
 export function connect(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL, o: ConnectOptions = {}): Knex {

@@ -15,6 +15,7 @@ import { Gateway } from '../gateway/gateway';
 import type { BreakerPosition } from '../gateway/router';
 import { PROVIDER_CATALOG } from '../gateway/providers';
 import { databaseAnswers } from '../db';
+import { pruneUsageRecords } from '../db/queries/usage';
 import { Metrics } from '../metrics';
 import { secretKey as readSecretKey } from '../secrets';
 import { Catalog } from './catalog';
@@ -220,14 +221,21 @@ function observeGateway(app: App): void {
   app.gateway.router.onFailure = (route, cause) => app.metrics.upstreamErrors.inc({ route, cause });
 }
 
-const housekeeping = new WeakMap<App, { timers: NodeJS.Timeout[]; running: Set<Promise<unknown>> }>();
+interface Chores {
+  timers: NodeJS.Timeout[];
+  running: Set<Promise<unknown>>;
+  /** Set at stop: a long prune ends after its current batch. */
+  stopped: boolean;
+}
+const housekeeping = new WeakMap<App, Chores>();
 
 /**
- * Hourly (and at start): deletes stored responses past `responses.keep_days` and idempotency keys past 24 h. Every
- * minute: mails the low-balance alerts that are due.
+ * Hourly (and at start): deletes stored responses past `responses.keep_days`, idempotency keys past 24 h and usage
+ * records past `usage.retention_days`. Every minute: mails the low-balance alerts that are due.
  */
-function startHousekeeping(app: App): { timers: NodeJS.Timeout[]; running: Set<Promise<unknown>> } {
-  const running = new Set<Promise<unknown>>();
+function startHousekeeping(app: App): Chores {
+  const chores: Chores = { timers: [], running: new Set(), stopped: false };
+  const running = chores.running;
   const run = (what: string, work: () => Promise<unknown>) => {
     const p = work().catch((e) => app.log.warn({ err: (e as Error).message }, `could not ${what}`));
     running.add(p);
@@ -236,6 +244,8 @@ function startHousekeeping(app: App): { timers: NodeJS.Timeout[]; running: Set<P
   const hourly = () => {
     run('delete expired stored responses', () => app.responses.purge());
     run('delete expired idempotency keys', () => purgeIdempotencyKeys(app.db));
+    if (app.config.usage.retention_days > 0)
+      run('delete usage records past usage.retention_days', () => pruneUsage(app, () => chores.stopped));
   };
   const minutely = () =>
     run('check low balances', () =>
@@ -244,7 +254,27 @@ function startHousekeeping(app: App): { timers: NodeJS.Timeout[]; running: Set<P
       ),
     );
   hourly();
-  return { timers: [setInterval(hourly, 3_600_000).unref(), setInterval(minutely, 60_000).unref()], running };
+  chores.timers.push(setInterval(hourly, 3_600_000).unref(), setInterval(minutely, 60_000).unref());
+  return chores;
+}
+
+const pruning = new WeakSet<App>();
+
+/**
+ * Deletes the usage records past `usage.retention_days`, a thousand at a time with a pause between (db/queries/usage.ts):
+ * one run at a time in this process; other processes may run theirs, a batch deleted twice deletes nothing.
+ */
+export async function pruneUsage(app: App, stopped: () => boolean = () => false): Promise<number> {
+  if (pruning.has(app)) return 0;
+  pruning.add(app);
+  try {
+    const before = Date.now() - app.config.usage.retention_days * 86_400_000;
+    const n = await pruneUsageRecords(app.db, before, { stopped });
+    if (n) app.log.info({ deleted: n, retention_days: app.config.usage.retention_days }, 'usage records pruned');
+    return n;
+  } finally {
+    pruning.delete(app);
+  }
 }
 
 /** Starts what runs in the background (the billing sweeper and renewals, the purge of old stored responses, the key-change channel). */
@@ -264,6 +294,7 @@ export async function stopApp(app: App): Promise<{ unwritten: number; leasesKept
   const left = await app.billing.stop();
   await app.refusals.stop(); // the counts so far: a refusal is counted once it was answered
   const chores = housekeeping.get(app);
+  if (chores) chores.stopped = true;
   chores?.timers.forEach(clearInterval);
   await Promise.all(chores?.running ?? []); // nothing touches the database after stop
   app.keys.close();

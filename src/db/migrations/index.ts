@@ -24,6 +24,7 @@ import * as m021 from './021_catalog';
 import * as m022 from './022_admin_pages';
 import * as m023 from './023_operator_oidc';
 import * as m024 from './024_refusals';
+import * as m025 from './025_usage_rollups';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_accounts_keys_ledger': m001,
@@ -50,6 +51,7 @@ const migrations: Record<string, Knex.Migration> = {
   '022_admin_pages': m022,
   '023_operator_oidc': m023,
   '024_refusals': m024,
+  '025_usage_rollups': m025,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
