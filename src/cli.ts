@@ -263,7 +263,7 @@ const COMMANDS: Record<string, Command> = {
       const email = required(o, 'email');
       const given = process.env.SWITCHYARD_OPERATOR_PASSWORD;
       const password = given || crypto.randomBytes(18).toString('base64url');
-      const weak = given ? passwordProblem(password, email) : null; // a generated one is 144 random bits
+      const weak = given ? await passwordProblem(password, email) : null; // a generated one is 144 random bits
       if (weak) throw new UsageError(`SWITCHYARD_OPERATOR_PASSWORD: ${weak}`);
       const made = operatorView(await createOperator(db, email, required(o, 'role'), await hashPassword(password)));
       // A password the operator chose is theirs to know: only a generated one is printed (this once).

@@ -13,7 +13,7 @@
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { authenticator } from 'otplib';
+import type { authenticator } from 'otplib';
 import { OPERATOR_ROLES, type OperatorRole } from '../contract';
 import { decrypt, encrypt, isSealed, SecretKeyError } from '../secrets';
 import { insertId } from '../db/dialect';
@@ -49,7 +49,10 @@ export class OperatorError extends Error {}
 const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 const ID_FORMAT = /^[A-Za-z0-9_-]{43}$/;
 const STEP_MS = 30_000;
-const totp = authenticator.clone({ window: 1 });
+let authenticatorWithWindow: typeof authenticator | undefined;
+/** otplib, loaded at the first TOTP code checked or enrolled rather than at start-up. */
+const totp = () =>
+  (authenticatorWithWindow ??= (require('otplib') as typeof import('otplib')).authenticator.clone({ window: 1 }));
 
 export const isOperatorRole = (r: string): r is OperatorRole => (OPERATOR_ROLES as readonly string[]).includes(r);
 
@@ -142,7 +145,7 @@ export async function useTotpCode(
   now = Date.now(),
 ): Promise<boolean> {
   if (!o.totpSecret || !/^\d{6}$/.test(code)) return false;
-  const delta = totp.checkDelta(code, openTotp(o.totpSecret, key));
+  const delta = totp().checkDelta(code, openTotp(o.totpSecret, key));
   if (delta === null) return false;
   const step = Math.floor(now / STEP_MS) + delta;
   if (o.totpLastStep !== null && step <= o.totpLastStep) return false;
@@ -165,11 +168,11 @@ export async function startTotp(
 ): Promise<string | null> {
   const row = await db('operators').where('id', operatorId).first('email', 'totp_enabled');
   if (!row || row.totp_enabled) return null;
-  const secret = totp.generateSecret();
+  const secret = totp().generateSecret();
   await db('operators')
     .where('id', operatorId)
     .update({ totp_secret: sealTotp(secret, key), totp_last_step: null });
-  return totp.keyuri(String(row.email), issuer, secret);
+  return totp().keyuri(String(row.email), issuer, secret);
 }
 
 /** Whether enrolment was started (a secret made, maybe not yet confirmed). */

@@ -4,6 +4,11 @@
  * hash made with older parameters is upgraded at the next successful log-in. Comparison is constant-time.
  */
 import crypto from 'node:crypto';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { SCORED_CHARACTERS, type Strength } from './strength';
+
+export type { Strength };
 
 const PARAMS = { N: 2 ** 15, r: 8, p: 1 }; // 32 MiB per hash; about 0.1 s on one core
 const KEY_LEN = 32;
@@ -47,66 +52,88 @@ export async function verifyPassword(
   return { ok, stale: ok && (params.N !== PARAMS.N || params.r !== PARAMS.r || params.p !== PARAMS.p) };
 }
 
-/** How hard a password is to guess: zxcvbn's score (0–4) and its advice. */
-export interface Strength {
-  score: number;
-  warning: string | null;
-  suggestions: string[];
-}
-
 /** The least zxcvbn score accepted: 3, "safely unguessable" against an online attack and a slow hash offline. */
 export const MIN_SCORE = 3;
 /**
- * Only this many characters are scored. zxcvbn's matchers grow faster than linearly with length (a 64-character
- * keyboard walk took 100 ms of CPU here, 32 characters at most 45 ms), and a password past 32 characters that is not
- * weak in its first 32 is not one an attacker guesses.
+ * zxcvbn-ts with the common-passwords and diceware lists (49k + 7.8k words) and English advice runs in a worker
+ * thread (strengthWorker.ts) started at the first password checked and stopped after a minute without one: its
+ * lists take about 40 MB, which a gateway should hold only while people are signing up, not for the rest of its
+ * life. The estimate is the same; the first check after a quiet minute waits for the lists to load (~0.3 s).
  */
-const SCORED_CHARACTERS = 32;
+const IDLE_MS = 60_000;
 
-let estimator: { check: (password: string, userInputs: string[]) => Strength } | undefined;
+class StrengthWorker {
+  private worker: Worker | null = null;
+  private next = 1;
+  private readonly pending = new Map<number, { resolve: (s: Strength) => void; reject: (e: Error) => void }>();
+  private idle: NodeJS.Timeout | null = null;
 
-/**
- * zxcvbn-ts with the common-passwords and diceware lists (49k + 7.8k words) and English advice, loaded at the first
- * password checked rather than at start-up: the lists take about 40 MB, which a gateway that never sees a sign-up
- * should not hold.
- */
-function zxcvbn() {
-  if (!estimator) {
-    const { ZxcvbnFactory } = require('@zxcvbn-ts/core') as typeof import('@zxcvbn-ts/core');
-    const common = require('@zxcvbn-ts/language-common') as typeof import('@zxcvbn-ts/language-common');
-    const en = require('@zxcvbn-ts/language-en') as typeof import('@zxcvbn-ts/language-en');
-    const factory = new ZxcvbnFactory({
-      translations: en.translations,
-      graphs: common.adjacencyGraphs,
-      dictionary: { ...common.dictionary },
-      maxLength: SCORED_CHARACTERS,
-      l33tMaxSubstitutions: 8,
+  check(password: string, inputs: string[]): Promise<Strength> {
+    const worker = this.start();
+    if (this.idle) clearTimeout(this.idle);
+    worker.ref(); // a check under way keeps the process (e.g. the CLI) alive until it is answered
+    const id = this.next++;
+    return new Promise<Strength>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ id, password, inputs });
     });
-    estimator = {
-      check: (password, userInputs) => {
-        const r = factory.check(password, userInputs);
-        return { score: r.score, warning: r.feedback.warning, suggestions: r.feedback.suggestions };
-      },
-    };
   }
-  return estimator;
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const w = spawnWorker('strengthWorker');
+    w.on('message', (m: { id: number; strength?: Strength; error?: string }) => {
+      const p = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      if (m.strength) p?.resolve(m.strength);
+      else p?.reject(new Error(`password strength: ${m.error}`));
+      if (this.pending.size) return;
+      w.unref();
+      this.idle = setTimeout(() => this.stop(w), IDLE_MS).unref();
+    });
+    const fail = (e: Error) => {
+      for (const p of this.pending.values()) p.reject(e);
+      this.pending.clear();
+      if (this.worker === w) this.worker = null;
+    };
+    w.on('error', fail);
+    w.on('exit', (code) => fail(new Error(`password strength worker exited (${code})`)));
+    return (this.worker = w);
+  }
+
+  private stop(w: Worker): void {
+    if (this.worker !== w || this.pending.size) return;
+    this.worker = null;
+    void w.terminate();
+  }
 }
 
+let strength: StrengthWorker | undefined;
+
 /** zxcvbn's estimate for `password`, with the account's email (and its parts) counted as known to an attacker. */
-export function passwordStrength(password: string, email = ''): Strength {
+export function passwordStrength(password: string, email = ''): Promise<Strength> {
   const address = email.trim().toLowerCase();
   const inputs = [address, ...address.split(/[@.+_-]+/).filter((w) => w.length >= 3), 'switchyard'];
-  return zxcvbn().check(password.slice(0, SCORED_CHARACTERS), inputs);
+  return (strength ??= new StrengthWorker()).check(password.slice(0, SCORED_CHARACTERS), inputs);
+}
+
+/** A worker thread of this folder: the compiled one, or under ts sources (tests, tsx) through tsx's require hook. */
+function spawnWorker(name: string): Worker {
+  if (__filename.endsWith('.js')) return new Worker(path.join(__dirname, `${name}.js`));
+  const ts = path.join(__dirname, `${name}.ts`);
+  return new Worker(`require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(ts)});`, {
+    eval: true,
+  });
 }
 
 /** Why a password is too weak, or null: a few plain rules, then zxcvbn's score (its advice in the message). */
-export function passwordProblem(password: string, email: string): string | null {
+export async function passwordProblem(password: string, email: string): Promise<string | null> {
   if (password.length < 10) return 'Password must be at least 10 characters long';
   if (password.length > 200) return 'Password must be at most 200 characters long';
   if (/^\p{L}+$/u.test(password)) return 'Password must not consist of letters only';
   if (/^\d+$/.test(password)) return 'Password must not consist of digits only';
   if (password.trim().toLowerCase() === email.trim().toLowerCase()) return 'Password must not be the email address';
-  const s = passwordStrength(password, email);
+  const s = await passwordStrength(password, email);
   if (s.score >= MIN_SCORE) return null;
   const advice = [s.warning, ...s.suggestions].filter(Boolean).join(' ');
   return `Password is too easy to guess${advice ? `: ${advice}` : ''}`;

@@ -100,16 +100,14 @@ export class Router {
       const controller = new AbortController();
       const onClient = () => controller.abort(new UpstreamError('aborted', 'the client went away'));
       clientSignal?.addEventListener('abort', onClient, { once: true });
-      const timer = setTimeout(
-        () =>
-          controller.abort(new UpstreamError('timeout', `the route took longer than ${route.timeouts.total_ms} ms`)),
-        route.timeouts.total_ms,
+      const deadline = deadlines.add(route.timeouts.total_ms, () =>
+        controller.abort(new UpstreamError('timeout', `the route took longer than ${route.timeouts.total_ms} ms`)),
       );
       const provider = this.providers.get(route.provider)!;
       const span = t && attemptSpan(t, provider, route, tried);
       tried++;
       const finish = () => {
-        clearTimeout(timer);
+        deadlines.remove(deadline);
         clientSignal?.removeEventListener('abort', onClient);
         span?.end();
       };
@@ -276,20 +274,83 @@ export function explain(e: unknown, signal: AbortSignal): UpstreamError | null {
 /** Races a step of an upstream call against a time limit; on expiry the call is aborted with a timeout. */
 export async function within<T>(step: Promise<T>, ms: number, controller: AbortController, what: string): Promise<T> {
   step.catch(() => {}); // it may reject after the race is decided
-  let timer: NodeJS.Timeout | undefined;
+  let deadline: Deadline | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    deadline = deadlines.add(ms, () => {
       const e = new UpstreamError('timeout', `no ${what} within ${ms} ms`);
       controller.abort(e);
       reject(e);
-    }, ms);
+    });
   });
   try {
     return await Promise.race([step, expired]);
   } finally {
-    clearTimeout(timer);
+    deadlines.remove(deadline!);
   }
 }
+
+/** A time limit of an attempt or of one step of it: what happens when it is reached. */
+export interface Deadline {
+  at: number;
+  expire: () => void;
+}
+
+/**
+ * Every time limit of the upstream calls in flight, on one timer. A timer per attempt (and per streamed chunk) was
+ * a Timeout object and two timer-list operations each, on every paid request: measured in the CPU profile. Here
+ * starting and ending a limit is a Set insertion and deletion; the one timer is armed for the earliest limit and
+ * only moved when a sooner one comes in (rare: a model's routes share their limits, so later calls end later).
+ * When it fires it expires what is due and re-arms for the next; limits that ended meanwhile cost nothing.
+ */
+export class Deadlines {
+  private readonly live = new Set<Deadline>();
+  private timer: NodeJS.Timeout | null = null;
+  private armedAt = Infinity;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** `expire` runs once `ms` have passed, unless the limit is removed first. */
+  add(ms: number, expire: () => void): Deadline {
+    const d = { at: this.now() + ms, expire };
+    this.live.add(d);
+    if (d.at < this.armedAt) this.arm(d.at);
+    return d;
+  }
+
+  remove(d: Deadline): void {
+    this.live.delete(d);
+  }
+
+  /** Limits not yet reached nor removed (tests, metrics). */
+  get size(): number {
+    return this.live.size;
+  }
+
+  private arm(at: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.armedAt = at;
+    // Unref'd: a limit never keeps the process alive (the call it limits does, while it runs).
+    this.timer = setTimeout(() => this.fire(), Math.max(0, at - this.now())).unref();
+  }
+
+  private fire(): void {
+    this.timer = null;
+    this.armedAt = Infinity;
+    const now = this.now();
+    const due: Deadline[] = [];
+    let next = Infinity;
+    for (const d of this.live) {
+      if (d.at <= now) due.push(d);
+      else if (d.at < next) next = d.at;
+    }
+    for (const d of due) this.live.delete(d);
+    if (next < Infinity) this.arm(next); // before the expiries, which may add limits of their own
+    for (const d of due) d.expire();
+  }
+}
+
+/** The process's time limits of upstream calls (one timer for all of them). */
+const deadlines = new Deadlines();
 
 /** What the client is told about an upstream failure: never a URL or a credential. */
 export function toApiError(e: UpstreamError): ApiError {

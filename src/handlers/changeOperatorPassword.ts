@@ -25,7 +25,7 @@ export const changeOperatorPassword: Handler<'changeOperatorPassword'> = async (
   if (!secrets || !(await verifyPassword(body.current_password, secrets.passwordHash)).ok)
     throw errors.invalidRequest('The current password is wrong', 'current_password', 'wrong_password');
   await attempt.succeeded();
-  const weak = passwordProblem(body.new_password, me.email);
+  const weak = await passwordProblem(body.new_password, me.email);
   if (weak) throw errors.invalidRequest(weak, 'new_password', 'weak_password');
   await setOperatorPassword(app.db, me.id, await hashPassword(body.new_password));
   await endOtherOperatorSessions(app.db, me.id, operator.idHash);

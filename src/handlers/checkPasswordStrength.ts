@@ -9,7 +9,7 @@ import type { Handler } from './types';
 export const checkPasswordStrength: Handler<'checkPasswordStrength'> = async ({ body, app, http }) => {
   await app.consoleLimits.strengthCheck(http.remoteAddress);
   const email = body.email ?? '';
-  const s = passwordStrength(body.password, email);
-  const ok = s.score >= MIN_SCORE && passwordProblem(body.password, email) === null;
+  const s = await passwordStrength(body.password, email);
+  const ok = s.score >= MIN_SCORE && (await passwordProblem(body.password, email)) === null;
   return { body: { score: s.score, ok, warning: s.warning || null, suggestions: s.suggestions } };
 };

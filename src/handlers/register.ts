@@ -11,7 +11,7 @@ import type { Handler } from './types';
 
 /** POST /console/api/register: a new account, logged in; the confirmation link is mailed (credits come with it). */
 export const register: Handler<'register'> = async ({ body, app, http }) => {
-  const problem = passwordProblem(body.password, body.email);
+  const problem = await passwordProblem(body.password, body.email);
   if (problem) throw new ApiError(400, 'invalid_request_error', problem, 'weak_password', 'password');
   await app.consoleLimits.registration(http.remoteAddress);
   await checkCaptcha(app.config.console.captcha, body.captcha_token, http.remoteAddress);

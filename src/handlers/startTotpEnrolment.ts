@@ -1,4 +1,3 @@
-import { toString as qrCode } from 'qrcode';
 import { startTotp } from '../accounts/operators';
 import { errors } from '../errors';
 import type { Handler } from './types';
@@ -15,6 +14,8 @@ const ISSUER = 'Switchyard';
 export const startTotpEnrolment: Handler<'startTotpEnrolment'> = async ({ operator, app }) => {
   const uri = await startTotp(app.db, operator.operatorId, ISSUER, app.secretKey);
   if (!uri) throw errors.conflict('TOTP is enrolled already', 'totp_enrolled', null);
+  // qrcode is loaded here, at the first enrolment, not at start-up: most gateways draw a handful of codes ever.
+  const { toString: qrCode } = require('qrcode') as typeof import('qrcode');
   const svg = await qrCode(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
   return { body: { otpauth_uri: uri, qr_svg: svg }, headers: { 'cache-control': 'no-store' } };
 };

@@ -1,10 +1,10 @@
 /**
  * The API of the contract (openapi/openapi.yaml), served on Node's own request and response objects ahead of Hapi's
- * request lifecycle. openapi-backend reads the contract and compiles its request validators (Ajv 2020) at start-up;
- * each operation becomes one entry of a route table, so a request is routed once; its handler checks the caller
- * (security.ts) before the body is read, reads the body (raw bytes, one JSON.parse), measures it (depth, finite
- * numbers, bytes and attachments: gateway/bound.ts), calls the operation's precompiled validators directly, runs the
- * operation's handler and writes the answer in one write (exchange.ts). A known path with another method is a 405;
+ * request lifecycle. openapi-backend reads the contract and compiles its request validators (Ajv 2020: the API's at
+ * start-up, the console's and operators' at their first use, see COMPILED_AT_START); each operation becomes one
+ * entry of a route table, so a request is routed once; its handler checks the caller (security.ts) before the body
+ * is read, reads the body (raw bytes, one JSON.parse), measures it (depth, finite numbers, bytes and attachments:
+ * gateway/bound.ts), calls the operation's compiled validators directly, runs the operation's handler and writes the answer in one write (exchange.ts). A known path with another method is a 405;
  * what is not the contract's (the console's files, /healthz, unknown paths) is Hapi's.
  *
  * Why not a Hapi route per operation: measured with `make bench`, Hapi's request lifecycle (request object,
@@ -54,9 +54,14 @@ interface Route {
   audit: boolean;
   /** The body is multipart/form-data (files): how each of its fields is read. */
   form: FieldKinds | null;
-  validateBody: ValidateFunction | null;
-  validateParams: ValidateFunction | null;
+  /** The operation's compiled request validators (compiled at start-up for /v1, at first use for the rest). */
+  validators: () => Validators;
   run: (input: Record<string, unknown>) => Promise<Reply>;
+}
+
+interface Validators {
+  body: ValidateFunction | null;
+  params: ValidateFunction | null;
 }
 
 /** The operations of one path, by method (upper case). */
@@ -171,13 +176,12 @@ export class Api {
       const raw =
         route.hasBody && !route.form ? await readBody(ex.req, ex.res, app.config.server.max_body_bytes) : null;
       const { body, profile } = route.form ? await readFormBody(route, ex, app) : parse(raw);
-      if (!route.form && route.validateBody && !route.validateBody({ requestBody: body ?? null }))
-        throw validationError(route.validateBody.errors);
+      const validate = route.validators();
+      if (!route.form && validate.body && !validate.body({ requestBody: body ?? null }))
+        throw validationError(validate.body.errors);
       // Path and query parameters are coerced in place by the validator (`/keys/7` → 7, `?limit=10` → 10).
-      const params = route.validateParams
-        ? { path: pathParams, query: queryOf(query), header: ex.req.headers }
-        : NO_PARAMS;
-      if (route.validateParams && !route.validateParams(params)) throw validationError(route.validateParams.errors);
+      const params = validate.params ? { path: pathParams, query: queryOf(query), header: ex.req.headers } : NO_PARAMS;
+      if (validate.params && !validate.params(params)) throw validationError(validate.params.errors);
       if (body && typeof body === 'object' && typeof (body as { model?: unknown }).model === 'string')
         ex.model = (body as { model: string }).model;
       if (gone(ex.res)) throw errors.clientClosed(); // nobody waits for the answer: nothing is sent upstream or charged
@@ -279,8 +283,8 @@ class ClientSide implements Client {
 async function readFormBody(route: Route, ex: Exchange, app: App): Promise<{ body: unknown; profile: BodyProfile }> {
   if (!isForm(ex.req.headers['content-type'])) throw errors.unsupportedMediaType('multipart/form-data');
   const form = await readForm(ex.req, ex.res, app.config.server.max_body_bytes, route.form!);
-  if (route.validateBody && !route.validateBody({ requestBody: forValidation(form) }))
-    throw validationError(route.validateBody.errors);
+  const validate = route.validators().body;
+  if (validate && !validate({ requestBody: forValidation(form) })) throw validationError(validate.errors);
   return form;
 }
 
@@ -364,7 +368,7 @@ function queryOf(q: string): Record<string, string | string[]> {
 }
 
 /**
- * The contract, its operations and their compiled request validators. openapi-backend asks for an Ajv instance per
+ * The contract, its operations and their request validators (compiled by routeOf). openapi-backend asks for an Ajv instance per
  * validator; they share two (one for parameters, one for bodies), which halves the start-up time and keeps tens of MB of
  * compiled meta-schemas and caches out of the resident memory.
  */
@@ -387,7 +391,6 @@ async function loadContract(): Promise<OpenAPIBackend> {
     },
   });
   await api.init(); // every operationId has its handler: the table is generated from the same contract (checkTables)
-  api.validator.preCompileRequestValidators();
   return api;
 }
 
@@ -405,11 +408,30 @@ export function checkTables(contract = fs.readFileSync(CONTRACT, 'utf8')): void 
   }
 }
 
+/**
+ * Which operations have their validators compiled at start-up: the API's (/v1), whose first request after a start
+ * should not wait for them (the chat completion's alone take ~0.3 s). The console's and the operators' calls, about
+ * 60 of them, are compiled at their first use (~20–100 ms each, once): memory and start-up time a gateway that no
+ * one signs in to does not spend.
+ */
+export const COMPILED_AT_START = /^\/v1\//;
+
 /** An operation's route: who may call it (the contract's tables), its validators, its handler. */
 function routeOf(api: OpenAPIBackend, op: Operation): Route {
   const id = op.operationId!;
-  const [bodyValidator, paramsValidator] = api.validator.getRequestValidatorsForOperation(id) ?? [];
   const hasBody = !!op.requestBody;
+  let compiled: Validators | undefined;
+  const validators = () => {
+    if (compiled) return compiled;
+    const [body, params] = api.validator.getRequestValidatorsForOperation(id) ?? [];
+    // openapi-backend compiles a params validator for every operation; it only matters when there are parameters.
+    compiled = {
+      body: hasBody ? body : null,
+      params: op.parameters?.length ? (hasBody ? params : body) : null,
+    };
+    return compiled;
+  };
+  if (COMPILED_AT_START.test(op.path)) validators();
   const multipart = (op.requestBody as { content?: Record<string, { schema?: unknown }> } | undefined)?.content?.[
     'multipart/form-data'
   ];
@@ -420,9 +442,7 @@ function routeOf(api: OpenAPIBackend, op: Operation): Route {
     audit: ENDPOINTS[id as OperationId].caller === 'admin' && op.method.toUpperCase() !== 'GET',
     hasBody,
     form: multipart ? fieldKinds(multipart.schema) : null,
-    validateBody: hasBody ? bodyValidator : null,
-    // openapi-backend compiles a params validator for every operation; it only matters when there are parameters.
-    validateParams: op.parameters?.length ? (hasBody ? paramsValidator : bodyValidator) : null,
+    validators,
     run: handlers[id as keyof typeof handlers] as unknown as Route['run'],
   };
 }

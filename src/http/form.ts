@@ -5,7 +5,7 @@
  * field sent as `name[]` or several times is a list. The result is the body handlers get, files as Uploads.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import busboy from 'busboy';
+import type busboy from 'busboy';
 import type { Upload } from '../contract';
 import { errors } from '../errors';
 import type { BodyProfile } from '../gateway/bound';
@@ -33,7 +33,8 @@ export function readForm(req: IncomingMessage, res: ServerResponse, max: number,
   if (Number(req.headers['content-length'] ?? 0) > max) throw errors.tooLarge(max);
   let parser: busboy.Busboy;
   try {
-    parser = busboy({
+    // Loaded at the first form, not at start-up: only transcriptions and image edits send one.
+    parser = (require('busboy') as typeof busboy)({
       headers: req.headers,
       limits: { fieldSize: MAX_FIELD_BYTES, parts: MAX_PARTS, fileSize: max },
     });

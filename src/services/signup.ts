@@ -86,7 +86,7 @@ export async function resetPassword(
   const accountId = await peekToken(db, token, 'reset');
   const account = accountId === null ? null : await getAccount(db, accountId);
   if (!account) return { invalid: true };
-  const problem = passwordProblem(password, account.email);
+  const problem = await passwordProblem(password, account.email);
   if (problem) return { problem };
   const passwordHash = await hashPassword(password);
   const done = await withSignupCredits(db, async (trx) => {
