@@ -29,6 +29,7 @@
  *                            then slowed by the profiler, so the report is not written unless BENCH_OUT says where)
  *   BENCH_ROOT               the Switchyard checkout whose dist/ is run (default: the repository this file is in)
  *   BENCH_KEEP=1             keep the temporary directory (database, configuration, profiles)
+ *   BENCH_MESSAGES           a JSON file of chat messages to send (default: a two-line prompt)
  */
 import { spawn, spawnSync, execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -78,10 +79,13 @@ const MODEL = 'bench-chat'; // Switchyard's name for it
 const UPSTREAM_MODEL = 'fake-chat'; // the upstream's own, used through the bare proxy
 const EXPECT_CHAT = 'fixed benchmark answer'; // a substring every chat answer's body must contain
 const EXPECT_MODELS = '"object":"list"';
-const MESSAGES = [
-  { role: 'system', content: 'You are a concise assistant.' },
-  { role: 'user', content: 'Say hello in one short sentence.' },
-];
+// BENCH_MESSAGES: a JSON file of chat messages to send instead (a large prompt: what the bytes path saves grows with it)
+const MESSAGES = process.env.BENCH_MESSAGES
+  ? JSON.parse(fs.readFileSync(process.env.BENCH_MESSAGES, 'utf8'))
+  : [
+      { role: 'system', content: 'You are a concise assistant.' },
+      { role: 'user', content: 'Say hello in one short sentence.' },
+    ];
 if (!ANSWER.includes(EXPECT_CHAT)) throw new Error('upstream.mjs answers something else than the harness checks for');
 
 // ---------------------------------------------------------------------------------------------------------------
