@@ -26,7 +26,11 @@ interface Source {
   parsed: Record<string, unknown>;
   /** Keys (at every depth) of `parsed`, when counted: bytes with more have duplicates. */
   keys?: number;
+  /** A client's request (sent upstream) or an upstream's answer (sent to the client): each is written only as such. */
+  side: Side;
 }
+
+export type Side = 'request' | 'answer';
 
 const sources = new WeakMap<object, Source>();
 
@@ -37,9 +41,9 @@ const SMALL = 1024;
  * Remembers the bytes `value` was parsed from (the caller parsed them whole: a valid JSON text). Only for objects
  * nothing changes in place afterwards: `serialized` trusts that every field still holds what those bytes say.
  */
-export function keepSource(value: unknown, bytes: Buffer, keys?: number): void {
+export function keepSource(value: unknown, bytes: Buffer, side: Side, keys?: number): void {
   if (bytes.length >= SMALL && value && typeof value === 'object' && !Array.isArray(value))
-    sources.set(value, { bytes, parsed: value as Record<string, unknown>, keys });
+    sources.set(value, { bytes, parsed: value as Record<string, unknown>, keys, side });
 }
 
 /**
@@ -52,10 +56,14 @@ export function derived(value: unknown, from: unknown): void {
   if (s) sources.set(value, s);
 }
 
-/** The JSON of a value: from its source's bytes when it has one (see the module comment), else JSON.stringify. */
-export function serialized(value: unknown): string | Buffer {
+/**
+ * The JSON of a value going to `side`'s destination: from its source's bytes when it has one of that side (see the
+ * module comment), else JSON.stringify. A request body some other handler echoes back is not an answer: it is written
+ * whole, whatever was done to it.
+ */
+export function serialized(value: unknown, side: Side): string | Buffer {
   const s = value && typeof value === 'object' ? sources.get(value) : undefined;
-  return s ? splice(s, value as Record<string, unknown>) : JSON.stringify(value);
+  return s?.side === side ? splice(s, value as Record<string, unknown>) : JSON.stringify(value);
 }
 
 /** One top-level member: from its key's opening quote to the end of its value (byte offsets). */

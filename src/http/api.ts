@@ -278,7 +278,7 @@ function parse(raw: Buffer | null): { body: unknown; profile: BodyProfile } {
     const profile = inspect(body);
     // Forwarded as written where the upstream's wire is the caller's (splice.ts); bytes that are not UTF-8 are not:
     // what we read of them (U+FFFD for each bad byte) is what goes upstream.
-    if (isUtf8(raw)) keepSource(body, raw, profile.keys);
+    if (isUtf8(raw)) keepSource(body, raw, 'request', profile.keys);
     return { body, profile };
   } catch (e) {
     if (e instanceof BodyError) throw errors.invalidRequest(e.message, e.param);

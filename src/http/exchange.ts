@@ -124,7 +124,7 @@ export function sendJson(ex: Exchange, status: number, body: unknown, headers: O
     res.end();
     return;
   }
-  const text = serialized(body); // an upstream's answer passed on: its own bytes, spliced (gateway/splice.ts)
+  const text = serialized(body, 'answer'); // an upstream's answer passed on: its own bytes, spliced (gateway/splice.ts)
   head['content-type'] = 'application/json; charset=utf-8';
   head['content-length'] = Buffer.byteLength(text);
   res.writeHead(status, head);

@@ -39,12 +39,12 @@ function bothPaths(raw: Buffer, route: Route, c: CallContext, m: ModelConfig) {
   const run = (keep: boolean) => {
     const body = JSON.parse(raw.toString('utf8'));
     const profile = inspect(body);
-    if (keep) keepSource(body, raw, profile.keys);
+    if (keep) keepSource(body, raw, 'request', profile.keys);
     const passed = op.features(body, m, profile);
     derived(passed, body);
     const upstream = route.adapter.request(passed, c);
     derived(upstream, passed);
-    return keep ? serialized(upstream) : JSON.stringify(upstream);
+    return keep ? serialized(upstream, 'request') : JSON.stringify(upstream);
   };
   let old: string | Buffer;
   try {
@@ -262,10 +262,11 @@ describe('splice', () => {
   test('an answer goes back as the upstream wrote it, with only what the gateway changes spliced in', () => {
     const text = `{"id":"chatcmpl-1", "model":"upstream-model","choices":[{"index":0,"message":{"role":"assistant","content":"${'w'.repeat(2000)}","model":"kept"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3},"model":"upstream-model"}`;
     const res = JSON.parse(text);
-    keepSource(res, Buffer.from(text));
+    keepSource(res, Buffer.from(text), 'answer');
     const shown = { ...res, model: 'client-model', usage: res.usage };
     derived(shown, res);
-    const out = serialized(shown).toString();
+    const out = serialized(shown, 'answer').toString();
+    expect(serialized(shown, 'request')).toBe(JSON.stringify(shown)); // an answer is never a request's bytes
     expect(out).toBe(
       `{"id":"chatcmpl-1","choices":[{"index":0,"message":{"role":"assistant","content":"${'w'.repeat(2000)}","model":"kept"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3},"model":"client-model"}`,
     );
@@ -273,8 +274,8 @@ describe('splice', () => {
 
   test('small or unparsed objects are written by JSON.stringify', () => {
     const small = JSON.parse('{"a": 1.0}');
-    keepSource(small, Buffer.from('{"a": 1.0}'));
-    expect(serialized(small)).toBe('{"a":1}');
-    expect(serialized({ b: [1, 'x'] })).toBe('{"b":[1,"x"]}');
+    keepSource(small, Buffer.from('{"a": 1.0}'), 'answer');
+    expect(serialized(small, 'answer')).toBe('{"a":1}');
+    expect(serialized({ b: [1, 'x'] }, 'answer')).toBe('{"b":[1,"x"]}');
   });
 });

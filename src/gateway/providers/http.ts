@@ -60,7 +60,7 @@ export class UpstreamHttp {
       throw failure(e, signal);
     }
     // `keep`: the answer goes back as the upstream wrote it, with only what the gateway changes spliced in (splice.ts)
-    if (keep && isUtf8(answer.body)) keepSource(json, answer.body);
+    if (keep && isUtf8(answer.body)) keepSource(json, answer.body, 'answer');
     return json;
   }
 

@@ -125,7 +125,7 @@ export class Provider {
     let text: string | Buffer;
     try {
       if (adapter.asWritten) derived(upstream, body); // written from the client's bytes, when it has them
-      text = serialized(upstream);
+      text = serialized(upstream, 'request');
     } catch {
       // Only a request we cannot write as JSON gets here (the server refuses deep nesting and non-finite numbers first).
       throw new UpstreamError(
