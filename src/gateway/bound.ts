@@ -50,6 +50,11 @@ export interface BodyProfile {
   builtinTools?: number;
   /** Cache breakpoints asking for a longer life than the default (Anthropic's `ttl: "1h"`, billed at 2× input). */
   longCache?: number;
+  /**
+   * Keys of every object at every depth, as parsed: a body whose bytes hold more had duplicate keys, which JSON.parse
+   * resolved (the last wins) and an upstream may not, so it is not forwarded as written (splice.ts).
+   */
+  keys?: number;
 }
 
 export class BodyError extends Error {
@@ -70,6 +75,7 @@ const empty = (): BodyProfile => ({
   files: 0,
   fileRefs: 0,
   tools: false,
+  keys: 0,
 });
 
 /** Measures and checks a parsed JSON body (see the module comment). Throws a BodyError for what must be refused. */
@@ -116,13 +122,26 @@ function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: s
   for (const k in o) {
     if (!Object.prototype.hasOwnProperty.call(o, k)) continue;
     p.textBytes += utf8Bytes(k);
-    if (k === skip) continue;
+    p.keys!++;
+    if (k === skip) {
+      p.keys! += keysIn(o[k]);
+      continue;
+    }
     if ((k === 'tools' || k === 'functions') && Array.isArray(o[k]) && (o[k] as unknown[]).length) {
       p.tools = true;
       if (depth === 0 && k === 'tools') p.builtinTools = (o[k] as unknown[]).filter(builtin).length;
     }
     walk(o[k], depth + 1, p, depth === 0 ? k : at);
   }
+}
+
+/** The keys of the objects in an attachment's data (not measured, but counted: see BodyProfile.keys). */
+function keysIn(v: unknown): number {
+  if (!v || typeof v !== 'object') return 0;
+  let n = 0;
+  if (Array.isArray(v)) for (const x of v) n += keysIn(x);
+  else for (const k of Object.keys(v)) n += 1 + keysIn((v as Record<string, unknown>)[k]);
+  return n;
 }
 
 const builtin = (t: unknown) =>

@@ -16,6 +16,7 @@ import { createProviders, type Provider } from './providers';
 import type { UpstreamOp } from './providers/types';
 import { Relay, type Streamed } from './relay';
 import { Router, within } from './router';
+import { derived } from './splice';
 import { Tokenizer, TokenizerBusy } from './tokenizer';
 import type { Meter } from './types';
 
@@ -98,14 +99,13 @@ export class Gateway {
       ...(grade ? { grade } : {}),
     };
     const answer = (plan.bridge ? plan.bridge.answer(res, body) : res) as Res;
-    return {
-      body: op.present(
-        answer,
-        { model: model.id, requestId: o.requestId, usage: meter.usage, reported: !!reported },
-        body,
-      ),
-      meter,
-    };
+    const shown = op.present(
+      answer,
+      { model: model.id, requestId: o.requestId, usage: meter.usage, reported: !!reported },
+      body,
+    );
+    if (!plan.bridge) derived(shown, res); // the upstream's own bytes go back, with what `present` changed spliced in
+    return { body: shown, meter };
   }
 
   /**

@@ -1,6 +1,7 @@
 import { errors } from '../errors';
 import { BodyError, inspect } from '../gateway/bound';
 import { responses } from '../gateway/operations';
+import { derived } from '../gateway/splice';
 import type { ResponseObject } from '../gateway/types';
 import type { Handler } from './types';
 
@@ -12,6 +13,7 @@ import type { Handler } from './types';
 export const createResponse: Handler<'createResponse'> = async ({ app, body, ...call }) => {
   const accountId = call.principal.accountId;
   const { body: whole, input } = await app.responses.withHistory(accountId, body);
+  derived(whole, body); // its input replaced: the rest still goes as the client's bytes (gateway/splice.ts)
   return app.metered.serve(responses, {
     ...call,
     body: whole,

@@ -13,6 +13,7 @@
  *
  * The Stripe webhook needs the exact bytes Stripe signed: every handler is given the raw body (HttpInfo.rawBody).
  */
+import { isUtf8 } from 'node:buffer';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -25,6 +26,7 @@ import proxyaddr from 'proxy-addr';
 import { CONTRACT_SHA256, ENDPOINTS, type Endpoint, type OperationId } from '../contract';
 import { errors, type ApiError } from '../errors';
 import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
+import { keepSource } from '../gateway/splice';
 import { handlers } from '../handlers';
 import type { Client, HttpInfo, Reply } from '../handlers/types';
 import type { App } from '../services/app';
@@ -298,7 +300,11 @@ function parse(raw: Buffer | null): { body: unknown; profile: BodyProfile } {
     throw errors.invalidJson();
   }
   try {
-    return { body, profile: inspect(body) };
+    const profile = inspect(body);
+    // Forwarded as written where the upstream's wire is the caller's (splice.ts); bytes that are not UTF-8 are not:
+    // what we read of them (U+FFFD for each bad byte) is what goes upstream.
+    if (isUtf8(raw)) keepSource(body, raw, 'request', profile.keys);
+    return { body, profile };
   } catch (e) {
     if (e instanceof BodyError) throw errors.invalidRequest(e.message, e.param);
     throw e;

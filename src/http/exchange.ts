@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { anthropicError, type ApiError } from '../errors';
+import { serialized } from '../gateway/splice';
 import type { Meter } from '../gateway/types';
 import type { Reply } from '../handlers/types';
 import type { App } from '../services/app';
@@ -144,7 +145,7 @@ export function sendJson(ex: Exchange, status: number, body: unknown, headers: O
     res.end();
     return;
   }
-  const text = JSON.stringify(body);
+  const text = serialized(body, 'answer'); // an upstream's answer passed on: its own bytes, spliced (gateway/splice.ts)
   head['content-type'] = 'application/json; charset=utf-8';
   head['content-length'] = Buffer.byteLength(text);
   res.writeHead(status, head);

@@ -14,6 +14,7 @@ import { ApiError, errors } from '../errors';
 import { BodyError, checkAttachments, promptBound, tokenEstimate, type BodyProfile } from '../gateway/bound';
 import type { Gateway, Streamed } from '../gateway/gateway';
 import { toModel } from '../gateway/models';
+import { derived } from '../gateway/splice';
 import type { Operation } from '../gateway/operations';
 import { UpstreamError, type Meter, type Model } from '../gateway/types';
 import type { RequestTrace } from '../tracing';
@@ -255,6 +256,7 @@ export class Metered {
     try {
       checkAttachments(call.profile, model);
       const body = op.features(call.body, model, call.profile);
+      derived(body, call.body); // what the policy left of the client's body still goes as its bytes (splice.ts)
       const passed = forwarded(call.headers, op.forwardHeaders);
       return { model, body, headers: op.headers ? op.headers(passed, model) : passed };
     } catch (e) {

@@ -3,8 +3,10 @@
  * time limits, JSON POSTs, streams, and every failure turned into an UpstreamError. URLs, headers and the shape of
  * the upstream's error bodies come from the provider's descriptor (see provider.ts).
  */
+import { isUtf8 } from 'node:buffer';
 import { Agent, errors as undiciErrors, request } from 'undici';
 import type { ProviderConfig } from '../../config';
+import { keepSource } from '../splice';
 import { parseSse, type SseEvent } from '../sse';
 import { UpstreamError } from '../types';
 import type { ErrorReader, OutgoingRequest } from './types';
@@ -37,7 +39,7 @@ export class UpstreamHttp {
    * A JSON answer, through the dispatcher with a handler of our own (JsonExchange): no response stream and no
    * header parsing on the paid path, where undici's request() cost more than everything else it does.
    */
-  async json(req: OutgoingRequest, signal: AbortSignal): Promise<unknown> {
+  async json(req: OutgoingRequest, signal: AbortSignal, keep = false): Promise<unknown> {
     let answer: { status: number; body: Buffer; headers: Record<string, string> };
     try {
       answer = await new Promise((resolve, reject) => {
@@ -51,11 +53,15 @@ export class UpstreamHttp {
       throw failure(e, signal);
     }
     if (answer.status >= 400) throw this.statusError(answer.status, answer.body.toString('utf8'), answer.headers);
+    let json: unknown;
     try {
-      return JSON.parse(answer.body.toString('utf8'));
+      json = JSON.parse(answer.body.toString('utf8'));
     } catch (e) {
       throw failure(e, signal);
     }
+    // `keep`: the answer goes back as the upstream wrote it, with only what the gateway changes spliced in (splice.ts)
+    if (keep && isUtf8(answer.body)) keepSource(json, answer.body, 'answer');
+    return json;
   }
 
   /** The answer's events (server-sent events unless `framing` says otherwise), as `read` turns them into values. */

@@ -5,6 +5,7 @@
  */
 import type { ProviderConfig } from '../../config';
 import { UpstreamError } from '../types';
+import { derived, serialized } from '../splice';
 import { FormBody } from './form';
 import { UpstreamHttp } from './http';
 import type { Adapter, CallContext, HttpAdapter, OutgoingRequest, ProviderDescriptor, UpstreamOp, Wire } from './types';
@@ -65,7 +66,7 @@ export class Provider {
     }
     if (!adapter.response) throw unsupported(this.descriptor.type, op, 'unstreamed requests');
     const req = await this.request(adapter, body, ctx, undefined, call.traced);
-    const json = await this.http!.json(req, call.signal).catch((e: unknown) => this.failed(e));
+    const json = await this.http!.json(req, call.signal, !!adapter.asWritten).catch((e: unknown) => this.failed(e));
     return adapter.response(json, ctx, body);
   }
 
@@ -133,9 +134,10 @@ export class Provider {
   ): Promise<OutgoingRequest> {
     const upstream = adapter.request(body, ctx);
     if (upstream instanceof FormBody) return this.formRequest(adapter, body, ctx, upstream, traced);
-    let text: string;
+    let text: string | Buffer;
     try {
-      text = JSON.stringify(upstream);
+      if (adapter.asWritten) derived(upstream, body); // written from the client's bytes, when it has them
+      text = serialized(upstream, 'request');
     } catch {
       // Only a request we cannot write as JSON gets here (the server refuses deep nesting and non-finite numbers first).
       throw new UpstreamError(

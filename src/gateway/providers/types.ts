@@ -36,6 +36,13 @@ export interface HttpAdapter<Req, Res, Chunk, State = unknown> {
   /** The upstream's request body. */
   request(body: Req, ctx: CallContext<State>): unknown;
   /**
+   * The upstream's wire is the operation's: `request` only replaces, adds or removes top-level fields of the body
+   * (object spread) and `response` returns the upstream's answer object itself, changing nothing in it. The request
+   * then goes as the client's own bytes with those fields spliced in, and the answer comes back as the upstream's
+   * bytes (splice.ts): nothing is serialised again.
+   */
+  asWritten?: boolean;
+  /**
    * The upstream's JSON answer → the operation's answer (`body`: the request it answers); absent for an operation
    * whose answer always streams (speech).
    */
@@ -72,8 +79,8 @@ export interface OutgoingRequest {
   method: 'POST';
   url: string;
   headers: Record<string, string>;
-  /** JSON, or the bytes of a multipart body (files) as they are read. */
-  body: string | Readable;
+  /** JSON (text, or bytes spliced from the client's: splice.ts), or the bytes of a multipart body (files) as they are read. */
+  body: string | Buffer | Readable;
 }
 
 /** What a provider reads in the JSON body of an error answer. */

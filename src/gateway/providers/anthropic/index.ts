@@ -89,6 +89,7 @@ export const anthropic = defineProvider({
     messages: {
       path: () => '/messages',
       request: (body, ctx) => native(body, ctx.model, ctx.maxOutputTokens, ctx.stream),
+      asWritten: true,
       response: object,
       stream: (source) => messageEvents(source),
     },
@@ -104,6 +105,7 @@ export const anthropic = defineProvider({
         } = body as MessagesRequest & { service_tier?: unknown };
         return { ...rest, model: ctx.model };
       },
+      asWritten: true,
       response: object,
     },
   },

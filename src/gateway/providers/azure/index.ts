@@ -58,24 +58,28 @@ export const azure = defineProvider({
     chat: {
       path: (ctx) => deployment(ctx, 'chat/completions'),
       request: (body, ctx) => chatBody(body, withLimit(ctx)),
+      asWritten: true,
       response: object,
       stream: (events) => chunks<ChatChunk>(events),
     },
     completions: {
       path: (ctx) => deployment(ctx, 'completions'),
       request: completionBody,
+      asWritten: true,
       response: object,
       stream: (events) => chunks<CompletionResponse>(events),
     },
     embeddings: {
       path: (ctx) => deployment(ctx, 'embeddings'),
       request: (body, ctx) => ({ ...body, model: ctx.model }),
+      asWritten: true,
       response: embeddingList,
     },
     // DALL·E 3 deployments from api-version 2024-02-01; gpt-image-1 ones need 2025-04-01-preview (`api_version`).
     images: {
       path: (ctx) => deployment(ctx, 'images/generations'),
       request: imageBody,
+      asWritten: true,
       response: imageList,
     },
     imageEdits: { path: (ctx) => deployment(ctx, 'images/edits'), request: imageEditForm, response: imageList },
@@ -88,6 +92,7 @@ export const azure = defineProvider({
     moderations: {
       path: (ctx) => deployment(ctx, 'moderations'),
       request: (body, ctx) => ({ ...body, model: ctx.model }),
+      asWritten: true,
       response: moderationList,
     },
   },

@@ -242,23 +242,27 @@ export const openai = defineProvider({
     chat: {
       path: () => '/chat/completions',
       request: chatBody,
+      asWritten: true,
       response: object,
       stream: (events) => untilDone<ChatChunk>(events),
     },
     completions: {
       path: () => '/completions',
       request: completionBody,
+      asWritten: true,
       response: object,
       stream: (events) => untilDone<CompletionResponse>(events),
     },
     embeddings: {
       path: () => '/embeddings',
       request: (body, ctx) => ({ ...body, model: ctx.model }),
+      asWritten: true,
       response: embeddingList,
     },
     images: {
       path: () => '/images/generations',
       request: imageBody,
+      asWritten: true,
       response: imageList,
     },
     imageEdits: { path: () => '/images/edits', request: imageEditForm, response: imageList },
@@ -268,18 +272,21 @@ export const openai = defineProvider({
     responses: {
       path: () => '/responses',
       request: responsesBody,
+      asWritten: true,
       response: object,
       stream: (events) => responseEvents(events),
     },
     moderations: {
       path: () => '/moderations',
       request: (body, ctx) => ({ ...body, model: ctx.model }),
+      asWritten: true,
       response: moderationList,
     },
     // Not OpenAI's own: vLLM, Jina and Cohere (v2, base_url https://api.cohere.com/v2) serve POST {base_url}/rerank.
     rerank: {
       path: () => '/rerank',
       request: (body, ctx) => ({ ...body, model: ctx.model }),
+      asWritten: true,
       response: rerankList,
     },
   },
