@@ -10,7 +10,7 @@ NODE22 ?= 22.22.0
 NODE24 ?= 24.21.0
 export SWITCHYARD_CONFIG ?= $(if $(wildcard switchyard.yaml),switchyard.yaml,switchyard.example.yaml)
 
-.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql contract e2e agents test-node22 test-node24 mock migrate bench clean
+.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql cluster contract e2e agents test-node22 test-node24 mock migrate bench clean
 
 # Exactly the lockfile's tree. If npm ci says "Missing: X@ from lock file" after the lockfile was regenerated, see
 # scripts/lock-missing-optionals.mjs.
@@ -67,6 +67,13 @@ integration-mysql: install
 	@bash scripts/services.sh mariadb redis
 	DATABASE_URL=$(MYSQL_URL) $(NPM) exec -- jest test/integration
 
+# Three `serve` nodes (dist/) behind a real HAProxy on one database and one Redis, with a node killed, one drained
+# and the database cut for 5 s under load (test/cluster). CLUSTER_DATABASE_URL picks the database (default
+# postgres://postgres@127.0.0.1:5432/switchyard_cluster, created when missing; mysql://... works too).
+cluster: build
+	@bash scripts/services.sh redis haproxy
+	$(NPM) exec -- jest test/cluster
+
 # The unit tests and the integration suite (SQLite) on Node 22 or 24, from the npm registry into .cache/ (see
 # scripts/other-node.sh; the first run compiles better-sqlite3 for that Node, about two minutes).
 test-node22 test-node24: test-node%: install
@@ -95,7 +102,7 @@ mock: install
 	node_modules/.bin/prism mock -h 127.0.0.1 -p 4010 openapi/openapi.yaml
 
 # Needs nothing but the repository (and Node 20, make): services first, then every suite, then Node 22.
-test: services typecheck lint format-check generate-check unit integration integration-mysql contract e2e agents test-node22
+test: services typecheck lint format-check generate-check unit integration integration-mysql cluster contract e2e agents test-node22
 
 # Switchyard against a bare Node proxy, with wrk as the load generator (test/bench/bench.mjs; BENCH_* settings there).
 bench: build

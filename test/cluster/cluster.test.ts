@@ -51,7 +51,13 @@ let loadKeys: string[] = [];
 let loadAccounts: number[] = [];
 let load: Load;
 /** What happened when, for the checks at the end. */
-const events: { killedAt?: number; victimPid?: number; victimLeases?: string[]; drainedAt?: number } = {};
+const events: {
+  startedAt?: number;
+  killedAt?: number;
+  victimPid?: number;
+  victimLeases?: string[];
+  drainedAt?: number;
+} = {};
 
 async function startNode(i: number): Promise<GatewayProcess> {
   nodes[i] = await startProcess(config, nodeEnv, [], { port: ports[i], dist: true });
@@ -60,6 +66,7 @@ async function startNode(i: number): Promise<GatewayProcess> {
 
 beforeAll(async () => {
   ensureHaproxy();
+  events.startedAt = Date.now();
   await createDatabase(DATABASE_URL);
   db = connect(DATABASE_URL);
   await migrate(db);
@@ -153,15 +160,19 @@ test('a key rate limit and a key budget hold across the three nodes', async () =
   const accepted = limited.filter((o) => o.status === 200);
   expect(accepted.length).toBeLessThanOrEqual(10);
   expect(accepted.length).toBeGreaterThan(0);
-  expect(limited.filter((o) => o.status !== 200).map((o) => [o.status, o.body?.error?.type])).toEqual(
-    Array(30 - accepted.length).fill([429, 'rate_limit_error']),
+  // the others refused for the rate (or, on a machine too busy to answer its health checks, a clean 503)
+  expect(
+    limited.filter((o) => o.status !== 200 && verdict(o) !== 'clean 503').map((o) => [o.status, o.body?.error?.type]),
+  ).toEqual(
+    Array(limited.filter((o) => o.status !== 200 && verdict(o) !== 'clean 503').length).fill([429, 'rate_limit_error']),
   );
+  expect(limited.filter((o) => o.status === 429).length).toBeGreaterThan(0);
   expect(new Set(limited.map((o) => o.node)).size).toBe(3); // hammered through every node
 
   const spending = await Promise.all(Array.from({ length: 60 }, (_x, i) => send(haproxy.url, budget.key, i % 2 === 0)));
   expect(new Set(spending.map((o) => o.node)).size).toBe(3);
   expect(spending.filter((o) => o.status === 200).length).toBeGreaterThan(0);
-  for (const o of spending.filter((x) => x.status !== 200)) {
+  for (const o of spending.filter((x) => x.status !== 200 && verdict(x) !== 'clean 503')) {
     expect([o.status, o.body?.error?.code]).toEqual([429, 'insufficient_quota']);
   }
   await until('the budget key settled', async () => (await heldOn(budget.id)) === 0, SLACK_MS);
@@ -173,18 +184,20 @@ test('a key rate limit and a key budget hold across the three nodes', async () =
 const heldOn = (keyId: number) => count(db('holds').where('key_id', keyId));
 
 test('a node killed with SIGKILL mid-stream, then restarted on its port: the sweeper settles its holds', async () => {
+  for (const n of ['n1', 'n2', 'n3']) await haproxy.until(n, 'UP', SLACK_MS * 2);
   load.start(8);
   // Kill only once the victim has streams under way, so that the kill certainly lands mid-stream.
-  await until('two streams under way on n1', () => load.streamsOn('n1').length >= 2, SLACK_MS);
+  await until('two streams under way on n1', () => load.streamsOn('n1').length >= 2, SLACK_MS * 2);
   const victim = nodes[0]!;
   events.victimPid = victim.proc.pid;
   events.killedAt = Date.now();
   await victim.stop('SIGKILL');
+  console.log(`cluster: n1 (pid ${events.victimPid}) killed at ${new Date(events.killedAt).toISOString()}`);
   const owner = `${os.hostname()}:${events.victimPid}`;
   events.victimLeases = (await db('leases').where('owner', owner).select('id')).map((l) => l.id);
   expect(events.victimLeases.length).toBeGreaterThan(0);
   await startNode(0);
-  await haproxy.until('n1', 'UP');
+  await haproxy.until('n1', 'UP', SLACK_MS * 2);
   await sleep(1000); // the restarted node takes its share
 
   // Its leases and the holds under them, expired HOLD_TTL_MS after their last renewal, are settled by a sweep.
@@ -199,25 +212,27 @@ test('a node killed with SIGKILL mid-stream, then restarted on its port: the swe
 });
 
 test('a node sent SIGTERM finishes its streams in flight, is drained, and comes back', async () => {
-  await until('two streams under way on n2', () => load.streamsOn('n2').length >= 2, SLACK_MS);
+  for (const n of ['n1', 'n2', 'n3']) await haproxy.until(n, 'UP', SLACK_MS * 2);
+  await until('two streams under way on n2', () => load.streamsOn('n2').length >= 2, SLACK_MS * 2);
   const inFlight = load.streamsOn('n2');
   events.drainedAt = Date.now();
   const stopped = nodes[1]!.stop('SIGTERM');
+  console.log(`cluster: n2 sent SIGTERM at ${new Date(events.drainedAt).toISOString()}`);
   await haproxy.until('n2', 'DOWN');
   await stopped;
   await until('its streams recorded', () => inFlight.every((o) => o.end > 0), SLACK_MS);
   for (const o of inFlight) expect([o.status, o.cut, o.error]).toEqual([200, false, undefined]);
   expect(nodes[1]!.proc.exitCode).toBe(0);
   await startNode(1);
-  await haproxy.until('n2', 'UP');
+  await haproxy.until('n2', 'UP', SLACK_MS * 2);
   await sleep(1000);
 });
 
 test('the database goes away for 5 s and comes back: the nodes answer 503 meanwhile and recover', async () => {
   const before = load.outcomes.length;
-  dbProxy.cut();
+  await dbProxy.cut();
   await sleep(5000);
-  dbProxy.restore();
+  await dbProxy.restore();
   for (const n of ['n1', 'n2', 'n3']) await haproxy.until(n, 'UP', SLACK_MS * 2);
   const back = Date.now();
   await until(
@@ -246,7 +261,13 @@ function verdict(o: Outcome): string | null {
 test('every answer is a success or a clean 503, except requests in flight on the killed node', () => {
   const outcomes = load.outcomes;
   const bad = outcomes.filter((o) => verdict(o) === null);
-  expect(bad.map((o) => ({ ...o, body: String(JSON.stringify(o.body)).slice(0, 300) }))).toEqual([]);
+  const show = (o: Outcome) => ({
+    ...o,
+    start: new Date(o.start).toISOString(),
+    end: new Date(o.end).toISOString(),
+    body: String(JSON.stringify(o.body)).slice(0, 300),
+  });
+  expect(bad.map(show)).toEqual([]);
   const count = (v: string) => outcomes.filter((o) => verdict(o) === v).length;
   console.log(
     `cluster: ${outcomes.length} answers: ${count('served')} served, ${count('clean 503')} clean 503, ` +
@@ -313,7 +334,8 @@ test("the nodes' metrics agree with the usage records", async () => {
   // no live counter saw. So over the whole run, the live nodes' sums are at most the records; over a quiet batch
   // sent now, with every node up, they grow by exactly what the records grow by.
   await settledEverywhere();
-  const records = () => db('usage_records').whereIn('account_id', loadAccounts);
+  // every record made while this file's nodes ran (the limited keys' too), not only the load's
+  const records = () => db('usage_records').where('created_at', '>=', events.startedAt!);
   const [count0, spend0] = [
     await sumOver('switchyard_upstream_requests_total'),
     await sumOver('switchyard_spend_micro_usd_total'),
@@ -326,7 +348,7 @@ test("the nodes' metrics agree with the usage records", async () => {
   expect(batch.map((o) => [o.status, o.cut])).toEqual(Array(30).fill([200, false]));
   expect(new Set(batch.map((o) => o.node)).size).toBe(3);
   await settledEverywhere();
-  const mine = await records()
+  const mine = await db('usage_records')
     .whereIn(
       'request_id',
       batch.map((o) => o.requestId!),

@@ -1,15 +1,14 @@
 /**
- * A TCP proxy of the test's own between the gateway nodes and their database, so that the database can "go away"
- * without stopping a server other users share: `cut()` resets every connection through it and every new one (the
- * nodes see their database drop and refuse them, as when its host goes down), `restore()` lets them through again.
- * It keeps listening while cut, so that nobody else can take its port in between.
+ * The database "goes away" without stopping a server other users share: the nodes reach it through a TCP proxy of
+ * the test's own (tcpProxyProcess.mjs, a child process), which `cut()` resets and refuses (as when the database's host
+ * goes down) and `restore()` lets through again.
  */
-import net from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
 
 export class TcpProxy {
-  private server!: net.Server;
-  private readonly open = new Set<net.Socket>();
-  private cutOff = false;
+  private proc!: ChildProcess;
+  private lines: string[] = [];
   port = 0;
 
   constructor(
@@ -18,36 +17,46 @@ export class TcpProxy {
   ) {}
 
   async start(): Promise<this> {
-    this.server = net.createServer((client) => this.accept(client));
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
+    this.proc = spawn(
+      process.execPath,
+      [path.join(__dirname, 'tcpProxyProcess.mjs'), this.host, String(this.targetPort)],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    let buf = '';
+    this.proc.stdout!.on('data', (d) => {
+      buf += d;
+      const parts = buf.split('\n');
+      buf = parts.pop()!;
+      this.lines.push(...parts);
+    });
+    this.port = Number(await this.next());
     return this;
   }
 
-  private accept(client: net.Socket): void {
-    if (this.cutOff) return void client.resetAndDestroy();
-    const upstream = net.connect(this.targetPort, this.host);
-    for (const s of [client, upstream]) {
-      this.open.add(s);
-      s.setNoDelay(true);
-      s.on('close', () => this.open.delete(s));
-      // one side gone: the other goes too (a reset where it broke, as a dropped connection looks)
-      s.on('error', () => (s === client ? upstream : client).destroy());
+  private async next(): Promise<string> {
+    for (let i = 0; !this.lines.length; i++) {
+      if (this.proc.exitCode !== null || i > 600) throw new Error('the TCP proxy did not answer');
+      await new Promise((r) => setTimeout(r, 25));
     }
-    client.pipe(upstream).pipe(client);
+    return this.lines.shift()!;
   }
 
-  cut(): void {
-    this.cutOff = true;
-    for (const s of this.open) s.resetAndDestroy();
+  async cut(): Promise<void> {
+    this.proc.kill('SIGUSR1');
+    if ((await this.next()) !== 'cut') throw new Error('the TCP proxy did not cut');
   }
 
-  restore(): void {
-    this.cutOff = false;
+  async restore(): Promise<void> {
+    this.proc.kill('SIGUSR2');
+    if ((await this.next()) !== 'restored') throw new Error('the TCP proxy did not restore');
   }
 
   async close(): Promise<void> {
-    this.cut();
-    await new Promise((resolve) => this.server.close(resolve));
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    const exited = new Promise((r) => this.proc.once('exit', r));
+    this.proc.kill('SIGKILL');
+    await exited;
   }
 }
