@@ -138,9 +138,12 @@ export async function migrate(db: Knex): Promise<string[]> {
 
 /** Errors that say the database cannot be reached (down, restarting, refusing connections), not that a query is wrong. */
 export function isDatabaseDown(e: unknown): boolean {
-  const { code, name } = (e ?? {}) as { code?: string; name?: string };
+  const { code, name, fatal, errno } = (e ?? {}) as { code?: string; name?: string; fatal?: boolean; errno?: number };
   return (
     name === 'KnexTimeoutError' ||
+    // mysql2's "Can't add new command when connection is in closed state" (a transaction's ROLLBACK on a connection
+    // the server dropped): fatal, with no code and no server error number
+    (fatal === true && code === undefined && errno === undefined) ||
     (!!code &&
       [
         'ECONNREFUSED',

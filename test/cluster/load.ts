@@ -2,6 +2,7 @@
  * The cluster test's clients: many keys sending chat requests and streams through the load balancer at once, each
  * answer recorded as the client saw it (status, the node HAProxy says served it, whether a stream came to its end).
  */
+import http from 'node:http';
 
 export interface Outcome {
   stream: boolean;
@@ -23,8 +24,12 @@ export interface Outcome {
 export const chatBody = (stream: boolean, words = 'hello cluster') =>
   JSON.stringify({ model: 'paced', messages: [{ role: 'user', content: words }], max_tokens: 20, stream });
 
-/** One request, recorded. `onHeaders` runs when the answer's headers are in (the request is now a node's). */
-export async function send(
+/**
+ * One request, recorded, on a connection of its own: a client that reuses a connection can write its next request
+ * onto one the balancer is closing at that moment, and gets "other side closed" for a request no node ever saw (a
+ * client's retry question, not the gateway's). `onHeaders` runs when the answer's headers are in.
+ */
+export function send(
   url: string,
   key: string,
   stream: boolean,
@@ -41,42 +46,60 @@ export async function send(
     body: null,
     cut: false,
   };
-  let res: Response;
-  try {
-    res = await fetch(`${url}/v1/chat/completions`, {
+  const payload = chatBody(stream);
+  return new Promise((resolve) => {
+    const done = (error?: unknown) => {
+      if (error !== undefined) o.error = String(error);
+      o.end = Date.now();
+      resolve(o);
+    };
+    const req = http.request(`${url}/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: chatBody(stream),
+      agent: false,
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+      },
     });
-  } catch (e) {
-    return Object.assign(o, { end: Date.now(), error: String((e as Error).cause ?? e) });
-  }
-  Object.assign(o, {
-    status: res.status,
-    node: res.headers.get('x-switchyard-node'),
-    requestId: res.headers.get('x-request-id'),
+    req.on('error', done); // no answer at all (status 0), or one that broke off (cut, see below)
+    req.on('response', (res) => {
+      Object.assign(o, {
+        status: res.statusCode,
+        node: header(res, 'x-switchyard-node'),
+        requestId: header(res, 'x-request-id'),
+      });
+      onHeaders(o);
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('aborted', () => (o.cut = true));
+      res.on('error', () => (o.cut = true));
+      res.on('close', () => {
+        read(o, text, String(res.headers['content-type']), res.complete);
+        done();
+      });
+    });
+    req.end(payload);
   });
-  onHeaders(o);
-  let text = '';
-  try {
-    text = await res.text();
-  } catch (e) {
-    o.cut = true;
-    o.error = String((e as Error).cause ?? e);
-  }
-  o.end = Date.now();
-  if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+}
+
+const header = (res: http.IncomingMessage, name: string) => (res.headers[name] as string | undefined) ?? null;
+
+/** A stream is whole when it ends with [DONE]; a JSON answer when it parses. */
+function read(o: Outcome, text: string, type: string, complete: boolean): void {
+  if (!complete) o.cut = true;
+  if (type.startsWith('text/event-stream')) {
     o.body = text;
     if (!text.trimEnd().endsWith('data: [DONE]')) o.cut = true;
-  } else {
-    try {
-      o.body = JSON.parse(text);
-    } catch {
-      o.body = text;
-      o.cut = true;
-    }
+    return;
   }
-  return o;
+  try {
+    o.body = JSON.parse(text);
+  } catch {
+    o.body = text;
+    o.cut = true;
+  }
 }
 
 /** Clients that keep sending (half of them streams) from random keys until stopped. */
