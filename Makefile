@@ -104,9 +104,12 @@ mock: install
 # Needs nothing but the repository (and Node 20, make): services first, then every suite, then Node 22.
 test: services typecheck lint format-check generate-check unit integration integration-mysql cluster contract e2e agents test-node22
 
-# Switchyard against a bare Node proxy, with wrk as the load generator (test/bench/bench.mjs; BENCH_* settings there).
+# Switchyard against a bare Node proxy, with wrk and h2load as the load generators (test/bench/bench.mjs; BENCH_*
+# settings there). A default run on two databases takes 15-25 minutes.
 bench: build
-	@command -v wrk >/dev/null || { if command -v apt-get >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk || { echo "make bench: could not install wrk with apt-get; install wrk (https://github.com/wg/wrk) and run again"; exit 1; }; else echo "make bench: wrk is missing; install wrk (https://github.com/wg/wrk) and run again"; exit 1; fi; }
+	@for t in wrk:wrk h2load:nghttp2-client; do cmd=$${t%%:*}; pkg=$${t#*:}; command -v $$cmd >/dev/null && continue; \
+	  if command -v apt-get >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg || { echo "make bench: could not install $$pkg ($$cmd) with apt-get; install it and run again"; exit 1; }; \
+	  else echo "make bench: $$cmd is missing; install $$pkg and run again"; exit 1; fi; done
 	node test/bench/bench.mjs
 
 clean:

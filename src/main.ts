@@ -16,6 +16,7 @@ import { buildServer } from './http/server';
 import { createLogger } from './log';
 import { connectRedis } from './redis';
 import { createApp, loadConfig, reload, startApp, stopApp, type App } from './services/app';
+import { startTracing, stopTracing } from './tracing';
 
 export interface Started {
   app: App;
@@ -30,6 +31,9 @@ export async function start(
 ): Promise<Started> {
   const log = createLogger();
   const config = loadConfig(opts.configFile);
+  // Before any request: with an OTLP endpoint configured the SDK is loaded and started; without one, never loaded.
+  if (await startTracing())
+    log.info({ service: process.env.OTEL_SERVICE_NAME ?? 'switchyard' }, 'exporting traces (OTLP)');
   const db = connect(opts.databaseUrl);
   if (opts.migrate !== false) await migrate(db);
   const redis = await connectRedis(process.env.REDIS_URL, log);
@@ -59,6 +63,7 @@ export async function start(
       const left = await stopApp(app);
       redis?.disconnect();
       await db.destroy();
+      await stopTracing(); // the last spans (settlements written just now) are flushed to the collector
       if (left.unwritten || left.leasesKept)
         log.warn(
           left,

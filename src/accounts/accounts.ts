@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
+import { insertId } from '../db/dialect';
 
 export interface Account {
   id: number;
@@ -94,7 +95,7 @@ async function insertAccount(
 ): Promise<number> {
   for (let attempt = 0; ; attempt++) {
     try {
-      const [inserted] = await db('accounts').insert({
+      return await insertId(db, 'accounts', {
         ...row,
         email_key: emailKey(row.email),
         status: 'active',
@@ -102,7 +103,6 @@ async function insertAccount(
         created_at: Date.now(),
         referral_code: randomCode(8),
       });
-      return Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;
       if (await db('accounts').where('email', row.email).first('id'))

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { SCOPES, type Scope } from '../contract';
+import { insertId } from '../db/dialect';
 
 /** The scopes a key may have are the contract's (KeyScope): an operation needs one of them. */
 export { SCOPES, type Scope };
@@ -147,7 +148,7 @@ export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; sec
   checkSettings({ ...k, scopes });
   if (!(await db('accounts').where('id', k.accountId).first('id'))) throw new KeyError(`no account ${k.accountId}`);
   const secret = generateKey();
-  const [inserted] = await db('api_keys').insert({
+  const id = await insertId(db, 'api_keys', {
     account_id: k.accountId,
     name: k.name ?? null,
     prefix: secret.slice(0, 9),
@@ -164,7 +165,6 @@ export async function createKey(db: Knex, k: NewKey): Promise<{ key: ApiKey; sec
     budget_period: k.budget?.period ?? null,
     created_at: Date.now(),
   });
-  const id = Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);
   return { key: (await getKey(db, id))!, secret };
 }
 

@@ -16,6 +16,7 @@ import type { Knex } from 'knex';
 import { authenticator } from 'otplib';
 import { OPERATOR_ROLES, type OperatorRole } from '../contract';
 import { decrypt, encrypt, isSealed, SecretKeyError } from '../secrets';
+import { insertId } from '../db/dialect';
 
 export interface Operator {
   id: number;
@@ -81,7 +82,7 @@ export async function createOperator(db: Knex, email: string, role: string, pass
   if (!/^[^@\s]+@[^@\s]+$/.test(e) || e.length > 320) throw new OperatorError(`not an email address: ${email}`);
   if (!isOperatorRole(role)) throw new OperatorError(`--role must be one of ${OPERATOR_ROLES.join(', ')}`);
   if (await db('operators').where('email', e).first('id')) throw new OperatorError(`an operator ${e} exists`);
-  const [id] = await db('operators').insert({ email: e, role, password_hash: passwordHash, created_at: Date.now() });
+  const id = await insertId(db, 'operators', { email: e, role, password_hash: passwordHash, created_at: Date.now() });
   return (await getOperator(db, Number(id)))!;
 }
 
@@ -309,7 +310,7 @@ export async function saveOidcOperator(
   const email = id.email.trim().toLowerCase();
   const link = { role, oidc_issuer: id.issuer, oidc_subject: id.subject };
   if (!found) {
-    const [newId] = await db('operators').insert({ email, password_hash: '', ...link, created_at: Date.now() });
+    const newId = await insertId(db, 'operators', { email, password_hash: '', ...link, created_at: Date.now() });
     return (await getOperator(db, Number(newId)))!;
   }
   const taken = email !== found.email && (await db('operators').where('email', email).first('id'));

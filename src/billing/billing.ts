@@ -27,6 +27,7 @@ import type { KeyPrincipal } from '../accounts/keys';
 import type { BillingConfig, ModelConfig } from '../config';
 import { ApiError } from '../errors';
 import { NO_USAGE, familyBounds, usage, type Units, type Usage } from '../usage';
+import { fail, type RequestTrace, type Span } from '../tracing';
 import { priceOf, type Price } from './prices';
 import * as store from './store';
 
@@ -59,6 +60,8 @@ export const budgetExhausted = (b: { micros: number; period: string; resetsAt: n
 
 export interface AdmitRequest {
   requestId: string;
+  /** The request's trace (tracing on): its settlement is a span under it. */
+  trace?: RequestTrace;
   principal: KeyPrincipal;
   model: ModelConfig;
   endpoint: string;
@@ -115,6 +118,8 @@ export type Progress = () => { usage: Usage | null; generatedBytes: number };
 export interface Admission {
   /** The output allowance to send upstream, all choices together: the request's own, or lower when money is short. */
   outputTokens: number;
+  /** What is held for it (micro-USD). */
+  held: number;
   /** Registers where to read the progress of a stream (for checkpoints). */
   track(progress: Progress): void;
   /** Charges what the request used. Resolves when the charge is queued (a lease) or written (a hold). */
@@ -177,6 +182,8 @@ export class Billing {
   private retiring: Lease[] = [];
   /** Sweeps and renewals under way (stop() waits for them). */
   private readonly running = new Set<Promise<unknown>>();
+  /** Settlement spans (tracing on) of settlements queued, by request id: they end once the batch is written. */
+  private readonly spans = new Map<string, Span>();
   /** Told of every settled request, with what it cost at the configured prices (metrics). */
   onSettled: ((s: Readonly<store.Settlement>, cost: number) => void) | null = null;
 
@@ -219,6 +226,8 @@ export class Billing {
     const idle = (l: Lease) => l.inFlight === 0 && l.unflushed === 0;
     const leases = [...this.leases.values(), ...this.retiring];
     await Promise.all(leases.filter(idle).map((l) => this.close(l)));
+    for (const span of this.spans.values()) endSettlement(span, null, 'unwritten');
+    this.spans.clear();
     return { unwritten: this.queue.length, leasesKept: leases.filter((l) => !l.dead).length };
   }
 
@@ -256,6 +265,7 @@ export class Billing {
     this.live.set(r.requestId, live);
     return {
       outputTokens,
+      held: hold,
       track: (progress) => {
         live.progress = progress;
       },
@@ -516,6 +526,7 @@ export class Billing {
       held: live.hold > 0 ? { micros: live.hold, promptTokens: r.promptTokens, outputTokens: live.heldOutput } : null,
     };
     this.onSettled?.(s, cost);
+    const span = r.trace && settlementSpan(r.trace, s, cost, live);
     this.settling++; // until its hold is written (a per-request hold is settled in the database right away)
     try {
       if (live.lease) {
@@ -525,15 +536,19 @@ export class Billing {
         s.charge = Math.min(cost, Math.max(0, free(lease)));
         s.uncovered = cost - s.charge;
         lease.unflushed += s.charge;
+        if (span) this.spans.set(s.requestId, span);
         this.enqueue(s, lease);
       } else if (live.hold === 0) {
         s.uncovered = cost; // a free request (a model without prices): nothing to charge, a usage record to write
+        if (span) this.spans.set(s.requestId, span);
         this.enqueue(s, null);
       } else {
         const charge = await store.settleHold(this.db, this.holdOf(live), { ...s, cost });
         if (charge !== null && charge < cost) this.shortfall(s, cost - charge);
+        if (span) endSettlement(span, { charge: charge ?? 0, uncovered: cost - (charge ?? 0), rows: 1 });
       }
     } catch (e) {
+      if (span) endSettlement(span, null, e);
       // A per-request hold stays in the database; the sweeper settles it once its lease expires.
       this.log.error(
         { reqId: live.requestId, err: (e as Error).message },
@@ -603,6 +618,7 @@ export class Billing {
         }
         for (const id of gone) this.markDead(id);
         for (const w of written) if (w.uncovered > 0) this.shortfall(w, w.uncovered);
+        if (this.spans.size) this.written(batch.map((b) => b.s));
       } catch (e) {
         this.log.error({ err: (e as Error).message, rows: batch.length }, 'could not write settlements; trying again');
         this.queue.unshift(...batch);
@@ -615,6 +631,16 @@ export class Billing {
     await this.closeRetired();
     if (this.queue.length >= this.config.flush_rows) await this.flush();
     else if (this.queue.length) this.flushTimer ??= setTimeout(() => void this.flush(), this.config.flush_ms);
+  }
+
+  /** The settlements' spans end: their usage records and ledger rows are in the database. */
+  private written(batch: store.Settlement[]): void {
+    for (const s of batch) {
+      const span = this.spans.get(s.requestId);
+      if (!span) continue;
+      this.spans.delete(s.requestId);
+      endSettlement(span, { charge: s.charge, uncovered: s.uncovered, rows: batch.length });
+    }
   }
 
   private markDead(id: string): void {
@@ -751,3 +777,33 @@ function othersOf(r: AdmitRequest): Record<string, number> {
 
 const pair = (p: KeyPrincipal) => `${p.accountId}:${p.key.id}`;
 const free = (l: Lease) => l.amount - l.inFlight - l.unflushed;
+
+/**
+ * A request's settlement, as a span under its request's: from the moment it is settled to the moment its usage
+ * record is written (batched, a moment later, for a lease's requests), with what it cost.
+ */
+function settlementSpan(t: RequestTrace, s: store.Settlement, cost: number, live: Live): Span {
+  t.span.setAttribute('switchyard.cost_micro_usd', cost);
+  return t.child('settlement', {
+    'switchyard.cost_micro_usd': cost,
+    'switchyard.settlement.mode': live.lease ? 'lease' : live.hold === 0 ? 'free' : 'hold',
+    'switchyard.settlement.status': s.status,
+    'switchyard.account.id': s.accountId,
+    'switchyard.key.id': s.keyId,
+  });
+}
+
+function endSettlement(
+  span: Span,
+  done: { charge: number; uncovered: number; rows: number } | null,
+  e?: unknown,
+): void {
+  if (done)
+    span.setAttributes({
+      'switchyard.charge_micro_usd': done.charge,
+      'switchyard.uncovered_micro_usd': done.uncovered,
+      'switchyard.settlement.batch_rows': done.rows,
+    });
+  else fail(span, e ?? 'unwritten');
+  span.end();
+}

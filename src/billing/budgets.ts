@@ -25,8 +25,12 @@ export function periodEnd(period: BudgetPeriod, now: number): number {
 
 const starts = (now: number) => BUDGET_PERIODS.map((p) => periodStart(p, now));
 
-/** The start of the key's current period, in SQL (3 bindings: starts(now)). */
-const PERIOD = "(CASE budget_period WHEN 'day' THEN ? WHEN 'week' THEN ? WHEN 'month' THEN ? ELSE 0 END)";
+/**
+ * The start of the key's current period, in SQL (3 bindings: starts(now)). ELSE 0.0, not 0: PostgreSQL types a CASE
+ * whose other branches are bindings after its one literal, and an integer 0 would make them INTEGER, too small for
+ * epoch milliseconds ("out of range for type integer"); 0.0 makes them NUMERIC, exact, on every database.
+ */
+const PERIOD = "(CASE budget_period WHEN 'day' THEN ? WHEN 'week' THEN ? WHEN 'month' THEN ? ELSE 0.0 END)";
 
 /** Room in the key's budget for `amount` more held (no budget: always). Bindings: roomBindings. */
 export const BUDGET_ROOM_SQL = `(budget_micros IS NULL OR budget_micros - (CASE WHEN budget_start = ${PERIOD} THEN budget_used_micros ELSE 0 END) - held_micros >= ?)`;

@@ -10,6 +10,7 @@ import type { Knex } from 'knex';
 import { canonicalCode, randomCode } from '../accounts/accounts';
 import { isUniqueViolation, transact } from '../db';
 import { creditWithin } from './debt';
+import { insertId } from '../db/dialect';
 
 export class RedemptionError extends Error {
   override name = 'RedemptionError';
@@ -54,7 +55,7 @@ export async function createCodes(
   return transact(db, async (trx) => {
     const out: NewCode[] = [];
     for (const code of codes) {
-      const [inserted] = await trx('redemption_codes').insert({
+      const id = await insertId(trx, 'redemption_codes', {
         code_hash: sha256(canonicalCode(code)),
         prefix: code.slice(0, 8),
         amount_micros: amountMicros,
@@ -64,7 +65,7 @@ export async function createCodes(
         created_by: createdBy?.slice(0, 200) ?? null,
       });
       out.push({
-        id: Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted),
+        id,
         code,
         amount_micros: amountMicros,
       });

@@ -9,6 +9,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { ApiError } from '../errors';
+import { dialectOf } from '../db/dialect';
 
 const MINUTE = 60_000;
 /** Rows per INSERT: far below SQLite's 32766 bound variables and MariaDB's packet size. */
@@ -102,8 +103,9 @@ export class RefusalCounts {
   }
 
   private async write(rows: Bucket[]): Promise<void> {
-    const mysql = (this.db.client as { config: { client: string } }).config.client === 'mysql2';
-    // Each process adds its own counts to the row: additive, whoever wrote the minute before.
+    // Each process adds its own counts to the row: additive, whoever wrote the minute before. MySQL names the row
+    // that was refused VALUES(), PostgreSQL and SQLite `excluded`.
+    const mysql = dialectOf(this.db) === 'mysql';
     const added = this.db.raw(mysql ? '?? + VALUES(??)' : '?? + excluded.??', ['refusals.count', 'count']);
     for (let i = 0; i < rows.length; i += BATCH_ROWS) {
       const batch = rows.slice(i, i + BATCH_ROWS).map((b) => ({

@@ -7,6 +7,7 @@
 import { BUDGET_COLUMNS, BUDGET_SPEND_SQL, budgetLeftOf, spendBindings, spendKey } from './budgets';
 import type { Knex } from 'knex';
 import { transact } from '../db';
+import { dialectOf } from '../db/dialect';
 import { USAGE_CLASSES } from '../usage';
 
 export interface AccountMoney {
@@ -42,7 +43,7 @@ export interface SettlementTx {
 }
 
 export async function withSettlementTx<T>(db: Knex, work: (tx: SettlementTx) => Promise<T>): Promise<T> {
-  if (db.client.config.client === 'better-sqlite3') return sqlite(db, work);
+  if (dialectOf(db) === 'sqlite') return sqlite(db, work);
   return transact(db, (trx) => work(knexTx(trx)));
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './index';
+import { insertId } from './dialect';
 
 export interface Revision {
   id: number;
@@ -51,7 +52,7 @@ export async function writeRevision(
 ): Promise<number> {
   try {
     return await db.transaction(async (trx) => {
-      const [id] = await trx('catalog_revisions').insert({
+      const id = await insertId(trx, 'catalog_revisions', {
         parent,
         document,
         actor: actor.slice(0, 200),

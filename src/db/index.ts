@@ -1,17 +1,22 @@
 /**
- * Database connection from DATABASE_URL: `mysql://user:pass@host:port/db` (MySQL / MariaDB through mysql2) or
- * `sqlite:<path>` (embedded, better-sqlite3; the default is sqlite:./data/switchyard.db).
- * Money columns are BIGINT micro-USD, kept below 2^53 so both drivers return plain numbers; times are epoch milliseconds.
+ * Database connection from DATABASE_URL: `mysql://user:pass@host:port/db` (MySQL / MariaDB through mysql2),
+ * `postgres://user:pass@host:port/db` (PostgreSQL through pg; also `postgresql://`) or `sqlite:<path>` (embedded,
+ * better-sqlite3; the default is sqlite:./data/switchyard.db).
+ * Money columns are BIGINT micro-USD, kept below 2^53 so every driver returns plain numbers (pg is told to parse
+ * int8 as a number, below); times are epoch milliseconds. What else differs between the three: ./dialect.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { migrationSource } from './migrations';
+import { isDuplicateKey, isTransientConflict } from './dialect';
+
+export { dialectOf, isDatabaseDown, isDuplicateKey, type Dialect } from './dialect';
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/switchyard.db';
 
 /**
- * How long a MySQL query may take before it is abandoned (DATABASE_QUERY_TIMEOUT_MS; 0: no limit). A server that
+ * How long a MySQL or PostgreSQL query may take before it is abandoned (DATABASE_QUERY_TIMEOUT_MS; 0: no limit). A server that
  * accepts connections and never answers (frozen, or a network partition: no reset ever comes) would otherwise hold
  * a request, and its pooled connection, forever. Generous: a lock wait or a large console listing stays well below.
  */
@@ -80,7 +85,79 @@ export function knexConfig(
       migrations,
     };
   }
-  throw new Error('DATABASE_URL must start with mysql:// or sqlite: (for example sqlite:./data/switchyard.db)');
+  if (url.startsWith('postgres:') || url.startsWith('postgresql:')) return pgConfig(new URL(url), queryTimeout(o));
+  throw new Error(
+    'DATABASE_URL must start with sqlite:, mysql:// or postgres:// (for example sqlite:./data/switchyard.db, ' +
+      'mysql://user:password@127.0.0.1:3306/switchyard or postgres://user:password@127.0.0.1:5432/switchyard)',
+  );
+}
+
+/** node-postgres' OIDs of the types that hold whole numbers: int8 (BIGINT, COUNT) and numeric (SUM of a BIGINT). */
+const PG_INT8 = 20;
+const PG_NUMERIC = 1700;
+
+/**
+ * PostgreSQL, with the protections the MySQL branch has. int8 is read as a JS number (node-postgres' default is a
+ * string, to keep values past 2^53; ours stay below, see the top of this file), per connection through `types`, so
+ * nothing else in the process changes; numeric too, which is what SUM of a BIGINT returns.
+ */
+function pgConfig(u: URL, timeoutMs: number): Knex.Config {
+  const builtin = pgTypes();
+  const getTypeParser = (oid: number, format?: string) =>
+    oid === PG_INT8 || oid === PG_NUMERIC ? (v: string) => Number(v) : builtin.getTypeParser(oid, format as 'text');
+  return {
+    client: 'pg',
+    connection: {
+      host: u.hostname || '127.0.0.1',
+      port: Number(u.port || 5432),
+      user: decodeURIComponent(u.username || 'postgres'),
+      password: decodeURIComponent(u.password),
+      database: decodeURIComponent(u.pathname.replace(/^\//, '')) || 'postgres',
+      types: { getTypeParser },
+      // A database that is down must fail a request in seconds, not hang it: connect within 5 s...
+      connectionTimeoutMillis: 5_000,
+      // ...and give up on a query after DATABASE_QUERY_TIMEOUT_MS: the server cancels it (statement_timeout,
+      // 57014)... and if the server does not answer at all (frozen, partitioned), the client stops waiting a
+      // second later (query_timeout) and the connection is dropped (limitPgQueries).
+      ...(timeoutMs > 0 && { statement_timeout: timeoutMs, query_timeout: timeoutMs + 1_000 }),
+      application_name: 'switchyard',
+    },
+    pool: { min: 0, max: 10, afterCreate: limitPgQueries },
+    // ...and wait at most 8 s for a pooled connection (knex's default is 60 s).
+    acquireConnectionTimeout: 8_000,
+    migrations: { migrationSource, tableName: 'knex_migrations' },
+  };
+}
+
+/** pg's own type table, loaded only when PostgreSQL is used. */
+function pgTypes(): { getTypeParser: (oid: number, format?: 'text' | 'binary') => (v: string) => unknown } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('pg').types;
+}
+
+/** What knex's pg dialect gets from node-postgres: a Client, whose socket is `connection.stream`. */
+interface PgConnection {
+  query: (...args: unknown[]) => unknown;
+  connection: { stream: { destroy(): void } };
+}
+
+/**
+ * A query that ran out of query_timeout still occupies its connection (node-postgres keeps waiting for the answer
+ * and queues the next query behind it): close the socket, so the pool (which sees the connection end) opens a new one.
+ */
+function limitPgQueries(conn: PgConnection, done: (err: Error | null, conn: unknown) => void): void {
+  const query = conn.query.bind(conn);
+  conn.query = (...args: unknown[]) => {
+    const last = args.length - 1;
+    const cb = args[last];
+    if (typeof cb === 'function')
+      args[last] = (err: Error | null, ...rest: unknown[]) => {
+        if (err?.message === 'Query read timeout') conn.connection.stream.destroy();
+        return cb(err, ...rest);
+      };
+    return query(...args);
+  };
+  done(null, conn);
 }
 
 /** What knex's mysql2 dialect calls on a connection (`query(options, bindings, callback)`). */
@@ -115,6 +192,12 @@ function limitQueries(ms: number) {
   };
 }
 
+/** A pg connection's settings without the per-query time limits (for migrations). */
+function unlimited(connection: Knex.Config['connection']): Knex.Config['connection'] {
+  const { statement_timeout: _s, query_timeout: _q, ...rest } = connection as Record<string, unknown>;
+  return rest as Knex.Config['connection'];
+}
+
 export function connect(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL, o: ConnectOptions = {}): Knex {
   const config = knexConfig(url, o);
   if (config.client === 'better-sqlite3') {
@@ -124,43 +207,24 @@ export function connect(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL, 
   return knex(config);
 }
 
-/** Applies the pending migrations. On MySQL they run on a connection of their own, without the query time limit: a migration may rewrite a large table. */
+/**
+ * Applies the pending migrations. On MySQL and PostgreSQL they run on connections of their own, without the query
+ * time limit: a migration may rewrite a large table.
+ */
 export async function migrate(db: Knex): Promise<string[]> {
   const config = db.client.config as Knex.Config;
-  const own = config.client === 'mysql2' ? knex({ ...config, pool: { min: 0, max: 4 } }) : db;
+  const own =
+    config.client === 'mysql2'
+      ? knex({ ...config, pool: { min: 0, max: 4 } })
+      : config.client === 'pg'
+        ? knex({ ...config, connection: unlimited(config.connection), pool: { min: 0, max: 4 } })
+        : db;
   try {
     const [, applied] = (await own.migrate.latest()) as [number, string[]];
     return applied;
   } finally {
     if (own !== db) await own.destroy();
   }
-}
-
-/** Errors that say the database cannot be reached (down, restarting, refusing connections), not that a query is wrong. */
-export function isDatabaseDown(e: unknown): boolean {
-  const { code, name, fatal, errno } = (e ?? {}) as { code?: string; name?: string; fatal?: boolean; errno?: number };
-  return (
-    name === 'KnexTimeoutError' ||
-    // mysql2's "Can't add new command when connection is in closed state" (a transaction's ROLLBACK on a connection
-    // the server dropped): fatal, with no code and no server error number
-    (fatal === true && code === undefined && errno === undefined) ||
-    (!!code &&
-      [
-        'ECONNREFUSED',
-        'ECONNRESET',
-        'ETIMEDOUT',
-        'PROTOCOL_SEQUENCE_TIMEOUT',
-        'EHOSTUNREACH',
-        'ENOTFOUND',
-        'EPIPE',
-        'PROTOCOL_CONNECTION_LOST',
-        'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
-        'ER_SERVER_SHUTDOWN',
-        'ER_CON_COUNT_ERROR',
-        'SQLITE_CANTOPEN',
-        'SQLITE_IOERR',
-      ].includes(code))
-  );
 }
 
 /** Whether the database answers within `timeoutMs`. */
@@ -176,21 +240,8 @@ export async function databaseAnswers(db: Knex, timeoutMs: number): Promise<bool
   }
 }
 
-export function isUniqueViolation(e: unknown): boolean {
-  const code = (e as { code?: string }).code;
-  return code === 'ER_DUP_ENTRY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
-/** Lock conflicts that a transaction can simply run again after (MySQL deadlock / lock wait, SQLite busy). */
-function isTransient(e: unknown): boolean {
-  const code = (e as { code?: string }).code;
-  return (
-    code === 'ER_LOCK_DEADLOCK' ||
-    code === 'ER_LOCK_WAIT_TIMEOUT' ||
-    code === 'SQLITE_BUSY' ||
-    code === 'SQLITE_BUSY_SNAPSHOT'
-  );
-}
+/** A unique key was violated (see isDuplicateKey in ./dialect.ts). */
+export const isUniqueViolation = isDuplicateKey;
 
 /** Runs a transaction, again (a few times, after a short random pause) when it lost a lock conflict. */
 export async function transact<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>, attempts = 6): Promise<T> {
@@ -198,7 +249,7 @@ export async function transact<T>(db: Knex, work: (trx: Knex.Transaction) => Pro
     try {
       return await db.transaction(work);
     } catch (e) {
-      if (i >= attempts || !isTransient(e)) throw e;
+      if (i >= attempts || !isTransientConflict(e)) throw e;
       await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * i));
     }
   }

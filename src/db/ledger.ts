@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from './index';
+import { insertId } from './dialect';
 
 /**
  * `shortfall`: what an upstream billed beyond what the account could pay (amount 0; see uncovered_micros);
@@ -95,8 +96,7 @@ export async function postWithin(
     note: entry.note ?? null,
     created_at: Date.now(),
   };
-  const [id] = await trx('ledger').insert(row);
-  return { id: Number(typeof id === 'object' ? (id as { id: number }).id : id), ...row };
+  return { id: await insertId(trx, 'ledger', row as unknown as Record<string, unknown>), ...row };
 }
 
 export async function entries(db: Knex, accountId: number, limit = 100): Promise<LedgerRow[]> {

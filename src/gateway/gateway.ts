@@ -7,6 +7,7 @@
  */
 import type { Config, ModelConfig } from '../config';
 import { errors } from '../errors';
+import { finishReasons, usageAttributes, type RequestTrace, type Span } from '../tracing';
 import type { Usage } from '../usage';
 import { ModelRegistry } from './models';
 import { OPERATIONS, type Operation, type OperationName } from './operations';
@@ -34,6 +35,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Client headers the operation passes on to a provider that serves it natively. */
   headers?: Record<string, string>;
+  /** The request's trace (tracing on): each attempt is a span under it. */
+  trace?: RequestTrace;
 }
 
 /** How one route serves an operation: natively, or through the operation it is bridged to. */
@@ -64,20 +67,28 @@ export class Gateway {
     o: CallOptions,
   ): Promise<Answer<Res>> {
     const { allowance, signal, headers = {} } = o;
-    const { value, route, finish } = await this.router.run(model, signal, async (provider, r, s) => {
-      const plan = this.plan(op, model, provider, r.model);
-      const sent = plan.bridge ? plan.bridge.request(body, model) : body;
-      const res = await provider.send(plan.upstream, sent as never, {
-        model: r.model,
-        maxOutputTokens: allowance,
-        signal: s,
-        headers: plan.bridge ? {} : headers,
-      });
-      return { plan, sent, res };
-    });
-    finish();
+    const routed = await this.router.run(
+      model,
+      signal,
+      async (provider, r, s, traced) => {
+        const plan = this.plan(op, model, provider, r.model);
+        const sent = plan.bridge ? plan.bridge.request(body, model) : body;
+        const res = await provider.send(plan.upstream, sent as never, {
+          model: r.model,
+          maxOutputTokens: allowance,
+          signal: s,
+          headers: plan.bridge ? {} : headers,
+          traced,
+        });
+        return { plan, sent, res };
+      },
+      o.trace,
+    );
+    const { value, route, finish } = routed;
     const { plan, sent, res } = value;
     const reported = plan.reader.usage(res);
+    if (routed.span) answered(routed.span, allowance, reported, finishReasons(res), (res as { model?: unknown }).model);
+    finish();
     const used = reported ?? (await this.count(plan.reader, sent, plan.reader.answerText(res)));
     const grade = plan.reader.grade?.(res, sent);
     const meter: Meter = {
@@ -108,24 +119,31 @@ export class Gateway {
     o: CallOptions,
   ): Promise<Streamed<Chunk>> {
     const { allowance, signal, headers = {} } = o;
-    const started = await this.router.run(model, signal, async (provider, r, s) => {
-      const plan = this.plan(op, model, provider, r.model);
-      const sent = plan.bridge ? plan.bridge.request(body, model) : body;
-      const firstByte = new AbortController(); // aborted when no first chunk came in time: cancels the upstream call
-      const call = {
-        model: r.model,
-        maxOutputTokens: allowance,
-        signal: AbortSignal.any([s, firstByte.signal]),
-        headers: plan.bridge ? {} : headers,
-      };
-      const it = provider.stream(plan.upstream, sent as never, call)[Symbol.asyncIterator]();
-      try {
-        return { plan, sent, it, first: await within(it.next(), r.timeouts.first_byte_ms, firstByte, 'first chunk') };
-      } catch (e) {
-        void it.return?.(undefined).catch(() => undefined);
-        throw e;
-      }
-    });
+    const started = await this.router.run(
+      model,
+      signal,
+      async (provider, r, s, traced) => {
+        const plan = this.plan(op, model, provider, r.model);
+        const sent = plan.bridge ? plan.bridge.request(body, model) : body;
+        const firstByte = new AbortController(); // aborted when no first chunk came in time: cancels the upstream call
+        const call = {
+          model: r.model,
+          maxOutputTokens: allowance,
+          signal: AbortSignal.any([s, firstByte.signal]),
+          headers: plan.bridge ? {} : headers,
+          traced,
+        };
+        const it = provider.stream(plan.upstream, sent as never, call)[Symbol.asyncIterator]();
+        try {
+          const first = await within(it.next(), r.timeouts.first_byte_ms, firstByte, 'first chunk');
+          return { plan, sent, it, first };
+        } catch (e) {
+          void it.return?.(undefined).catch(() => undefined);
+          throw e;
+        }
+      },
+      o.trace,
+    );
     const { plan, sent, it, first } = started.value;
     const includeUsage = op.includeUsage(body);
     const mapper = plan.bridge?.stream(body, model.id);
@@ -143,6 +161,7 @@ export class Gateway {
       present: (c) => shown(mapper ? mapper.push(c as never) : [c]),
       end: (p) => shown(mapper ? mapper.end(p) : []),
       count: (text) => this.count(plan.reader, sent, text),
+      answered: started.span && ((usage, reasons, m) => answered(started.span!, allowance, usage, reasons, m)),
     });
     return relay.start(it, first);
   }
@@ -162,11 +181,18 @@ export class Gateway {
     body: Req,
     signal: AbortSignal,
     headers: Record<string, string> = {},
+    trace?: RequestTrace,
   ): Promise<{ input_tokens: number }> {
-    const { value, finish } = await this.router.run(model, signal, async (provider, r, s) => {
-      if (!provider.serves('count_tokens', r.model)) return { input_tokens: await this.estimate(op, body) };
-      return provider.send('count_tokens', body as never, { model: r.model, maxOutputTokens: 0, signal: s, headers });
-    });
+    const { value, finish } = await this.router.run(
+      model,
+      signal,
+      async (provider, r, s, traced) => {
+        if (!provider.serves('count_tokens', r.model)) return { input_tokens: await this.estimate(op, body) };
+        const call = { model: r.model, maxOutputTokens: 0, signal: s, headers, traced };
+        return provider.send('count_tokens', body as never, call);
+      },
+      trace,
+    );
     finish();
     return value;
   }
@@ -210,4 +236,15 @@ export class Gateway {
     ]);
     return { prompt, completion, cached: 0, cacheWrite: 0, reasoning: 0 };
   }
+}
+
+/**
+ * What an attempt's answer said, on its span: the output it was allowed, the tokens the upstream reported (a
+ * tokenizer's count is the request's, not the upstream's), why it stopped and the model that answered.
+ */
+function answered(span: Span, allowance: number, reported: Usage | null, reasons: string[], model: unknown): void {
+  if (allowance > 0) span.setAttribute('gen_ai.request.max_tokens', allowance);
+  if (reported) span.setAttributes(usageAttributes(reported));
+  if (reasons.length) span.setAttribute('gen_ai.response.finish_reasons', reasons);
+  if (typeof model === 'string') span.setAttribute('gen_ai.response.model', model);
 }

@@ -9,6 +9,7 @@ import type { Usage } from '../usage';
 import { NO_USAGE } from '../usage';
 import type { Operation } from './operations';
 import type { Presented, Reader, StreamUsage } from './operations/types';
+import { fail, finishReasons } from '../tracing';
 import { explain, within, type Routed, type Router } from './router';
 import type { Meter } from './types';
 
@@ -43,6 +44,11 @@ interface RelayOptions<Chunk> {
   end(p: Presented): Chunk[];
   /** Counts the prompt and `text` with the tokenizer. */
   count(text: string): Promise<Usage>;
+  /**
+   * Tracing on: told, when the stream completes, of the usage the upstream reported, why it stopped and the model
+   * its chunks named (for the attempt's span).
+   */
+  answered?: (reported: Usage | null, reasons: string[], model: unknown) => void;
 }
 
 export class Relay<Chunk> {
@@ -51,6 +57,9 @@ export class Relay<Chunk> {
   private readonly text: string[] = [];
   private bytes = 0;
   private settled = false;
+  /** Tracing on: the finish reasons and the model the chunks named. */
+  private reasons: string[] = [];
+  private upstreamModel: unknown;
   private resolve!: (m: Meter) => void;
   private readonly meter = new Promise<Meter>((r) => (this.resolve = r));
 
@@ -84,6 +93,7 @@ export class Relay<Chunk> {
       if (held !== undefined) for (const out of this.o.present(held)) yield (last = out);
       const m = await this.measure();
       this.settle(m);
+      this.o.answered?.(m.counted === 'upstream' ? m.usage : null, this.reasons, this.upstreamModel);
       const p: Presented = {
         model: this.o.model,
         requestId: this.o.requestId,
@@ -96,6 +106,7 @@ export class Relay<Chunk> {
     } catch (e) {
       const failure = explain(e, controller.signal);
       if (failure && failure.reason !== 'aborted') this.o.router.failed(route, `stream_${failure.reason}`);
+      if (this.o.routed.span) fail(this.o.routed.span, failure ? `stream_${failure.reason}` : 'error');
       throw failure ?? e;
     } finally {
       finish();
@@ -117,6 +128,11 @@ export class Relay<Chunk> {
     const reported = this.o.reader.chunkUsage(chunk, this.reported);
     if (reported && reported !== this.reported)
       [this.reported, this.raw] = [reported, (chunk as { usage?: unknown }).usage];
+    if (this.o.answered) {
+      finishReasons(chunk, this.reasons);
+      const c = chunk as { model?: unknown; message?: { model?: unknown } }; // OpenAI's chunks, Anthropic's message_start
+      this.upstreamModel ??= c.model ?? c.message?.model;
+    }
     const text = this.o.reader.chunkText(chunk);
     if (text) {
       this.text.push(text);

@@ -6,33 +6,36 @@
  * `breaker_cooldown_ms`, then one request probes it. No route left to try: 503; all tried and failed: the last
  * failure (502, or 429 when the upstream rate-limited us).
  */
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ModelConfig, RouteConfig, RoutingConfig } from '../config';
 import { ApiError, errors } from '../errors';
+import { fail, traceHeaders, type RequestTrace, type Span } from '../tracing';
 import type { Provider } from './providers';
 import { UpstreamError } from './types';
 
 const CALLER_FAULT = new Set([400, 413, 422]);
 
-/**
- * OpenTelemetry: a span per upstream attempt (to the end of the answer, or of the stream), with the model, the route
- * and, on failure, its cause. Off by default — without an SDK registered the API is a no-op; register one to export
- * them, e.g. `node --require @opentelemetry/auto-instrumentations-node/register` (see the README).
- */
-const tracer = trace.getTracer('switchyard');
-
 type BreakerState = { failures: number; openUntil: number; probing: boolean };
 
-/** One try of one route; `signal` fires when the client leaves or the route's total time is up. */
-export type Attempt<T> = (provider: Provider, route: RouteConfig, signal: AbortSignal) => Promise<T>;
+/**
+ * One try of one route; `signal` fires when the client leaves or the route's total time is up. `traced`: the W3C
+ * trace-context headers of the attempt's span, to send upstream (tracing on only).
+ */
+export type Attempt<T> = (
+  provider: Provider,
+  route: RouteConfig,
+  signal: AbortSignal,
+  traced: Record<string, string> | undefined,
+) => Promise<T>;
 
 export interface Routed<T> {
   value: T;
   route: RouteConfig;
   /** Aborts the upstream call (for the route's total time limit, or when the consumer gives up). */
   controller: AbortController;
-  /** Clears the route's total-time timer; call when the answer is complete. */
+  /** Clears the route's total-time timer (and ends the attempt's span); call when the answer is complete. */
   finish(): void;
+  /** The attempt's span (tracing on): what the answer said is added to it before finish() ends it. */
+  span?: Span;
 }
 
 export type BreakerPosition = 'closed' | 'open' | 'half_open';
@@ -79,10 +82,19 @@ export class Router {
     return [...byPriority.keys()].sort((a, b) => a - b).flatMap((p) => this.weightedShuffle(byPriority.get(p)!));
   }
 
-  /** Tries the routes in order; `clientSignal` (if any) cancels the attempt under way when the client goes away. */
-  async run<T>(model: ModelConfig, clientSignal: AbortSignal | undefined, attempt: Attempt<T>): Promise<Routed<T>> {
+  /**
+   * Tries the routes in order; `clientSignal` (if any) cancels the attempt under way when the client goes away.
+   * `t`: the request's trace (tracing on): each attempt is a span under it.
+   */
+  async run<T>(
+    model: ModelConfig,
+    clientSignal: AbortSignal | undefined,
+    attempt: Attempt<T>,
+    t?: RequestTrace,
+  ): Promise<Routed<T>> {
     let last: UpstreamError | undefined;
     let lastRoute: RouteConfig | undefined;
+    let tried = 0;
     for (const route of this.order(model)) {
       if (!this.admit(route)) continue;
       const controller = new AbortController();
@@ -93,24 +105,24 @@ export class Router {
           controller.abort(new UpstreamError('timeout', `the route took longer than ${route.timeouts.total_ms} ms`)),
         route.timeouts.total_ms,
       );
-      const span = tracer.startSpan(`upstream ${route.provider}`, {
-        kind: SpanKind.CLIENT,
-        attributes: { 'switchyard.model': model.id, 'switchyard.route': `${route.provider}/${route.model}` },
-      });
+      const provider = this.providers.get(route.provider)!;
+      const span = t && attemptSpan(t, provider, route, tried);
+      tried++;
       const finish = () => {
         clearTimeout(timer);
         clientSignal?.removeEventListener('abort', onClient);
-        span.end();
+        span?.end();
       };
       if (clientSignal?.aborted) onClient();
       this.tally(route).tried += 1;
       try {
-        const value = await attempt(this.providers.get(route.provider)!, route, controller.signal);
+        const value = await attempt(provider, route, controller.signal, span && traceHeaders(span));
         this.succeeded(route);
-        return { value, route, controller, finish };
+        if (span && provider.remote) span.setAttribute('http.response.status_code', 200);
+        return { value, route, controller, finish, span };
       } catch (e) {
         const failure = explain(e, controller.signal);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: failure?.reason ?? 'error' });
+        if (span) fail(span, failure?.reason ?? 'error', failure?.reason === 'status' ? failure.status : undefined);
         finish();
         this.onFailure?.(`${route.provider}/${route.model}`, failure?.reason ?? 'error');
         if (failure && failure.reason !== 'aborted') this.remember(route, failure);
@@ -236,6 +248,16 @@ export class Router {
 }
 
 const key = (r: RouteConfig) => `${r.provider}\u0000${r.model}`;
+
+/** An attempt's span: the GenAI inference span of the route's upstream model, with the route and its place. */
+function attemptSpan(t: RequestTrace, provider: Provider, route: RouteConfig, index: number): Span {
+  return t.attempt(route.model, {
+    'gen_ai.provider.name': provider.descriptor.genAi ?? `switchyard.${provider.descriptor.type}`,
+    'switchyard.provider': route.provider,
+    'switchyard.route': `${route.provider}/${route.model}`,
+    'switchyard.fallback.index': index,
+  });
+}
 
 /** The UpstreamError behind a failed attempt (our own timeouts included), or null for any other error. */
 export function explain(e: unknown, signal: AbortSignal): UpstreamError | null {

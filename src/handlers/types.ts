@@ -16,6 +16,7 @@ import type { BodyProfile } from '../gateway/bound';
 import type { Meter } from '../gateway/types';
 import type { App } from '../services/app';
 import type { Client } from '../services/metered';
+import type { RequestTrace } from '../tracing';
 
 export type { Client, OperationId };
 import type { operations } from '../../generated/openapi';
@@ -62,6 +63,8 @@ interface CommonInput<Op extends OperationId> {
   headers: Record<string, string | string[] | undefined>;
   /** The body's measure (depth checked, bytes and attachments counted), for operations with a body. */
   profile: BodyProfile;
+  /** The request's trace, only while tracing is on (src/tracing.ts). */
+  trace?: RequestTrace;
 }
 
 /** Who calls the operation, and for a key what was checked before the body was read (its requests, its money). */

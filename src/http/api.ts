@@ -28,6 +28,7 @@ import { BodyError, inspect, type BodyProfile } from '../gateway/bound';
 import { handlers } from '../handlers';
 import type { Client, HttpInfo, Reply } from '../handlers/types';
 import type { App } from '../services/app';
+import { RequestTrace, tracing } from '../tracing';
 import { operatorActor } from '../services/audit';
 import { clientGone, gone, openExchange, sendError, sendReply, served, type Exchange } from './exchange';
 import { audited } from './audit';
@@ -45,6 +46,8 @@ const EMPTY: BodyProfile = { textBytes: 0, images: 0, audio: 0, audioBytes: 0, f
 
 interface Route {
   operationId: string;
+  /** The contract's path (template), for the request's span name. */
+  path: string;
   guard: Guard;
   hasBody: boolean;
   /** A state-changing admin call: recorded in the audit log (audit.ts). */
@@ -100,6 +103,7 @@ export class Api {
       return true;
     }
     ex.operationId = route.operationId;
+    if (tracing.on) ex.trace = traceOf(req, route);
     this.active++;
     ex.serving = true;
     void this.serve(route, ex, params, q < 0 ? '' : url.slice(q + 1)).finally(() => {
@@ -197,6 +201,8 @@ class Input {
   readonly requestId: string;
   readonly client: Client;
   readonly headers: IncomingMessage['headers'];
+  /** The request's trace (tracing on), for the paid path's spans. */
+  readonly trace: RequestTrace | undefined;
   principal?: unknown;
   grant?: unknown;
   session?: unknown;
@@ -218,6 +224,7 @@ class Input {
     this.requestId = ex.requestId;
     this.client = new ClientSide(ex.res);
     this.headers = ex.req.headers;
+    this.trace = ex.trace;
     const c = ex.caller;
     if (c.principal) this.principal = c.principal;
     if (c.grant) this.grant = c.grant;
@@ -228,6 +235,20 @@ class Input {
   get http(): HttpInfo {
     return httpInfo(this.#ex.req, this.app, this.#raw);
   }
+}
+
+/**
+ * The request's SERVER span, continuing the caller's trace (`traceparent`); a paid or metered call's admission follows.
+ * Attributes name the operation and its route, never the query or a header's value.
+ */
+function traceOf(req: IncomingMessage, route: Route): RequestTrace {
+  const t = new RequestTrace(req.headers, `${req.method} ${route.path}`, {
+    'http.request.method': req.method ?? 'GET',
+    'http.route': route.path,
+    'switchyard.operation': route.operationId,
+  });
+  if (route.guard.scheme === 'bearer' && route.guard.metered) t.admitting();
+  return t;
 }
 
 /** Who made an admin call, for the audit log: the operator of its session, or the admin token. */
@@ -394,6 +415,7 @@ function routeOf(api: OpenAPIBackend, op: Operation): Route {
   ];
   return {
     operationId: id,
+    path: op.path,
     guard: guardOf(ENDPOINTS[id as OperationId], id),
     audit: ENDPOINTS[id as OperationId].caller === 'admin' && op.method.toUpperCase() !== 'GET',
     hasBody,

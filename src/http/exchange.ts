@@ -10,6 +10,7 @@ import type { Meter } from '../gateway/types';
 import type { Reply } from '../handlers/types';
 import type { App } from '../services/app';
 import { refusalReason } from '../billing/refusals';
+import { usageAttributes, type RequestTrace } from '../tracing';
 import { isApiConsolePath, logAnswer, newRequestId, toApiError } from './errors';
 import type { Caller } from './security';
 
@@ -38,6 +39,8 @@ export interface Exchange {
    */
   serving?: boolean;
   closed?: boolean;
+  /** The request's trace, only while tracing is on (tracing.ts). */
+  trace: RequestTrace | undefined;
 }
 
 /** Starts an exchange; its metrics and log line are written when the answer is over, however it ends. */
@@ -51,6 +54,7 @@ export function openExchange(app: App, req: IncomingMessage, res: ServerResponse
     operationId: 'other',
     anthropic: false,
     caller: {},
+    trace: undefined,
   };
   res.once('close', () => {
     ex.closed = true;
@@ -99,6 +103,23 @@ function logExchange(app: App, ex: Exchange): void {
     ...(meter && { provider: meter.provider, usage: meter.usage, counted: meter.counted }),
     ...(ex.error && { error: ex.error.code, cause: ex.error.message, ...ex.error.logged }),
   });
+  if (ex.trace) endTrace(ex.trace, ex, meter);
+}
+
+/** The request's span ends with the answer: its status, who called (ids only), what it used and where. */
+function endTrace(t: RequestTrace, ex: Exchange, meter: Meter | null | undefined): void {
+  const c = ex.caller;
+  const status = ex.res.statusCode;
+  t.end(
+    status,
+    {
+      ...(c.accountId !== undefined && { 'switchyard.account.id': c.accountId }),
+      ...(c.keyId !== undefined && { 'switchyard.key.id': c.keyId }),
+      ...(meter && { 'switchyard.provider': meter.provider, 'switchyard.usage.counted': meter.counted }),
+      ...(meter && usageAttributes(meter.usage)),
+    },
+    ex.error ? (ex.error.code ?? String(status)) : status >= 400 ? String(status) : undefined,
+  );
 }
 
 /** The request id goes out on every answer; Anthropic's SDKs read it from `request-id`. */

@@ -16,6 +16,7 @@ import type { Gateway, Streamed } from '../gateway/gateway';
 import { toModel } from '../gateway/models';
 import type { Operation } from '../gateway/operations';
 import { UpstreamError, type Meter, type Model } from '../gateway/types';
+import type { RequestTrace } from '../tracing';
 import { usage } from '../usage';
 
 /**
@@ -55,6 +56,8 @@ export interface PaidCall<Req = unknown> {
   headers?: Record<string, string | string[] | undefined>;
   /** Called with the whole answer once it is complete (JSON or streamed), before the client gets the end of it. */
   onAnswer?: (answer: unknown) => Promise<void>;
+  /** The request's trace, only while tracing is on. */
+  trace?: RequestTrace;
 }
 
 /** A per-choice allowance above this is no limit at all; it also keeps money arithmetic far from overflow. */
@@ -104,12 +107,13 @@ export class Metered {
    */
   async countTokens<Req extends { model: string }>(
     op: Operation<Req>,
-    call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'client' | 'headers'>,
+    call: Pick<PaidCall<Req>, 'principal' | 'grant' | 'body' | 'profile' | 'client' | 'headers' | 'trace'>,
   ): Promise<{ input_tokens: number }> {
     const { model, body, headers } = this.policy(op, call);
     await call.grant.tokens(tokenEstimate(call.profile, model));
+    if (call.trace) traced(call.trace, op, call, model, 0).admitted(who(call.principal)); // nothing held
     try {
-      return await this.gateway.countTokens(op, model, body, call.client.signal, headers);
+      return await this.gateway.countTokens(op, model, body, call.client.signal, headers, call.trace);
     } catch (e) {
       throw withHeaders(e, call.grant);
     }
@@ -123,14 +127,20 @@ export class Metered {
   }
 
   async serve<Req extends { model: string }>(op: Operation<Req>, call: PaidCall<Req>): Promise<Served> {
-    const a = await this.admit(op, call);
+    let a: Admitted<Req>;
+    try {
+      a = await this.admit(op, call);
+    } catch (e) {
+      call.trace?.admitted(who(call.principal), e);
+      throw e;
+    }
     const started = Date.now();
     try {
       if (op.streams(a.body)) return await this.stream(op, call, a, started);
       // A client that leaves does not stop an answer that is not streamed: the upstream generates it and bills it
       // anyway (it notices a closed connection only when it writes), so the call runs to its end and its usage is
       // charged — exactly what the upstream billed, never a guess.
-      const upstream = { requestId: call.requestId, allowance: a.allowance, headers: a.headers }; // no signal
+      const upstream = { requestId: call.requestId, allowance: a.allowance, headers: a.headers, trace: call.trace }; // no signal
       const answer = await this.gateway.call(op, a.model, a.body, upstream);
       const used = withUnits(op, a.body, answer.meter);
       await a.admission.settle({ status: call.client.left() ? 499 : 200, used, ttfbMs: Date.now() - started });
@@ -160,7 +170,7 @@ export class Metered {
     a: Admitted<Req>,
     started: number,
   ): Promise<Served> {
-    const upstream = { requestId: call.requestId, allowance: a.allowance, headers: a.headers };
+    const upstream = { requestId: call.requestId, allowance: a.allowance, headers: a.headers, trace: call.trace };
     const streamed = await this.gateway.stream(op, a.model, a.body, { ...upstream, signal: call.client.signal });
     a.admission.track(streamed.progress);
     const charged = (m: Meter) => {
@@ -200,9 +210,11 @@ export class Metered {
     const extra = perChoice > 0 ? model.extra_output_tokens : 0;
     const asked = (Math.min(perChoice, MAX_ALLOWANCE) + extra) * choices;
     const reserved = tokenEstimate(call.profile, model) + asked;
+    if (call.trace) traced(call.trace, op, call, model, perChoice);
     await grant.tokens(reserved);
     try {
       const admission = await this.billing.admit({
+        trace: call.trace,
         requestId: call.requestId,
         principal,
         model,
@@ -219,6 +231,7 @@ export class Metered {
         lowerable,
       });
       const allowance = choices ? Math.floor(admission.outputTokens / choices) - extra : 0;
+      call.trace?.admitted({ ...who(principal), 'switchyard.hold_micro_usd': admission.held });
       const ended = (m: Meter | null) => grant.refund(reserved - (m ? m.usage.prompt + m.usage.completion : 0));
       return { model, body, headers, admission, allowance, ended };
     } catch (e) {
@@ -344,6 +357,31 @@ function forwarded(
   }
   return out;
 }
+
+/**
+ * A paid request's trace learns what it is: the GenAI operation, the model asked for (the answer names it too) and
+ * the output it asked for; its attempts are named after them.
+ */
+function traced(
+  t: RequestTrace,
+  op: Operation<any>,
+  call: Pick<PaidCall<{ model: string }>, 'body'>,
+  model: ModelConfig,
+  maxTokens: number,
+): RequestTrace {
+  t.operation = op.genAi ?? op.name;
+  t.model = model.id;
+  t.span.setAttributes({
+    'gen_ai.operation.name': t.operation,
+    'gen_ai.request.model': call.body.model,
+    'gen_ai.response.model': model.id,
+    ...(maxTokens > 0 && maxTokens < MAX_ALLOWANCE && { 'gen_ai.request.max_tokens': maxTokens }),
+  });
+  return t;
+}
+
+/** Who pays, by id only (never the key). */
+const who = (p: KeyPrincipal) => ({ 'switchyard.account.id': p.accountId, 'switchyard.key.id': p.key.id });
 
 /** The error with the rate-limit headers of the request's grant, so that a refusal shows them too. */
 export function withHeaders(e: unknown, grant: LimitGrant): unknown {

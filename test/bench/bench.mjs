@@ -2,37 +2,52 @@
  * Gateway overhead benchmark (`make bench`, after `make build`; plain Node, runs the compiled dist/).
  *
  * What it measures: Switchyard against a bare Node reverse proxy (test/bench/proxy.mjs: node:http + a keep-alive
- * http.Agent, bodies piped, no logic), both in front of the same zero-latency fake OpenAI upstream
- * (test/bench/upstream.mjs), measured in the same run, alternating targets within each round. The bare proxy is the
- * practical limit for any Node gateway on this machine, so results are ratios / differences to it rather than
- * absolute numbers, which on a shared machine mean little.
+ * http.Agent, bodies piped, no logic), both in front of the same fake upstream (test/bench/upstream.mjs: OpenAI chat
+ * and Responses, Anthropic Messages, no latency; streams send 20 chunks 5 ms apart), measured in the same round,
+ * alternating targets. The bare proxy is the practical limit for any Node gateway on this machine, so results are
+ * ratios / differences to it rather than absolute numbers, which on a shared machine mean little. The targets are
+ * issue 20's (TARGETS below), judged per round and on the median of the rounds.
  *
- * Load generator: wrk (C, one thread: -t1) with test/bench/wrk.lua, which sends the POST body, counts non-2xx and
- * bad bodies and prints latency percentiles as JSON. A JavaScript load generator would compete with the gateway for
- * the same cores. Streaming time to first byte, which wrk cannot see, is measured by a small node:http client here.
+ * Every timed run is preceded, for the same target, by an untimed check pass: BENCH_CHECK_N requests by a Node
+ * client that reads every answer (status 200, its shape, the model asked for, the text, the usage), so the timed
+ * runs can use load generators that only count (see load.mjs for which and why, measured): wrk without per-request
+ * Lua for the runs at 1, 32 and 128 connections, h2load --h1 --rps for the fixed-rate runs, a node:http client for
+ * the streams' time to first byte. CPU per request = user + system time of a process (/proc/<pid>/stat) over the run
+ * ÷ the answers; the upstream's is reported too (it is the same for both targets). RSS: idle (after start-up and one
+ * request, settled for a second) and peak (VmHWM after the 128-connection runs).
  *
- * For each database (BENCH_DATABASES, default "sqlite,mariadb": a fresh SQLite file, then database switchyard_bench
- * on mysql://root@127.0.0.1:3306, dropped and re-created) it starts a fresh upstream, proxy and gateway, creates an
- * account and key with the CLI, runs every scenario BENCH_ROUNDS times against both targets, then stops the gateway
- * with SIGTERM, runs `switchyard ledger verify` and counts the usage records against the paid 2xx answers.
- * Prints a Markdown report and writes it to test/bench/results.md.
+ * For each database (BENCH_DATABASES: sqlite, a fresh file; mariadb, database switchyard_bench on
+ * mysql://root@127.0.0.1:3306, dropped and re-created; postgres, BENCH_POSTGRES_URL, dropped and re-created, skipped
+ * with a line in the report if `switchyard migrate` fails on it) it starts a fresh upstream, proxy and gateway,
+ * creates an account and key with the CLI, runs every scenario BENCH_ROUNDS times against both targets, then stops
+ * the gateway with SIGTERM, runs `switchyard ledger verify`, counts the usage records against the paid 2xx answers
+ * and the open holds. Prints a Markdown report and writes it to test/bench/results.md.
  *
  * Environment (all optional):
- *   BENCH_ROUNDS=3           rounds per scenario              BENCH_DURATION=10   seconds measured per wrk run
- *   BENCH_WARMUP=2           seconds of warm-up before each run (wrk; the streaming client too)
- *   BENCH_STREAM_N=200       streaming requests per run (4 connections)
- *   BENCH_DATABASES          comma-separated, of sqlite and mariadb (default both)
- *   BENCH_ONLY='a;b'         only the scenarios whose name contains one of these substrings (e.g. '1 connection')
+ *   BENCH_ROUNDS=3           rounds per scenario              BENCH_DURATION=5    seconds measured per timed run
+ *   BENCH_RATE_DURATION=10   seconds measured of the fixed-rate paid chat run (default BENCH_DURATION when that is set)
+ *   BENCH_WARMUP=1           seconds of warm-up before each timed run (same command; the streaming client too)
+ *   BENCH_CHECK_N=200        requests of the check pass before each timed run (16 at a time)
+ *   BENCH_RATE=2000          req/s of the fixed-rate paid chat run (h2load --rps), over BENCH_RATE_CONNECTIONS=32
+ *   BENCH_AGENT_RATE=100     req/s of the agent-body runs (h2load --rps), over 20 connections
+ *   BENCH_STREAM_N=200       streaming requests per time-to-first-byte run (4 connections)
+ *   BENCH_DATABASES          comma-separated, of sqlite, mariadb and postgres (default sqlite,mariadb)
+ *   BENCH_POSTGRES_URL       default postgres://postgres@127.0.0.1:5432/switchyard_bench (its database is dropped)
+ *   BENCH_ONLY='a;b'         only the scenarios whose name or id contains one of these substrings (e.g. 'agent')
  *   BENCH_OUT                where to write the report (default test/bench/results.md; "-" for nowhere)
  *   BENCH_STRICT=1           exit 1 when a target is missed (otherwise only when something broke)
  *   BENCH_PROFILE=1          run the gateway under --cpu-prof and print its top functions by self time (numbers are
  *                            then slowed by the profiler, so the report is not written unless BENCH_OUT says where)
+ *   BENCH_NODE_FLAGS         Node flags for the gateway process (e.g. '--max-semi-space-size=8')
  *   BENCH_ROOT               the Switchyard checkout whose dist/ is run (default: the repository this file is in)
- *   BENCH_KEEP=1             keep the temporary directory (database, configuration, profiles)
+ *   BENCH_KEEP=1             keep the temporary directory (database, configuration, bodies, h2load logs, profiles)
+ *
+ * A default run (3 rounds, 10 scenarios, two databases) takes 15–25 minutes: 24.6 minutes measured on a shared 2-core
+ * VM with a load average of 18–28 (2026-11-27); about 2.5 minutes a round and database are timed runs and streams, the
+ * rest check passes and start-up, which a quiet machine does faster.
  */
 import { spawn, spawnSync, execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,7 +55,8 @@ import readline from 'node:readline';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { ANSWER } from './upstream.mjs';
+import { messagesBody, responsesBody } from './bodies.mjs';
+import { WRK_LUA, h2loadArgs, parseH2load, parseWrk, runCheck, runStream, runTool, wrkArgs } from './load.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
@@ -48,7 +64,6 @@ const ROOT = path.resolve(process.env.BENCH_ROOT || REPO);
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const UPSTREAM = path.join(HERE, 'upstream.mjs');
 const PROXY = path.join(HERE, 'proxy.mjs');
-const WRK_LUA = path.join(HERE, 'wrk.lua');
 
 const num = (name, dflt, { min = 0, int = false } = {}) => {
   const v = process.env[name];
@@ -58,9 +73,22 @@ const num = (name, dflt, { min = 0, int = false } = {}) => {
     throw new Error(`${name} must be ${int ? 'a whole number' : 'a number'} ≥ ${min}`);
   return n;
 };
+/** Numbers as the report shows them. */
+const f0 = (n) => (Number.isFinite(n) ? n.toFixed(0) : 'n/a');
+const f1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : 'n/a');
+const f2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
+
 const ROUNDS = num('BENCH_ROUNDS', 3, { min: 1, int: true });
-const DURATION = num('BENCH_DURATION', 10, { min: 1, int: true }); // wrk takes whole seconds
-const WARMUP = num('BENCH_WARMUP', 2, { int: true });
+const DURATION = num('BENCH_DURATION', 5, { min: 1, int: true }); // wrk takes whole seconds
+/** The fixed-rate run is the steady measure of overhead: longer, unless a short run was asked for. */
+const RATE_DURATION = num('BENCH_RATE_DURATION', process.env.BENCH_DURATION ? DURATION : 10, { min: 1, int: true });
+const WARMUP = num('BENCH_WARMUP', 1, { int: true });
+const CHECK_N = num('BENCH_CHECK_N', 200, { min: 1, int: true });
+const CHECK_CONNECTIONS = 16;
+const RATE = num('BENCH_RATE', 2000, { min: 1 });
+const RATE_CONNECTIONS = num('BENCH_RATE_CONNECTIONS', 32, { min: 1, int: true });
+const AGENT_RATE = num('BENCH_AGENT_RATE', 100, { min: 1 });
+const AGENT_CONNECTIONS = 20;
 const STREAM_N = num('BENCH_STREAM_N', 200, { min: 1, int: true });
 const STREAM_CONNECTIONS = 4;
 const PROFILE = process.env.BENCH_PROFILE === '1';
@@ -73,76 +101,128 @@ const DATABASES = (process.env.BENCH_DATABASES || 'sqlite,mariadb')
   .map((s) => s.trim().toLowerCase())
   .filter(Boolean);
 const MARIADB = { host: '127.0.0.1', port: 3306, user: 'root', database: 'switchyard_bench' };
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/switchyard_bench';
 const CREDITS_USD = '1000';
-const MODEL = 'bench-chat'; // Switchyard's name for it
-const UPSTREAM_MODEL = 'fake-chat'; // the upstream's own, used through the bare proxy
-const EXPECT_CHAT = 'fixed benchmark answer'; // a substring every chat answer's body must contain
-const EXPECT_MODELS = '"object":"list"';
+/** Switchyard's model names, and the upstream's own, which the bare proxy's clients use. */
+const MODELS = {
+  gateway: { chat: 'bench-chat', claude: 'bench-claude' },
+  proxy: { chat: 'fake-chat', claude: 'fake-claude' },
+};
 const MESSAGES = [
   { role: 'system', content: 'You are a concise assistant.' },
   { role: 'user', content: 'Say hello in one short sentence.' },
 ];
-if (!ANSWER.includes(EXPECT_CHAT)) throw new Error('upstream.mjs answers something else than the harness checks for');
+/** Claude Code's own headers (beside the key) on /v1/messages. */
+const ANTHROPIC_HEADERS = [
+  'anthropic-version: 2023-06-01',
+  'anthropic-beta: claude-code-20250219,interleaved-thinking-2025-05-14',
+];
 
 // ---------------------------------------------------------------------------------------------------------------
-// Scenarios. metric: what is compared; compare: 'ratio' (Switchyard / proxy) or 'diff' (Switchyard − proxy).
+// Scenarios. tool: wrk (at a concurrency), h2load (at a fixed rate), stream (time to first byte). wire: which body
+// is sent and how the check pass judges the answers (load.mjs JUDGE); paid: the gateway bills it.
 
-const CHAT = { kind: 'wrk', method: 'POST', path: '/chat/completions', paid: true, expect: EXPECT_CHAT };
+const WIRES = {
+  models: { method: 'GET', path: '/models', model: 'chat' },
+  chat: { path: '/chat/completions', model: 'chat', body: (model) => JSON.stringify({ model, messages: MESSAGES }) },
+  chatStream: {
+    path: '/chat/completions',
+    model: 'chat',
+    body: (model) =>
+      JSON.stringify({ model, messages: MESSAGES, stream: true, stream_options: { include_usage: true } }),
+  },
+  messages: { path: '/messages', model: 'claude', body: (m) => messagesBody(m, false), headers: ANTHROPIC_HEADERS },
+  messagesStream: {
+    path: '/messages',
+    model: 'claude',
+    body: (m) => messagesBody(m, true),
+    headers: ANTHROPIC_HEADERS,
+  },
+  responses: { path: '/responses', model: 'chat', body: (m) => responsesBody(m, false) },
+  responsesStream: { path: '/responses', model: 'chat', body: (m) => responsesBody(m, true) },
+};
+
+const chat = (connections) => ({
+  id: `chat${connections}`,
+  name: `paid chat, ${connections} connection${connections > 1 ? 's' : ''}`,
+  tool: 'wrk',
+  wire: 'chat',
+  connections,
+  paid: true,
+});
+const agent = (id, name, wire) => ({
+  id,
+  name: `${name}, ${AGENT_RATE} req/s`,
+  tool: 'h2load',
+  wire,
+  rate: AGENT_RATE,
+  connections: AGENT_CONNECTIONS,
+  paid: true,
+});
 const SCENARIOS = [
+  { id: 'models', name: 'GET /v1/models, 32 connections', tool: 'wrk', wire: 'models', connections: 32 },
+  chat(1),
+  chat(32),
+  { ...chat(128), peakRss: true },
   {
-    ...CHAT,
-    id: 'chat32',
-    name: 'paid chat, 32 connections',
-    connections: 32,
-    metric: 'rps',
-    compare: 'ratio',
-    target: { op: '>=', value: 0.5 },
-    cpu: true,
-  },
-  {
-    ...CHAT,
-    id: 'chat1',
-    name: 'paid chat, 1 connection',
-    connections: 1,
-    metric: 'p50',
-    compare: 'diff',
-    target: { op: '<=', value: 0.5 },
-  },
-  {
-    ...CHAT,
-    id: 'chat128',
-    name: 'paid chat, 128 connections',
-    connections: 128,
-    metric: 'p99',
-    compare: 'ratio',
-    target: { op: '<=', value: 3 },
-    rss: true,
-  },
-  {
-    kind: 'wrk',
-    id: 'models',
-    name: 'GET /v1/models, 32 connections',
-    method: 'GET',
-    path: '/models',
-    connections: 32,
-    expect: EXPECT_MODELS,
-    metric: 'rps',
-    compare: 'ratio',
-    target: { op: '>=', value: 0.5 },
-  },
-  {
-    kind: 'stream',
-    id: 'stream',
-    name: 'streaming chat, time to first byte',
+    id: 'fixed',
+    name: `paid chat at a fixed ${RATE} req/s, ${RATE_CONNECTIONS} connections`,
+    tool: 'h2load',
+    wire: 'chat',
+    rate: RATE,
+    connections: RATE_CONNECTIONS,
+    seconds: RATE_DURATION,
     paid: true,
-    connections: STREAM_CONNECTIONS,
-    metric: 'ttfb50',
-    compare: 'diff',
-    target: { op: '<=', value: 1 },
   },
+  {
+    id: 'stream',
+    name: `streaming chat, ${STREAM_CONNECTIONS} connections`,
+    tool: 'stream',
+    wire: 'chatStream',
+    connections: STREAM_CONNECTIONS,
+    paid: true,
+  },
+  agent('agentMessages', 'agent: Claude Code /v1/messages (87 KB)', 'messages'),
+  agent('agentMessagesStream', 'agent: Claude Code /v1/messages (87 KB), streamed', 'messagesStream'),
+  agent('agentResponses', 'agent: Codex /v1/responses (60 KB)', 'responses'),
+  agent('agentResponsesStream', 'agent: Codex /v1/responses (60 KB), streamed', 'responsesStream'),
 ];
-const CPU_TARGET_US = 200;
-const RSS_TARGET_MB = 150;
+
+/**
+ * Issue 20's goals. Per-round targets compare Switchyard with the proxy in the same round (ratio: Switchyard ÷
+ * proxy; diff: Switchyard − proxy, in ms); rss targets are Switchyard's own, once per database.
+ */
+const cpuOf = (r) => r.cpu.self;
+const TARGETS = [
+  {
+    scenario: 'fixed',
+    what: 'CPU per paid chat request (fixed rate), µs',
+    get: cpuOf,
+    cmp: 'ratio',
+    max: 1.6,
+    fmt: f0,
+  },
+  { scenario: 'stream', what: 'stream time to first byte, p50 ms', get: (r) => r.p50, cmp: 'diff', max: 1 },
+  { scenario: 'stream', what: 'CPU per stream, µs', get: cpuOf, cmp: 'ratio', max: 1.5, fmt: f0 },
+  {
+    scenario: 'chat128',
+    what: 'p99 at 128 connections, ms (a goal for MariaDB)',
+    get: (r) => r.p99,
+    cmp: 'ratio',
+    max: 2,
+    dbs: ['mariadb'],
+  },
+  ...SCENARIOS.filter((s) => s.id.startsWith('agent')).map((s) => ({
+    scenario: s.id,
+    what: `CPU per request, ${s.name.replace(/^agent: /, '').replace(/, \d+ req\/s$/, '')}, µs`,
+    get: cpuOf,
+    cmp: 'ratio',
+    max: 2,
+    fmt: f0,
+  })),
+  { rss: 'idle', what: 'RSS idle, MB', max: 100 },
+  { rss: 'peak', what: 'RSS peak after 128 connections, MB', max: 160 },
+];
 
 // ---------------------------------------------------------------------------------------------------------------
 // Processes: every child is killed on the way out, whatever the way out is.
@@ -308,137 +388,124 @@ function peakMB(pid) {
   return (Number(/^VmHWM:\s+(\d+) kB/m.exec(s)?.[1] ?? NaN) * 1024) / 1e6;
 }
 
+/** VmRSS (resident set now) in MB. */
+function rssMB(pid) {
+  const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return (Number(/^VmRSS:\s+(\d+) kB/m.exec(s)?.[1] ?? NaN) * 1024) / 1e6;
+}
+
+const cpuAll = (pids) => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, safe(() => cpuMs(pid), NaN)]));
+
 // ---------------------------------------------------------------------------------------------------------------
-// Load: wrk for the request rates and latencies, a node:http client for streaming time to first byte.
+// One scenario against one target: the check pass, then the warm-up and the timed run.
 
-const shq = (s) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+const shq = (s) => (/^\$?[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
-function wrkArgs({ url, connections, seconds, method, body, expect, key }) {
-  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', WRK_LUA];
-  if (key) args.push('-H', `Authorization: Bearer ${key}`);
-  args.push(url, '--', method, body ?? '', expect ?? '');
-  return args;
+/** What a target is sent for a scenario: URL, headers (the key shown as $KEY in the report), body and its file. */
+function request(s, t) {
+  const w = WIRES[s.wire];
+  const model = MODELS[t.name][w.model];
+  const body = w.body ? w.body(model) : null;
+  let bodyFile = null;
+  if (body) {
+    bodyFile = path.join(tmpDir, `${s.wire}-${t.name}.json`);
+    if (!fs.existsSync(bodyFile)) fs.writeFileSync(bodyFile, body);
+  }
+  const headers = [
+    `Authorization: Bearer ${t.key}`,
+    ...(body ? ['Content-Type: application/json'] : []),
+    ...(w.headers ?? []),
+  ];
+  return { url: t.url + w.path, method: w.method ?? 'POST', headers, body, bodyFile, model, judge: s.wire };
 }
 
-/** The command line as a reader can run it (the key shown as $KEY, the script relative to the repository). */
-function wrkCommand(opts) {
-  return ['wrk', ...wrkArgs({ ...opts, key: opts.key ? '$KEY' : null })]
-    .map((a) => (a === WRK_LUA ? path.relative(REPO, WRK_LUA) : a))
-    .map((a) => (a.includes('$KEY') ? `"${a}"` : shq(a)))
-    .join(' ');
+/** The load generator's command line as a reader can run it. */
+function commandLine(tool, { args, env }, key) {
+  const rel = (a) => (a.startsWith(tmpDir) ? `$TMP/${path.basename(a)}` : a === WRK_LUA ? path.relative(REPO, a) : a);
+  const envText = Object.entries(env).map(([k, v]) => `${k}=${rel(v)} `);
+  const words = args.map((a) => (a.includes(key) ? `"${a.replace(key, '$KEY')}"` : shq(rel(a))));
+  return `${envText.join('')}${tool} ${words.filter((w) => !w.startsWith('--log-file')).join(' ')}`;
 }
 
-async function runWrk(opts, pids) {
-  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, safe(() => cpuMs(pid), NaN)]));
-  const child = track(spawn('wrk', wrkArgs(opts), { stdio: ['ignore', 'pipe', 'pipe'] }));
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const { code, signal } = await waitExit(child, (opts.seconds + 60) * 1000);
-  const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, safe(() => cpuMs(pid), NaN) - before[k]]));
-  const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
-  if (code !== 0 || !line)
-    throw new Error(`wrk failed (${code ?? signal}): ${(err || out).trim().split('\n').slice(-3).join(' / ')}`);
-  const r = JSON.parse(line.slice('WRK_JSON '.length));
-  const seconds = r.duration_us / 1e6;
-  const answered2xx = r.ok + r.bad_bodies;
-  const e = r.errors;
-  return {
-    requests: r.requests,
-    ok: r.ok,
-    answered2xx,
-    non2xx: r.non2xx,
-    bad: r.bad_bodies,
-    sockErrors: e.connect + e.read + e.write + e.timeout,
-    errorText: `connect ${e.connect}, read ${e.read}, write ${e.write}, timeout ${e.timeout}`,
-    rps: answered2xx / seconds,
-    p50: r.latency_ms.p50,
-    p90: r.latency_ms.p90,
-    p99: r.latency_ms.p99,
-    cpuUsPerReq: Object.fromEntries(
-      Object.entries(cpu).map(([k, ms]) => [k, r.requests ? (ms * 1000) / r.requests : NaN]),
-    ),
-  };
+/** One timed run (or warm-up) of wrk or h2load; its counts, latencies and CPU per answer of each process. */
+async function timedRun(s, req, seconds, pids, target) {
+  const logFile = s.tool === 'h2load' ? path.join(tmpDir, `h2load-${s.id}-${target}.log`) : null;
+  const opts = { ...req, connections: s.connections, seconds, rate: s.rate, logFile };
+  const cmd = s.tool === 'wrk' ? wrkArgs(opts) : h2loadArgs(opts);
+  if (logFile) fs.rmSync(logFile, { force: true }); // h2load appends to its log
+  const before = cpuAll(pids);
+  const out = await runTool(s.tool, cmd, track, waitExit, seconds);
+  const after = cpuAll(pids);
+  const r = s.tool === 'wrk' ? parseWrk(out) : parseH2load(out, logFile);
+  if (!r) throw new Error(`${s.tool}: unreadable output: ${out.trim().split('\n').slice(-5).join(' / ')}`);
+  return { ...r, rps: r.answered2xx / r.seconds, cpu: cpuPer(before, after, r.requests, target), cmd };
 }
 
-function percentile(sorted, q) {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+/** µs of CPU per answer: of the target itself (self), of the upstream, and of the other target (idle, in theory). */
+function cpuPer(before, after, n, target) {
+  const per = (k) => (n ? ((after[k] - before[k]) * 1000) / n : NaN);
+  return { self: per(target), upstream: per('upstream'), proxy: per('proxy'), gateway: per('gateway') };
 }
 
-/**
- * Streaming chat requests, `connections` at a time on kept-alive connections, until `count` were sent (or, for a
- * warm-up, until `seconds` passed). Records the time from sending a request to the first byte of its answer's body,
- * and whether the stream ended with `data: [DONE]`.
- */
-async function runStream({ url, key, model, count = Infinity, seconds = Infinity, connections = STREAM_CONNECTIONS }) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const body = JSON.stringify({ model, messages: MESSAGES, stream: true, stream_options: { include_usage: true } });
-  const headers = {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-    ...(key ? { authorization: `Bearer ${key}` } : {}),
-  };
-  const target = `${url}/chat/completions`;
-  const r = { requests: 0, ok: 0, answered2xx: 0, non2xx: 0, bad: 0, sockErrors: 0, ttfb: [] };
-  const deadline = Date.now() + seconds * 1000;
-  let sent = 0;
-  const one = () =>
-    new Promise((resolve) => {
-      const t0 = performance.now();
-      let settled = false;
-      const finish = (fn) => {
-        if (settled) return;
-        settled = true;
-        fn();
-        resolve();
-      };
-      const req = http.request(target, { method: 'POST', agent, headers }, (res) => {
-        let first = null;
-        let tail = '';
-        res.setEncoding('utf8');
-        res.on('data', (c) => {
-          if (first === null) first = performance.now() - t0;
-          tail = (tail + c).slice(-64);
-        });
-        res.on('end', () =>
-          finish(() => {
-            r.requests++;
-            if (res.statusCode < 200 || res.statusCode > 299) r.non2xx++;
-            else {
-              r.answered2xx++;
-              if (!tail.trimEnd().endsWith('data: [DONE]')) r.bad++;
-              else {
-                r.ok++;
-                r.ttfb.push(first);
-              }
-            }
-          }),
-        );
-        res.on('error', () => finish(() => r.sockErrors++));
-        res.on('close', () => finish(() => r.sockErrors++)); // closed before its end
-      });
-      req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
-      req.on('error', () => finish(() => r.sockErrors++));
-      req.end(body);
-    });
-  const worker = async () => {
-    while (sent < count && Date.now() < deadline) {
-      sent++;
-      await one();
-    }
-  };
-  await Promise.all(Array.from({ length: connections }, worker));
-  agent.destroy();
-  r.ttfb.sort((a, b) => a - b);
-  return {
-    ...r,
-    p50: percentile(r.ttfb, 0.5),
-    p90: percentile(r.ttfb, 0.9),
-    p99: percentile(r.ttfb, 0.99),
-    ttfb: undefined,
-  };
+async function streamRun(req, opts, pids, target) {
+  const before = cpuAll(pids);
+  const r = await runStream({ ...req, connections: STREAM_CONNECTIONS, ...opts });
+  return { ...r, rps: NaN, cpu: cpuPer(before, cpuAll(pids), r.requests, target) };
+}
+
+/** The check pass, the warm-up and the measured run of scenario `s` against target `t`; the measured run. */
+async function runScenario(res, s, t, round, pids) {
+  const tag = `${res.db} round ${round}/${ROUNDS}: ${s.name} via ${t.name === 'proxy' ? 'bare proxy' : 'Switchyard'}`;
+  const req = request(s, t);
+  const seconds = s.seconds ?? DURATION;
+  const check = await runCheck({ ...req, count: CHECK_N, connections: CHECK_CONNECTIONS });
+  const paid = t.name === 'gateway' && s.paid;
+  if (paid) res.paid.answered2xx += check.answered2xx;
+  if (check.ok !== check.requests || check.requests !== CHECK_N)
+    res.broken.push(
+      `${tag}: check pass: ${CHECK_N - check.ok} of ${CHECK_N} answers wrong: ${check.failures.join(' | ')}`,
+    );
+  const runs = [];
+  if (s.tool === 'stream') {
+    process.stderr.write(`bench: ${tag}: checked ${check.ok}/${CHECK_N}; ${WARMUP} s warm-up, ${STREAM_N} streams\n`);
+    if (WARMUP > 0) runs.push(await streamRun(req, { seconds: WARMUP }, pids, t.name));
+    runs.push(await streamRun(req, { count: STREAM_N }, pids, t.name));
+  } else {
+    process.stderr.write(`bench: ${tag}: checked ${check.ok}/${CHECK_N}; ${WARMUP} s warm-up, ${seconds} s measured\n`);
+    if (WARMUP > 0) runs.push(await timedRun(s, req, WARMUP, pids, t.name));
+    runs.push(await timedRun(s, req, seconds, pids, t.name));
+    if (round === 1) res.commands.push(commandLine(s.tool, runs.at(-1).cmd, t.key));
+  }
+  for (const x of runs) {
+    if (paid) res.paid.answered2xx += x.answered2xx;
+    if (paid && s.tool !== 'stream') res.paid.slack += s.connections; // in flight when the tool stopped
+    const what = x === runs.at(-1) ? 'measured run' : 'warm-up';
+    if (!x.requests) res.broken.push(`${tag} (${what}): no answers at all`);
+    if (x.non2xx || x.bad || x.sockErrors)
+      res.broken.push(
+        `${tag} (${what}): ${x.non2xx} non-2xx, ${x.bad ?? 0} bad bodies, ${x.sockErrors} socket errors${x.errorText ? ` (${x.errorText})` : ''}`,
+      );
+  }
+  const r = runs.at(-1);
+  process.stderr.write(
+    `bench:   ${s.tool === 'stream' ? `TTFB p50 ${f2(r.p50)} ms` : `${f0(r.rps)} req/s, p50 ${f2(r.p50)} ms, p99 ${f2(r.p99)} ms`}, ` +
+      `CPU ${f0(r.cpu.self)} µs/req (upstream ${f0(r.cpu.upstream)}); non-2xx ${r.non2xx}, socket errors ${r.sockErrors}\n`,
+  );
+  return { ...r, cmd: undefined };
+}
+
+/** Resident memory of both targets after start-up and one paid request each, settled for a second. */
+async function idleRss(targets, pids) {
+  for (const t of Object.values(targets)) {
+    const req = request(
+      SCENARIOS.find((s) => s.id === 'chat1'),
+      t,
+    );
+    const check = await runCheck({ ...req, count: 1, connections: 1 });
+    if (check.ok !== 1) throw new Error(`the first request via ${t.name} failed: ${check.failures.join(' | ')}`);
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  return { proxy: safe(() => rssMB(pids.proxy), NaN), gateway: safe(() => rssMB(pids.gateway), NaN) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -453,15 +520,42 @@ function configYaml(upstreamUrl) {
     `    base_url: "${upstreamUrl}"`,
     '    api_key: bench',
     '    max_connections: 256           # as many upstream sockets as the bare proxy may use',
+    '  fake-anthropic:',
+    '    type: anthropic',
+    `    base_url: "${upstreamUrl}"`,
+    '    api_key: bench',
+    '    max_connections: 256',
     'limits: { rpm: 0, tpm: 0 }          # no per-key limits',
     'models:',
-    `  - id: ${MODEL}`,
+    `  - id: ${MODELS.gateway.chat}`,
     '    kind: chat',
     '    owned_by: bench',
     '    price: { input: 0.15, output: 0.60 }',
-    `    routes: [ { provider: fake, model: ${UPSTREAM_MODEL} } ]`,
+    `    routes: [ { provider: fake, model: ${MODELS.proxy.chat} } ]`,
+    `  - id: ${MODELS.gateway.claude}`,
+    '    kind: chat',
+    '    owned_by: bench',
+    '    price: { input: 3, output: 15 }',
+    `    routes: [ { provider: fake-anthropic, model: ${MODELS.proxy.claude} } ]`,
     '',
   ].join('\n');
+}
+
+async function psql(url, sql) {
+  const { stdout } = await execFileP('psql', [
+    url,
+    '-X',
+    '-q',
+    '-A',
+    '-t',
+    '-F',
+    '\t',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-c',
+    sql,
+  ]);
+  return stdout;
 }
 
 async function prepareDatabase(db) {
@@ -485,7 +579,20 @@ async function prepareDatabase(db) {
       label: `MariaDB ${version} on ${MARIADB.host}:${MARIADB.port}, database ${MARIADB.database} (dropped and re-created)`,
     };
   }
-  throw new Error(`unknown database '${db}' in BENCH_DATABASES (sqlite, mariadb)`);
+  const u = new URL(POSTGRES_URL);
+  const name = u.pathname.slice(1);
+  const admin = Object.assign(new URL(POSTGRES_URL), { pathname: '/postgres' }).href;
+  let version;
+  try {
+    version = (await psql(admin, 'SHOW server_version')).trim();
+    await psql(admin, `DROP DATABASE IF EXISTS "${name}"`);
+    await psql(admin, `CREATE DATABASE "${name}"`);
+  } catch (e) {
+    throw new Error(
+      `PostgreSQL is not usable at ${u.host} (${String(e.stderr || e.message).trim()}); set BENCH_POSTGRES_URL`,
+    );
+  }
+  return { url: POSTGRES_URL, label: `PostgreSQL ${version} on ${u.host}, database ${name} (dropped and re-created)` };
 }
 
 /** Usage records by status and open holds, read straight from the database after the gateway exited. */
@@ -506,9 +613,17 @@ async function countUsage(db, database) {
       conn.close();
     }
   }
-  const out = await mariadb(
-    `SELECT status, COUNT(*) FROM ${MARIADB.database}.usage_records GROUP BY status; SELECT 'holds', COUNT(*) FROM ${MARIADB.database}.holds`,
-  );
+  // psql -c shows only the last result of several statements: one -c each.
+  const [byStatusSql, holdsSql] = [
+    'SELECT status, COUNT(*) FROM usage_records GROUP BY status',
+    "SELECT 'holds', COUNT(*) FROM holds",
+  ];
+  const out =
+    db === 'mariadb'
+      ? await mariadb(
+          `${byStatusSql.replace('FROM ', `FROM ${MARIADB.database}.`)}; ${holdsSql.replace('FROM ', `FROM ${MARIADB.database}.`)}`,
+        )
+      : (await psql(database.url, byStatusSql)) + (await psql(database.url, holdsSql));
   const rows = out
     .trim()
     .split('\n')
@@ -520,8 +635,66 @@ async function countUsage(db, database) {
   };
 }
 
+/** A skipped database: the report says why in one line, and the run does not count it as broken. */
+class Skip extends Error {}
+
+/** Migrates, then creates the bench account and its key with the CLI; the key. */
+async function accountKey(db, env) {
+  const migrated = await cli(env, 'migrate');
+  if (migrated.code !== 0) {
+    const why = String(migrated.stderr || migrated.stdout)
+      .trim()
+      .split('\n')[0];
+    if (db === 'postgres') throw new Skip(`\`switchyard migrate\` failed on PostgreSQL, so it was skipped: ${why}`);
+    throw new Error(`switchyard migrate failed (exit ${migrated.code}): ${why}`);
+  }
+  const email = `bench-${process.pid}-${Date.now()}@switchyard.local`;
+  const account = await cli(env, 'accounts', 'create', '--email', email, '--credits', CREDITS_USD);
+  if (account.code !== 0)
+    throw new Error(`accounts create failed (exit ${account.code}): ${String(account.stderr).trim()}`);
+  const created = await cli(env, 'keys', 'create', '--account', String(account.json.id), '--name', 'bench');
+  if (created.code !== 0)
+    throw new Error(`keys create failed (exit ${created.code}): ${String(created.stderr).trim()}`);
+  return created.json.key;
+}
+
+/** Every round: each scenario against both targets, the order swapped every other round. */
+async function rounds(res, scenarios, targets, pids) {
+  for (let round = 1; round <= ROUNDS; round++) {
+    const order = round % 2 ? ['proxy', 'gateway'] : ['gateway', 'proxy'];
+    for (const s of scenarios) {
+      for (const name of order) {
+        const r = await runScenario(res, s, targets[name], round, pids);
+        res.runs.push({ round, scenario: s.id, target: name, ...r });
+        if (s.peakRss)
+          res.rss.peak = { proxy: safe(() => peakMB(pids.proxy), NaN), gateway: safe(() => peakMB(pids.gateway), NaN) };
+      }
+    }
+  }
+}
+
+/** Stops the gateway the way an operator does, then checks the books. */
+async function soundness(res, gw, env, db, database) {
+  process.stderr.write(`bench: ${db}: stopping the gateway (SIGTERM)\n`);
+  res.gwExit = await stop(gw.child, 40_000);
+  res.gwLogs = gw.logs;
+  if (res.gwExit.killed || res.gwExit.code !== 0)
+    res.broken.push(`the gateway did not exit cleanly on SIGTERM: ${exitText(res.gwExit)}`);
+  const verify = await cli(env, 'ledger', 'verify');
+  res.verify = verify;
+  if (verify.code !== 0)
+    res.broken.push(
+      `switchyard ledger verify exited ${verify.code}: ${JSON.stringify(verify.json ?? String(verify.stderr).trim())}`,
+    );
+  res.usage = await countUsage(db, database);
+  const s200 = res.usage.byStatus['200'] ?? 0;
+  res.usage.consistent =
+    s200 >= res.paid.answered2xx && s200 <= res.paid.answered2xx + res.paid.slack && res.usage.holds === 0;
+  if (!res.usage.consistent) res.broken.push(`usage records do not match the paid answers: ${usageText(res)}`);
+}
+
 async function benchDatabase(db, scenarios) {
-  const res = { db, runs: [], commands: [], broken: [] };
+  const res = { db, runs: [], commands: [], broken: [], paid: { answered2xx: 0, slack: 0 }, rss: {} };
   const database = await prepareDatabase(db);
   res.label = database.label;
   let upstream, proxy, gw;
@@ -532,105 +705,20 @@ async function benchDatabase(db, scenarios) {
     fs.writeFileSync(configFile, configYaml(upstream.url));
     const env = { ...process.env, DATABASE_URL: database.url, SWITCHYARD_CONFIG: configFile, LOG_LEVEL: 'warn' };
     delete env.REDIS_URL; // in-memory rate-limit counters: the benchmark measures one process
-
-    const account = await cli(
-      env,
-      'accounts',
-      'create',
-      '--email',
-      `bench-${process.pid}-${Date.now()}@switchyard.local`,
-      '--credits',
-      CREDITS_USD,
-    );
-    if (account.code !== 0)
-      throw new Error(`accounts create failed (exit ${account.code}): ${String(account.stderr).trim()}`);
-    const created = await cli(env, 'keys', 'create', '--account', String(account.json.id), '--name', 'bench');
-    if (created.code !== 0)
-      throw new Error(`keys create failed (exit ${created.code}): ${String(created.stderr).trim()}`);
-    const key = created.json.key;
+    const key = await accountKey(db, env);
 
     const profDir = PROFILE ? path.join(tmpDir, `prof-${db}`) : null;
     gw = await startGateway(env, await freePort(), profDir);
     await waitReady(gw, key);
-    const pids = { proxy: proxy.child.pid, gateway: gw.child.pid };
+    const pids = { proxy: proxy.child.pid, gateway: gw.child.pid, upstream: upstream.child.pid };
     const targets = {
-      proxy: { url: proxy.url, key, model: UPSTREAM_MODEL },
-      gateway: { url: gw.url, key, model: MODEL },
+      proxy: { name: 'proxy', url: proxy.url, key },
+      gateway: { name: 'gateway', url: gw.url, key },
     };
-    res.paid = { answered2xx: 0, slack: 0 };
-    res.rss = null;
-
-    for (let round = 1; round <= ROUNDS; round++) {
-      // Alternate the targets within the round, and which goes first from one round to the next.
-      const order = round % 2 ? ['proxy', 'gateway'] : ['gateway', 'proxy'];
-      for (const s of scenarios) {
-        for (const target of order) {
-          const via = targets[target];
-          const tag = `${db} round ${round}/${ROUNDS}: ${s.name} via ${target === 'proxy' ? 'bare proxy' : 'Switchyard'}`;
-          const runs = [];
-          if (s.kind === 'wrk') {
-            const opts = {
-              url: via.url + s.path,
-              connections: s.connections,
-              method: s.method,
-              body: s.method === 'POST' ? JSON.stringify({ model: via.model, messages: MESSAGES }) : null,
-              expect: s.expect,
-              key: via.key,
-            };
-            if (round === 1) res.commands.push(wrkCommand({ ...opts, seconds: DURATION }));
-            process.stderr.write(`bench: ${tag}: ${WARMUP} s warm-up, ${DURATION} s measured\n`);
-            if (WARMUP > 0) runs.push(await runWrk({ ...opts, seconds: WARMUP }, pids));
-            runs.push(await runWrk({ ...opts, seconds: DURATION }, pids));
-          } else {
-            process.stderr.write(`bench: ${tag}: ${WARMUP} s warm-up, ${STREAM_N} requests measured\n`);
-            if (WARMUP > 0) runs.push(await runStream({ ...via, seconds: WARMUP }));
-            runs.push(await runStream({ ...via, count: STREAM_N }));
-          }
-          const r = runs.at(-1);
-          if (target === 'gateway' && s.paid) {
-            for (const x of runs) res.paid.answered2xx += x.answered2xx;
-            if (s.kind === 'wrk') res.paid.slack += runs.length * s.connections; // in flight when wrk stopped
-          }
-          const warmBad = runs.slice(0, -1).reduce((n, x) => n + x.non2xx + x.bad + x.sockErrors, 0);
-          res.runs.push({ round, scenario: s.id, target, ...r, warmBad });
-          for (const x of runs) {
-            const what = x === r ? 'measured run' : 'warm-up';
-            if (x.non2xx || x.bad || x.sockErrors)
-              res.broken.push(
-                `${tag} (${what}): ${x.non2xx} non-2xx, ${x.bad} bad bodies, ${x.sockErrors} socket errors${x.errorText ? ` (${x.errorText})` : ''}`,
-              );
-          }
-          const value =
-            s.kind === 'stream'
-              ? `TTFB p50 ${f2(r.p50)} ms`
-              : `${f0(r.rps)} req/s, p50 ${f2(r.p50)} ms, p99 ${f2(r.p99)} ms`;
-          const cpu = s.kind === 'wrk' ? `, CPU ${f0(r.cpuUsPerReq[target])} µs/req` : '';
-          process.stderr.write(
-            `bench:   ${value}${cpu}; non-2xx ${r.non2xx}, bad bodies ${r.bad}, socket errors ${r.sockErrors}\n`,
-          );
-          if (s.rss)
-            res.rss = { proxy: safe(() => peakMB(pids.proxy), NaN), gateway: safe(() => peakMB(pids.gateway), NaN) };
-        }
-      }
-    }
-
-    // Stop the gateway the way an operator does, then check the books.
-    process.stderr.write(`bench: ${db}: stopping the gateway (SIGTERM)\n`);
-    res.gwExit = await stop(gw.child, 40_000);
-    res.gwLogs = gw.logs;
-    if (res.gwExit.killed || res.gwExit.code !== 0)
-      res.broken.push(`the gateway did not exit cleanly on SIGTERM: ${exitText(res.gwExit)}`);
-    const verify = await cli(env, 'ledger', 'verify');
-    res.verify = verify;
-    if (verify.code !== 0)
-      res.broken.push(
-        `switchyard ledger verify exited ${verify.code}: ${JSON.stringify(verify.json ?? String(verify.stderr).trim())}`,
-      );
-    res.usage = await countUsage(db, database);
-    const s200 = res.usage.byStatus['200'] ?? 0;
-    res.usage.consistent =
-      s200 >= res.paid.answered2xx && s200 <= res.paid.answered2xx + res.paid.slack && res.usage.holds === 0;
-    if (!res.usage.consistent) res.broken.push(`usage records do not match the paid answers: ${usageText(res)}`);
+    res.rss.idle = await idleRss(targets, pids);
+    res.paid.answered2xx += 1; // idleRss's paid request
+    await rounds(res, scenarios, targets, pids);
+    await soundness(res, gw, env, db, database);
     if (profDir) res.profile = profileText(profDir);
   } finally {
     if (gw && gw.child.exitCode === null && gw.child.signalCode === null) await stop(gw.child, 40_000);
@@ -643,10 +731,8 @@ async function benchDatabase(db, scenarios) {
 // ---------------------------------------------------------------------------------------------------------------
 // The report.
 
-const f0 = (n) => (Number.isFinite(n) ? n.toFixed(0) : 'n/a');
-const f1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : 'n/a');
-const f2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
 const signed = (n) => (Number.isFinite(n) ? `${n >= 0 ? '+' : '−'}${Math.abs(n).toFixed(2)}` : 'n/a');
+const DB_NAMES = { sqlite: 'SQLite', mariadb: 'MariaDB', postgres: 'PostgreSQL' };
 
 function median(xs) {
   const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
@@ -668,165 +754,190 @@ function usageText(res) {
     .join(', ');
   return (
     `${u.byStatus['200'] ?? 0} usage records with status 200${others ? ` (plus ${others})` : ''} for ${res.paid.answered2xx} paid 2xx answers the clients received ` +
-    `(up to ${res.paid.slack} more were in flight when a wrk run stopped); ${u.holds} open holds`
+    `(up to ${res.paid.slack} more were in flight when a load generator stopped); ${u.holds} open holds`
   );
 }
 
-const METRIC = {
-  rps: { label: 'req/s', fmt: f0 },
-  p50: { label: 'p50 ms', fmt: f2 },
-  p99: { label: 'p99 ms', fmt: f2 },
-  ttfb50: { label: 'TTFB p50 ms', fmt: f2 },
-};
-const value = (run, metric) => (metric === 'ttfb50' ? run.p50 : run[metric]);
-const judge = (x, t) => (!Number.isFinite(x) ? 'n/a' : (t.op === '>=' ? x >= t.value : x <= t.value) ? 'PASS' : 'FAIL');
+const verdict = (x, max) => (!Number.isFinite(x) ? 'n/a' : x <= max ? 'met' : 'MISSED');
+const pair = (res, round, id) => ({
+  p: res.runs.find((r) => r.round === round && r.scenario === id && r.target === 'proxy'),
+  g: res.runs.find((r) => r.round === round && r.scenario === id && r.target === 'gateway'),
+});
 
-/** Rows of the summary table and of the per-round table for one database. */
-function tables(res, scenarios) {
-  const summary = [];
-  const perRound = [];
+/** Medians of each scenario's measured runs, per target. */
+function scenarioRows(res, scenarios) {
+  const rows = [];
   for (const s of scenarios) {
-    const rounds = [];
+    const runs = (t) => res.runs.filter((r) => r.scenario === s.id && r.target === t);
+    const m = (t, get) => median(runs(t).map(get));
+    if (!runs('proxy').length) continue;
+    const cp = m('proxy', cpuOf);
+    const cg = m('gateway', cpuOf);
+    const rate = s.tool === 'stream' ? '–' : `${f0(m('proxy', (r) => r.rps))} / ${f0(m('gateway', (r) => r.rps))}`;
+    rows.push(
+      `| ${s.name} | ${rate} | ${f2(m('proxy', (r) => r.p50))} / ${f2(m('proxy', (r) => r.p99))} | ` +
+        `${f2(m('gateway', (r) => r.p50))} / ${f2(m('gateway', (r) => r.p99))} | ${f0(cp)} / ${f0(cg)} | ${f2(cg / cp)}× | ` +
+        `${f0(m('proxy', (r) => r.cpu.upstream))} / ${f0(m('gateway', (r) => r.cpu.upstream))} |`,
+    );
+  }
+  return rows;
+}
+
+/** Issue 20's targets for one database: the median and each round's verdict. */
+function targetRows(res, scenarios) {
+  const rows = [];
+  for (const t of TARGETS) {
+    if (t.rss) {
+      const v = res.rss[t.rss];
+      if (!v) continue;
+      const x = verdict(v.gateway, t.max);
+      rows.push({ row: `| ${t.what} | ${f1(v.proxy)} | ${f1(v.gateway)} | – | ≤ ${t.max} MB | – | ${x} |`, x });
+      continue;
+    }
+    if (!scenarios.some((s) => s.id === t.scenario)) continue;
+    const per = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      const p = res.runs.find((r) => r.round === round && r.scenario === s.id && r.target === 'proxy');
-      const g = res.runs.find((r) => r.round === round && r.scenario === s.id && r.target === 'gateway');
+      const { p, g } = pair(res, round, t.scenario);
       if (!p || !g) continue;
-      const pv = value(p, s.metric);
-      const gv = value(g, s.metric);
-      const cmp = s.compare === 'ratio' ? gv / pv : gv - pv;
-      rounds.push({ round, p, g, pv, gv, cmp });
-      const fmt = METRIC[s.metric].fmt;
-      const count = (r) =>
-        `${r.requests} / ${r.non2xx + r.bad + r.sockErrors}${r.warmBad ? ` (+${r.warmBad} in warm-up)` : ''}`;
-      perRound.push(
-        `| ${s.name} | ${round} | ${METRIC[s.metric].label} | ${fmt(pv)} | ${fmt(gv)} | ${s.compare === 'ratio' ? `${f2(cmp)}×` : `${signed(cmp)} ms`} | ` +
-          `${f2(p.p50)} / ${f2(p.p90)} / ${f2(p.p99)} | ${f2(g.p50)} / ${f2(g.p90)} / ${f2(g.p99)} | ` +
-          `${s.kind === 'wrk' ? `${f0(p.cpuUsPerReq.proxy)} / ${f0(g.cpuUsPerReq.gateway)}` : '–'} | ${count(p)} | ${count(g)} |`,
-      );
+      const pv = t.get(p);
+      const gv = t.get(g);
+      per.push({ pv, gv, c: t.cmp === 'ratio' ? gv / pv : gv - pv });
     }
-    if (!rounds.length) continue;
-    const fmt = METRIC[s.metric].fmt;
-    const cmp = median(rounds.map((r) => r.cmp));
-    const t = s.target;
-    summary.push({
-      row: `| ${s.name}: ${METRIC[s.metric].label} | ${fmt(median(rounds.map((r) => r.pv)))} | ${fmt(median(rounds.map((r) => r.gv)))} | ${s.compare === 'ratio' ? `${f2(cmp)}×` : `${signed(cmp)} ms`} | ${s.compare === 'ratio' ? `${t.op === '>=' ? '≥' : '≤'} ${t.value}×` : `≤ +${t.value} ms`} | ${judge(cmp, t)} |`,
-      pass: judge(cmp, t),
+    if (!per.length) continue;
+    const c = median(per.map((x) => x.c));
+    const show = (n) => (t.cmp === 'ratio' ? `${f2(n)}×` : `${signed(n)} ms`);
+    const judged = !t.dbs || t.dbs.includes(res.db);
+    const judge = (n) => (judged ? verdict(n, t.max) : 'not a goal here');
+    const fmt = t.fmt ?? f2;
+    rows.push({
+      row:
+        `| ${t.what} | ${fmt(median(per.map((r) => r.pv)))} | ${fmt(median(per.map((r) => r.gv)))} | ${show(c)} | ` +
+        `${t.cmp === 'ratio' ? `≤ ${t.max}× proxy` : `≤ proxy + ${t.max} ms`} | ${per.map((r) => `${show(r.c)} ${judged ? verdict(r.c, t.max) : ''}`.trim()).join(', ')} | ${judge(c)} |`,
+      x: judge(c),
     });
-    if (s.cpu) {
-      const pc = median(rounds.map((r) => r.p.cpuUsPerReq.proxy));
-      const gc = median(rounds.map((r) => r.g.cpuUsPerReq.gateway));
-      summary.push({
-        row: `| CPU per request (user + system, ${s.name}): µs | ${f0(pc)} | ${f0(gc)} | ${f2(gc / pc)}× | Switchyard ≤ ${CPU_TARGET_US} µs | ${judge(gc, { op: '<=', value: CPU_TARGET_US })} |`,
-        pass: judge(gc, { op: '<=', value: CPU_TARGET_US }),
-      });
-    }
-    if (s.rss && res.rss) {
-      const v = judge(res.rss.gateway, { op: '<=', value: RSS_TARGET_MB });
-      summary.push({
-        row: `| peak RSS (VmHWM) after the 128-connection runs: MB | ${f1(res.rss.proxy)} | ${f1(res.rss.gateway)} | ${f2(res.rss.gateway / res.rss.proxy)}× | Switchyard ≤ ${RSS_TARGET_MB} MB | ${v} |`,
-        pass: v,
-      });
+  }
+  return rows;
+}
+
+function perRoundRows(res, scenarios) {
+  const rows = [];
+  const fails = (r) => `${r.requests} / ${r.non2xx + (r.bad ?? 0) + r.sockErrors}`;
+  for (const s of scenarios) {
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const r of [pair(res, round, s.id).p, pair(res, round, s.id).g]) {
+        if (!r) continue;
+        rows.push(
+          `| ${s.name} | ${round} | ${r.target === 'proxy' ? 'proxy' : 'Switchyard'} | ${s.tool === 'stream' ? '–' : f0(r.rps)} | ` +
+            `${f2(r.p50)} / ${f2(r.p90)} / ${f2(r.p99)} | ${f0(r.cpu.self)} | ${f0(r.cpu.upstream)} | ${fails(r)} |`,
+        );
+      }
     }
   }
-  return { summary, perRound };
+  return rows;
 }
 
-function render({ results, errors, scenarios, mach, loadBefore, loadAfter, started }) {
-  const L = [];
-  const failedTargets = [];
-  L.push(`### Switchyard against a bare Node proxy (${started.toISOString().slice(0, 16).replace('T', ' ')} UTC)`);
-  L.push('');
-  L.push(
-    `Machine: ${mach.model}, nproc ${mach.nproc}, ${mach.memGiB} GiB, ${mach.kernel}; Node ${mach.node}; ${mach.wrk}. ` +
-      `Switchyard: ${mach.build}. Load average (1, 5, 15 min) before: ${loadBefore.map((x) => x.toFixed(2)).join(' ')}, after: ${loadAfter.map((x) => x.toFixed(2)).join(' ')}.`,
+function soundnessText(res) {
+  if (!res.gwExit) return null;
+  return (
+    `Gateway shutdown on SIGTERM: ${exitText(res.gwExit)}. \`switchyard ledger verify\`: ${res.verify.code === 0 ? 'exit 0 (clean)' : `exit ${res.verify.code} — FAILED`}. ` +
+    `Usage: ${usageText(res)} — ${res.usage.consistent ? 'consistent' : 'INCONSISTENT'}. Gateway log lines at warn or above: ${res.gwLogs.lines}` +
+    `${res.gwLogs.lines ? ` (first: \`${res.gwLogs.head[0].replace(/`/g, "'")}\`)` : ''}.`
   );
-  L.push('');
+}
+
+function databaseSection(res, scenarios, L) {
+  L.push(`#### ${DB_NAMES[res.db]}: ${res.label}`, '');
+  L.push("Issue 20's targets (median of the rounds; per round in order):", '');
+  L.push('| target | bare proxy | Switchyard | ratio / difference | goal | per round | result |');
+  L.push('|---|---:|---:|---:|---|---|---|');
+  const targets = targetRows(res, scenarios);
+  for (const t of targets) L.push(t.row);
+  L.push('', 'Scenarios (medians; latency of a stream = its time to first byte; CPU = µs per answer):', '');
   L.push(
-    'Setup: a zero-latency fake OpenAI upstream (`test/bench/upstream.mjs`), a bare Node reverse proxy in front of it ' +
-      '(`test/bench/proxy.mjs`: node:http, a keep-alive agent with 256 sockets, bodies piped, no logic) and Switchyard ' +
-      `(\`switchyard serve\`, one priced model, no rate limits, max_connections 256 to the upstream), each a separate process on 127.0.0.1, ` +
-      `with wrk (one thread) as the load generator, all sharing the same cores. ${ROUNDS} round(s); in each, every scenario ` +
-      `runs against the proxy and against Switchyard (order swapped every other round), ${WARMUP} s warm-up then ${DURATION} s measured. ` +
-      `Streaming: ${STREAM_N} requests, ${STREAM_CONNECTIONS} at a time on kept-alive connections (a node:http client: wrk cannot see ` +
-      'first bytes); the upstream sends a role chunk at once, then 20 content chunks 5 ms apart. Values are medians over the rounds; ' +
-      'ratio = Switchyard / proxy, difference = Switchyard − proxy, both taken per round, then the median. CPU = user + system time ' +
-      'of that process during the 32-connection run ÷ the answers wrk received.',
+    '| scenario | req/s proxy / Switchyard | proxy p50 / p99 ms | Switchyard p50 / p99 ms | CPU proxy / Switchyard | CPU ratio | upstream CPU (proxy run / Switchyard run) |',
   );
-  L.push('');
+  L.push('|---|---:|---:|---:|---:|---:|---:|');
+  L.push(...scenarioRows(res, scenarios), '');
+  L.push('<details><summary>Per round</summary>', '');
+  L.push(
+    '| scenario | round | target | req/s | p50 / p90 / p99 ms | CPU µs/answer | upstream CPU µs/answer | answers / failures |',
+  );
+  L.push('|---|---:|---|---:|---:|---:|---:|---:|');
+  L.push(...perRoundRows(res, scenarios), '', '</details>', '');
+  const sound = soundnessText(res);
+  if (sound) L.push(sound, '');
+  if (res.broken.length) L.push('Failures:', '', ...res.broken.map((b) => `- ${b}`), '');
+  return targets;
+}
+
+function settingsText() {
   const changed = Object.entries({
     BENCH_ROUNDS: [ROUNDS, 3],
-    BENCH_DURATION: [DURATION, 10],
-    BENCH_WARMUP: [WARMUP, 2],
+    BENCH_DURATION: [DURATION, 5],
+    BENCH_RATE_DURATION: [RATE_DURATION, 10],
+    BENCH_WARMUP: [WARMUP, 1],
+    BENCH_CHECK_N: [CHECK_N, 200],
+    BENCH_RATE: [RATE, 2000],
+    BENCH_RATE_CONNECTIONS: [RATE_CONNECTIONS, 32],
+    BENCH_AGENT_RATE: [AGENT_RATE, 100],
     BENCH_STREAM_N: [STREAM_N, 200],
   })
     .filter(([, [v, d]]) => v !== d)
     .map(([k, [v]]) => `${k}=${v}`);
-  if (changed.length || PROFILE || process.env.BENCH_ONLY) {
-    L.push(
-      `**Not the default settings** (${[...changed, ...(PROFILE ? ['BENCH_PROFILE=1 (slowed by the profiler)'] : []), ...(process.env.BENCH_ONLY ? [`BENCH_ONLY=${process.env.BENCH_ONLY}`] : [])].join(', ')}): compare with care.`,
-    );
-    L.push('');
-  }
+  if (PROFILE) changed.push('BENCH_PROFILE=1 (slowed by the profiler)');
+  if (process.env.BENCH_ONLY) changed.push(`BENCH_ONLY=${process.env.BENCH_ONLY}`);
+  if (NODE_FLAGS.length) changed.push(`BENCH_NODE_FLAGS=${NODE_FLAGS.join(' ')}`);
+  return changed.length ? `**Not the default settings** (${changed.join(', ')}): compare with care.` : null;
+}
+
+function render({ results, errors, skipped, scenarios, mach, loadBefore, loadAfter, started, finished }) {
+  const L = [];
+  const missed = [];
+  L.push(`### Switchyard against a bare Node proxy (${started.toISOString().slice(0, 16).replace('T', ' ')} UTC)`, '');
+  L.push(
+    `Machine: ${mach.model}, nproc ${mach.nproc}, ${mach.memGiB} GiB, ${mach.kernel}; Node ${mach.node}; ${mach.tools}. ` +
+      `Switchyard: ${mach.build}. Load average (1, 5, 15 min) before: ${loadBefore.map((x) => x.toFixed(2)).join(' ')}, after: ${loadAfter.map((x) => x.toFixed(2)).join(' ')}. ` +
+      `The run took ${((finished - started) / 60_000).toFixed(1)} minutes.`,
+    '',
+  );
+  L.push(
+    'Setup: a fake upstream with no latency (`test/bench/upstream.mjs`: OpenAI chat and Responses, Anthropic Messages; streams ' +
+      'send 20 chunks 5 ms apart), a bare Node reverse proxy in front of it (`test/bench/proxy.mjs`: node:http, a keep-alive ' +
+      'agent with 256 sockets, bodies piped, no logic) and Switchyard (`switchyard serve`, two priced models, no rate limits, ' +
+      'max_connections 256 to the upstream, log level warn), each its own process on 127.0.0.1, sharing the cores with the load ' +
+      `generator. ${ROUNDS} round(s); in each, every scenario runs against the proxy and against Switchyard (order swapped every ` +
+      `other round): first a check pass (${CHECK_N} requests, ${CHECK_CONNECTIONS} at a time, by a Node client that checks each ` +
+      'answer: status 200, shape, model, text, usage), then a warm-up and the timed run with the command below. ' +
+      `Timed runs: ${WARMUP} s warm-up then ${DURATION} s (the fixed-rate run ${RATE_DURATION} s); streams: ${STREAM_N} requests, ${STREAM_CONNECTIONS} at a time (time to first ` +
+      'byte, by a node:http client). Agent bodies (`test/bench/bodies.mjs`): an 87 KB Claude Code `/v1/messages` body to an ' +
+      'Anthropic-wire route, a 60 KB Codex `/v1/responses` body to an OpenAI-wire route. CPU = user + system time of the ' +
+      'process (/proc/<pid>/stat) over the run ÷ answers. Values are medians over the rounds; ratio = Switchyard ÷ proxy and ' +
+      'difference = Switchyard − proxy, both per round, then the median. RSS idle: after start-up and one request, settled ' +
+      'for a second; peak: VmHWM after the 128-connection runs.',
+    '',
+  );
+  const settings = settingsText();
+  if (settings) L.push(settings, '');
   if (results[0]?.commands.length) {
     L.push(
-      `wrk command lines (${results[0].db}; warm-ups use -d${WARMUP}s; $KEY is the bench key; the bare proxy gets the same header and forwards it):`,
+      `Commands (${results[0].db}, round 1; warm-ups use ${WARMUP} s; $KEY is the bench key, which the bare proxy forwards; ` +
+        '$TMP holds the bodies bench.mjs wrote; h2load also gets --log-file for the percentiles):',
+      '',
+      '```',
+      ...results[0].commands,
+      '```',
+      '',
     );
-    L.push('');
-    L.push('```');
-    for (const c of results[0].commands) L.push(c);
-    L.push('```');
-    L.push('');
   }
   for (const res of results) {
-    const { summary, perRound } = tables(res, scenarios);
-    L.push(`#### ${res.db === 'sqlite' ? 'SQLite' : 'MariaDB'}: ${res.label}`);
-    L.push('');
-    L.push('| scenario | bare proxy | Switchyard | ratio / difference | target | result |');
-    L.push('|---|---:|---:|---:|---|---|');
-    res.targets = summary.length;
-    for (const s of summary) {
-      L.push(s.row);
-      if (s.pass === 'FAIL') failedTargets.push(`${res.db}: ${s.row.split(' | ')[0].slice(2)}`);
-    }
-    L.push('');
-    L.push(
-      'Per round (latency percentiles in ms; streaming rows: time to first byte; requests / failures = answers received / non-2xx + bad bodies + socket errors):',
-    );
-    L.push('');
-    L.push(
-      '| scenario | round | metric | proxy | Switchyard | ratio / difference | proxy p50 / p90 / p99 | Switchyard p50 / p90 / p99 | CPU µs/req proxy / Switchyard | proxy requests / failures | Switchyard requests / failures |',
-    );
-    L.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-    for (const r of perRound) L.push(r);
-    L.push('');
-    if (res.gwExit) {
-      L.push(
-        `Gateway shutdown on SIGTERM: ${exitText(res.gwExit)}. \`switchyard ledger verify\`: ${res.verify.code === 0 ? 'exit 0 (clean)' : `exit ${res.verify.code} — FAILED`}. ` +
-          `Usage: ${usageText(res)} — ${res.usage.consistent ? 'consistent' : 'INCONSISTENT'}. Gateway log lines at warn or above: ${res.gwLogs.lines}` +
-          `${res.gwLogs.lines ? ` (first: \`${res.gwLogs.head[0].replace(/`/g, "'")}\`)` : ''}.`,
-      );
-      L.push('');
-    }
-    if (res.broken.length) {
-      L.push('Failures:');
-      L.push('');
-      for (const b of res.broken) L.push(`- ${b}`);
-      L.push('');
-    }
+    const targets = databaseSection(res, scenarios, L);
+    for (const t of targets) if (t.x === 'MISSED') missed.push(`${res.db}: ${t.row.split(' | ')[0].slice(2)}`);
   }
-  for (const e of errors) {
-    L.push(`#### ${e.db}: did not complete`);
-    L.push('');
-    L.push(`\`${e.message}\``);
-    L.push('');
-  }
-  const missed = results
-    .map((r) => [r.db, failedTargets.filter((f) => f.startsWith(`${r.db}: `)).length, r.targets])
-    .filter(([, n]) => n);
-  if (missed.length)
-    L.push(`Targets missed: ${missed.map(([db, n, of]) => `${db} ${n} of ${of}`).join(', ')} (FAIL rows above).`);
-  else L.push(results.some((r) => r.targets) ? 'All targets met.' : 'No results.');
-  return { text: L.join('\n'), failedTargets };
+  for (const s of skipped) L.push(`#### ${DB_NAMES[s.db]}: skipped`, '', s.message, '');
+  for (const e of errors) L.push(`#### ${DB_NAMES[e.db] ?? e.db}: did not complete`, '', `\`${e.message}\``, '');
+  if (missed.length) L.push(`Targets missed: ${missed.length} (${missed.join('; ')}).`);
+  else L.push(results.length ? 'All targets met.' : 'No results.');
+  return { text: L.join('\n'), missed };
 }
 
 /** Self time of the gateway's CPU profile by area (package, own module, Node internals) and by function. */
@@ -888,12 +999,15 @@ function machine() {
   const cpuinfo = safe(() => fs.readFileSync('/proc/cpuinfo', 'utf8'), '');
   const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? os.cpus()[0]?.model ?? 'unknown';
   const nproc = safe(() => execFileSync('nproc').toString().trim(), String(os.availableParallelism()));
-  const v = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
-  const wrk =
-    `${v.stdout ?? ''}${v.stderr ?? ''}`
-      .split('\n')[0]
-      .replace(/\s*Copyright.*$/, '')
-      .trim() || 'wrk';
+  const first = (cmd, arg) => {
+    const v = spawnSync(cmd, [arg], { encoding: 'utf8' });
+    return (
+      `${v.stdout ?? ''}${v.stderr ?? ''}`
+        .split('\n')[0]
+        .replace(/\s*Copyright.*$/, '')
+        .trim() || cmd
+    );
+  };
   const commit = safe(
     () => execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { stdio: 'pipe' }).toString().trim(),
     null,
@@ -905,7 +1019,7 @@ function machine() {
     node: process.version,
     kernel: `${os.type()} ${os.release()}`,
     memGiB: (os.totalmem() / 2 ** 30).toFixed(1),
-    wrk,
+    tools: `${first('wrk', '-v')}; ${first('h2load', '--version')}`,
     build,
   };
 }
@@ -919,50 +1033,55 @@ function fsType(dir) {
   return mounts[0]?.[2] ?? 'unknown';
 }
 
-async function main() {
+/** The scenarios BENCH_ONLY selects; refuses what cannot run. */
+function preflight() {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`make build\` (or \`npm run build\`) first`);
-  if (spawnSync('wrk', ['-v'], { stdio: 'ignore' }).error?.code === 'ENOENT') {
-    throw new Error('wrk is not installed: `apt-get install wrk` (Debian/Ubuntu) or see https://github.com/wg/wrk');
-  }
+  for (const [tool, pkg] of [
+    ['wrk', 'wrk'],
+    ['h2load', 'nghttp2-client'],
+  ])
+    if (spawnSync(tool, ['--help'], { stdio: 'ignore' }).error?.code === 'ENOENT')
+      throw new Error(`${tool} is not installed: \`apt-get install ${pkg}\` (Debian/Ubuntu)`);
   const only = (process.env.BENCH_ONLY ?? '')
     .split(';')
     .map((x) => x.trim())
     .filter(Boolean);
-  const scenarios = SCENARIOS.filter((s) => !only.length || only.some((o) => s.name.includes(o)));
+  const scenarios = SCENARIOS.filter((s) => !only.length || only.some((o) => s.name.includes(o) || s.id.includes(o)));
   if (!scenarios.length)
     throw new Error(
-      `BENCH_ONLY=${process.env.BENCH_ONLY} matches no scenario: ${SCENARIOS.map((s) => s.name).join('; ')}`,
+      `BENCH_ONLY=${process.env.BENCH_ONLY} matches no scenario: ${SCENARIOS.map((s) => `${s.id} (${s.name})`).join('; ')}`,
     );
   for (const db of DATABASES)
-    if (!['sqlite', 'mariadb'].includes(db))
-      throw new Error(`BENCH_DATABASES: unknown database '${db}' (sqlite, mariadb)`);
+    if (!DB_NAMES[db]) throw new Error(`BENCH_DATABASES: unknown database '${db}' (sqlite, mariadb, postgres)`);
+  return scenarios;
+}
 
+async function main() {
+  const scenarios = preflight();
   tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
   const mach = machine();
   const loadBefore = os.loadavg();
   const started = new Date();
   const results = [];
   const errors = [];
+  const skipped = [];
   for (const db of DATABASES) {
     try {
       results.push(await benchDatabase(db, scenarios));
     } catch (e) {
       if (interrupted) return;
+      if (e instanceof Skip) {
+        process.stderr.write(`bench: ${db}: ${e.message}\n`);
+        skipped.push({ db, message: e.message });
+        continue;
+      }
       process.stderr.write(`bench: ${db}: ${e.stack ?? e}\n`);
       errors.push({ db, message: e.message ?? String(e) });
     }
   }
-
   if (interrupted) return;
-  const { text, failedTargets } = render({
-    results,
-    errors,
-    scenarios,
-    mach,
-    loadBefore,
-    loadAfter: os.loadavg(),
-    started,
-  });
+  const report = { results, errors, skipped, scenarios, mach, loadBefore, loadAfter: os.loadavg(), started };
+  const { text, missed } = render({ ...report, finished: new Date() });
   process.stdout.write(`${text}\n`);
   if (OUT !== '-') {
     fs.writeFileSync(OUT, `${text}\n`);
@@ -972,9 +1091,8 @@ async function main() {
 
   const broken = errors.length + results.reduce((n, r) => n + r.broken.length, 0);
   if (broken) process.stderr.write(`bench: something broke (${broken} finding(s)): see the report\n`);
-  if (STRICT && failedTargets.length)
-    process.stderr.write(`bench: BENCH_STRICT=1 and ${failedTargets.length} target(s) missed\n`);
-  process.exitCode = broken || (STRICT && failedTargets.length) ? 1 : 0;
+  if (STRICT && missed.length) process.stderr.write(`bench: BENCH_STRICT=1 and ${missed.length} target(s) missed\n`);
+  process.exitCode = broken || (STRICT && missed.length) ? 1 : 0;
 }
 
 main().catch((e) => {

@@ -1,10 +1,19 @@
 /**
- * A fake OpenAI-compatible upstream for the benchmark: plain node:http on loopback, no test framework needed.
+ * A fake upstream for the benchmark, speaking both wires a coding agent needs: plain node:http on loopback, no test
+ * framework needed. Every answer echoes the request's `model` and is the same 20-piece text, so the harness checks
+ * the same things through the bare proxy and through Switchyard.
  *
- *   POST /v1/chat/completions   after THINK ms (default 0) answers. Non-streaming: one JSON body at once. Streaming:
- *                               a role chunk at once, then 20 content chunks CHUNK ms apart (default 5), a finish
- *                               chunk, the usage chunk when stream_options.include_usage is set, and `data: [DONE]`.
+ *   POST /v1/chat/completions   (OpenAI) after THINK ms (default 0) answers. Non-streaming: one JSON body at once.
+ *                               Streaming: a role chunk at once, then 20 content chunks CHUNK ms apart (default 5), a
+ *                               finish chunk, the usage chunk when stream_options.include_usage is set, `data: [DONE]`.
  *                               Usage is always reported (prompt 42, completion 20 tokens).
+ *   POST /v1/messages           (Anthropic) a `message` with one text block; streamed: message_start, content_block_start
+ *                               and ping at once, then 20 text_delta events CHUNK ms apart, content_block_stop,
+ *                               message_delta (stop reason, output tokens) and message_stop.
+ *   POST /v1/responses          (OpenAI Responses) a `response` with one message item; streamed: response.created,
+ *                               .in_progress, .output_item.added and .content_part.added at once, then 20
+ *                               response.output_text.delta events CHUNK ms apart, the .done events and
+ *                               response.completed (with usage), each numbered by sequence_number.
  *   GET  /v1/models             answers at once.
  *
  * Run as a process: `node test/bench/upstream.mjs [--think-ms 0] [--chunk-ms 5] [--port 0]`; it prints
@@ -67,7 +76,8 @@ function handle(req, res, raw, thinkMs, chunkMs) {
       data: [{ id: 'fake-chat', object: 'model', created: CREATED, owned_by: 'bench' }],
     });
   }
-  if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+  const wire = req.method === 'POST' ? WIRES[path] : undefined;
+  if (!wire) {
     return json(res, 404, {
       error: { message: 'Unknown path', type: 'invalid_request_error', param: null, code: 'unknown_url' },
     });
@@ -81,14 +91,31 @@ function handle(req, res, raw, thinkMs, chunkMs) {
     });
   }
   const model = body.model ?? 'fake-chat';
-  const go = () =>
-    body.stream ? stream(res, model, body.stream_options?.include_usage === true, chunkMs) : answer(res, model);
+  const go = () => (body.stream ? wire.stream(res, model, body, chunkMs) : json(res, 200, wire.answer(model)));
   if (thinkMs > 0) setTimeout(go, thinkMs);
   else go();
 }
 
-function answer(res, model) {
-  json(res, 200, {
+/**
+ * Writes `head` frames at once, then one frame per piece CHUNK ms apart, then `tail` frames, and ends the answer.
+ * Stops writing when the client went away.
+ */
+function streamPieces(res, { head, piece, tail }, chunkMs) {
+  if (res.destroyed) return;
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  res.write(head.join(''));
+  let i = 0;
+  const next = () => {
+    if (res.destroyed) return;
+    res.write(piece(PIECES[i++]));
+    if (i < PIECES.length) return void setTimeout(next, chunkMs);
+    res.end(tail().join(''));
+  };
+  setTimeout(next, chunkMs);
+}
+
+function chatAnswer(model) {
+  return {
     id: 'chatcmpl-bench',
     object: 'chat.completion',
     created: CREATED,
@@ -103,12 +130,11 @@ function answer(res, model) {
       },
     ],
     usage: USAGE,
-  });
+  };
 }
 
-function stream(res, model, includeUsage, chunkMs) {
-  if (res.destroyed) return;
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+function chatStream(res, model, body, chunkMs) {
+  const includeUsage = body.stream_options?.include_usage === true;
   const base = {
     id: 'chatcmpl-bench',
     object: 'chat.completion.chunk',
@@ -118,30 +144,136 @@ function stream(res, model, includeUsage, chunkMs) {
   };
   const u = includeUsage ? { usage: null } : {};
   const frame = (o) => `data: ${JSON.stringify(o)}\n\n`;
-  res.write(
-    frame({
-      ...base,
-      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
-      ...u,
-    }),
+  const choice = (delta, finish_reason = null) => [{ index: 0, delta, logprobs: null, finish_reason }];
+  streamPieces(
+    res,
+    {
+      head: [frame({ ...base, choices: choice({ role: 'assistant', content: '' }), ...u })],
+      piece: (content) => frame({ ...base, choices: choice({ content }), ...u }),
+      tail: () => [
+        frame({ ...base, choices: choice({}, 'stop'), ...u }),
+        ...(includeUsage ? [frame({ ...base, choices: [], usage: USAGE })] : []),
+        'data: [DONE]\n\n',
+      ],
+    },
+    chunkMs,
   );
-  let i = 0;
-  const next = () => {
-    if (res.destroyed) return;
-    res.write(
-      frame({
-        ...base,
-        choices: [{ index: 0, delta: { content: PIECES[i++] }, logprobs: null, finish_reason: null }],
-        ...u,
-      }),
-    );
-    if (i < PIECES.length) return void setTimeout(next, chunkMs);
-    let tail = frame({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], ...u });
-    if (includeUsage) tail += frame({ ...base, choices: [], usage: USAGE });
-    res.end(`${tail}data: [DONE]\n\n`);
-  };
-  setTimeout(next, chunkMs);
 }
+
+const ANTHROPIC_USAGE = { input_tokens: USAGE.prompt_tokens, output_tokens: USAGE.completion_tokens };
+
+function messagesAnswer(model) {
+  return {
+    id: 'msg_bench',
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [{ type: 'text', text: ANSWER }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: ANTHROPIC_USAGE,
+  };
+}
+
+function messagesStream(res, model, _body, chunkMs) {
+  const ev = (o) => `event: ${o.type}\ndata: ${JSON.stringify(o)}\n\n`;
+  const start = {
+    ...messagesAnswer(model),
+    content: [],
+    stop_reason: null,
+    usage: { ...ANTHROPIC_USAGE, output_tokens: 1 },
+  };
+  streamPieces(
+    res,
+    {
+      head: [
+        ev({ type: 'message_start', message: start }),
+        ev({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+        ev({ type: 'ping' }),
+      ],
+      piece: (text) => ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }),
+      tail: () => [
+        ev({ type: 'content_block_stop', index: 0 }),
+        ev({
+          type: 'message_delta',
+          delta: { stop_reason: 'end_turn', stop_sequence: null },
+          usage: { output_tokens: USAGE.completion_tokens },
+        }),
+        ev({ type: 'message_stop' }),
+      ],
+    },
+    chunkMs,
+  );
+}
+
+const RESPONSES_USAGE = {
+  input_tokens: USAGE.prompt_tokens,
+  input_tokens_details: { cached_tokens: 0 },
+  output_tokens: USAGE.completion_tokens,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: USAGE.total_tokens,
+};
+const OUTPUT_TEXT = { type: 'output_text', text: ANSWER, annotations: [] };
+const OUTPUT_ITEM = {
+  type: 'message',
+  id: 'msg_bench',
+  status: 'completed',
+  role: 'assistant',
+  content: [OUTPUT_TEXT],
+};
+
+function responsesAnswer(model) {
+  return {
+    id: 'resp_bench',
+    object: 'response',
+    created_at: CREATED,
+    status: 'completed',
+    model,
+    output: [OUTPUT_ITEM],
+    usage: RESPONSES_USAGE,
+    error: null,
+    incomplete_details: null,
+    store: false,
+  };
+}
+
+function responsesStream(res, model, _body, chunkMs) {
+  let seq = 0;
+  const ev = (o) => `event: ${o.type}\ndata: ${JSON.stringify({ ...o, sequence_number: seq++ })}\n\n`;
+  const done = responsesAnswer(model);
+  const shell = { ...done, status: 'in_progress', output: [], usage: null };
+  const at = { item_id: OUTPUT_ITEM.id, output_index: 0, content_index: 0 };
+  streamPieces(
+    res,
+    {
+      head: [
+        ev({ type: 'response.created', response: shell }),
+        ev({ type: 'response.in_progress', response: shell }),
+        ev({
+          type: 'response.output_item.added',
+          output_index: 0,
+          item: { ...OUTPUT_ITEM, status: 'in_progress', content: [] },
+        }),
+        ev({ type: 'response.content_part.added', ...at, part: { ...OUTPUT_TEXT, text: '' } }),
+      ],
+      piece: (delta) => ev({ type: 'response.output_text.delta', ...at, delta, logprobs: [] }),
+      tail: () => [
+        ev({ type: 'response.output_text.done', ...at, text: ANSWER, logprobs: [] }),
+        ev({ type: 'response.content_part.done', ...at, part: OUTPUT_TEXT }),
+        ev({ type: 'response.output_item.done', output_index: 0, item: OUTPUT_ITEM }),
+        ev({ type: 'response.completed', response: done }),
+      ],
+    },
+    chunkMs,
+  );
+}
+
+/** The POST paths the fake serves, by wire. */
+const WIRES = {
+  '/v1/chat/completions': { answer: chatAnswer, stream: chatStream },
+  '/v1/messages': { answer: messagesAnswer, stream: messagesStream },
+  '/v1/responses': { answer: responsesAnswer, stream: responsesStream },
+};
 
 function json(res, status, body) {
   const s = JSON.stringify(body);

@@ -61,6 +61,7 @@ export function chatFeatures<
 
 export const chat: Operation<ChatRequest, ChatResponse, ChatChunk> = {
   name: 'chat',
+  genAi: 'chat',
   path: '/v1/chat/completions',
   upstream: 'chat',
   reader: chatReader,

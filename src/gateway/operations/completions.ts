@@ -89,6 +89,7 @@ const chatChunkToCompletion = (chunk: ChatChunk) =>
 
 export const completions: Operation<CompletionRequest, CompletionResponse, CompletionResponse> = {
   name: 'completions',
+  genAi: 'text_completion',
   path: '/v1/completions',
   upstream: 'completions',
   reader,

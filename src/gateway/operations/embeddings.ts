@@ -14,6 +14,7 @@ const reader: Reader<EmbeddingRequest, EmbeddingResponse, never> = {
 
 export const embeddings: Operation<EmbeddingRequest, EmbeddingResponse, never> = {
   name: 'embeddings',
+  genAi: 'embeddings',
   path: '/v1/embeddings',
   upstream: 'embeddings',
   reader,

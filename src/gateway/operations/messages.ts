@@ -93,6 +93,7 @@ const reader: Reader<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
 
 export const messages: Operation<MessagesRequest, AnthropicMessage, AnthropicEvent> = {
   name: 'messages',
+  genAi: 'chat',
   path: '/v1/messages',
   upstream: 'messages',
   forwardHeaders: ['anthropic-beta'],

@@ -160,6 +160,7 @@ function isReference(item: unknown): boolean {
 
 export const responses: Operation<ResponsesRequest, ResponseObject, ResponseEvent> = {
   name: 'responses',
+  genAi: 'chat',
   path: '/v1/responses',
   upstream: 'responses',
   reader,

@@ -126,6 +126,11 @@ export interface Bridge<Req, Res, Chunk, Via extends UpstreamOp> {
 
 export interface Operation<Req extends { model: string } = any, Res = any, Chunk = any> {
   name: OperationName;
+  /**
+   * Its `gen_ai.operation.name` in traces, where the OpenTelemetry GenAI conventions name it (`chat`,
+   * `text_completion`, `embeddings`); left out, its own name.
+   */
+  genAi?: string;
   path: string;
   /**
    * The upstream operation that serves it natively, and how to read that operation's shapes. The kinds of model it

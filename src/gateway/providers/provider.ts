@@ -16,6 +16,8 @@ export interface Call {
   signal: AbortSignal;
   /** Client headers the operation passes on to a provider that serves it natively. */
   headers?: Record<string, string>;
+  /** The attempt's W3C trace-context headers (tracing on): sent upstream whether or not the call is bridged. */
+  traced?: Record<string, string>;
 }
 
 export class Provider {
@@ -43,6 +45,11 @@ export class Provider {
     return this.config.name;
   }
 
+  /** Reached over HTTP (not answered in the process, as the mock provider is). */
+  get remote(): boolean {
+    return this.http !== null;
+  }
+
   /** Whether it serves an upstream operation natively (for the route's `model`, when given). */
   serves(op: UpstreamOp, model?: string): boolean {
     if (!this.descriptor.operations[op]) return false;
@@ -57,7 +64,7 @@ export class Provider {
       return adapter.local.send(body, ctx, call.signal);
     }
     if (!adapter.response) throw unsupported(this.descriptor.type, op, 'unstreamed requests');
-    const req = await this.request(adapter, body, ctx);
+    const req = await this.request(adapter, body, ctx, undefined, call.traced);
     const json = await this.http!.json(req, call.signal).catch((e: unknown) => this.failed(e));
     return adapter.response(json, ctx, body);
   }
@@ -72,11 +79,12 @@ export class Provider {
     }
     if (adapter.bytes?.(body, ctx)) {
       // Chunks of the operation's answer as they come: the wire's chunk type says that bytes are among them.
-      yield* this.http!.bytes(await this.request(adapter, body, ctx, '*/*'), call.signal) as AsyncIterable<never>;
+      const req = await this.request(adapter, body, ctx, '*/*', call.traced);
+      yield* this.http!.bytes(req, call.signal) as AsyncIterable<never>;
       return;
     }
     if (!adapter.stream) throw unsupported(this.descriptor.type, op, 'streams');
-    const req = await this.request(adapter, body, ctx);
+    const req = await this.request(adapter, body, ctx, undefined, call.traced);
     try {
       yield* this.http!.stream(req, call.signal, (events) => adapter.stream!(events, ctx), adapter.framing);
     } catch (e) {
@@ -112,15 +120,19 @@ export class Provider {
     };
   }
 
-  /** The request for the upstream; `accept`: the media types of a binary answer, in place of JSON and events. */
+  /**
+   * The request for the upstream; `accept`: the media types of a binary answer, in place of JSON and events;
+   * `traced`: the attempt's trace-context headers (before signing, so a signature covers them like any other).
+   */
   private async request<Req>(
     adapter: HttpAdapter<Req, unknown, unknown>,
     body: Req,
     ctx: CallContext,
     accept?: string,
+    traced?: Record<string, string>,
   ): Promise<OutgoingRequest> {
     const upstream = adapter.request(body, ctx);
-    if (upstream instanceof FormBody) return this.formRequest(adapter, body, ctx, upstream);
+    if (upstream instanceof FormBody) return this.formRequest(adapter, body, ctx, upstream, traced);
     let text: string;
     try {
       text = JSON.stringify(upstream);
@@ -139,19 +151,26 @@ export class Provider {
       headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers), ...(accept && { accept }) },
       body: text,
     };
+    if (traced) Object.assign(req.headers, traced);
     if (this.descriptor.sign)
       Object.assign(req.headers, lower(await this.descriptor.sign(req, this.config, this.state)));
     return req;
   }
 
   /** A multipart request (files): its bytes are streamed, so a provider that signs each body cannot take it. */
-  private formRequest<Req>(adapter: HttpAdapter<Req, unknown, unknown>, body: Req, ctx: CallContext, form: FormBody) {
+  private formRequest<Req>(
+    adapter: HttpAdapter<Req, unknown, unknown>,
+    body: Req,
+    ctx: CallContext,
+    form: FormBody,
+    traced: Record<string, string> | undefined,
+  ) {
     if (this.descriptor.sign) throw unsupported(this.descriptor.type, 'multipart');
     const type = { 'content-type': form.contentType, 'content-length': String(form.length) };
     const req: OutgoingRequest = {
       method: 'POST',
       url: `${this.config.base_url}${adapter.path(ctx, body)}`,
-      headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers), ...type },
+      headers: { ...this.fixedHeaders, ...merge(this.fixedHeaders, ctx.headers), ...type, ...traced },
       body: form.stream(),
     };
     return req;

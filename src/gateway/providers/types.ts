@@ -95,6 +95,8 @@ export type ErrorReader = (body: unknown, status: number, headers: Record<string
 export interface ProviderDescriptor<State = unknown> {
   /** The configuration's `type`. */
   type: string;
+  /** Its `gen_ai.provider.name` in traces (the OpenTelemetry GenAI conventions' value); left out, `switchyard.<type>`. */
+  genAi?: string;
   /**
    * Where the upstream is unless the configuration says, fixed or made from its settings (a region); without one,
    * `base_url` is required.

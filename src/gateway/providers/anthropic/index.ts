@@ -72,6 +72,7 @@ export function native(body: MessagesRequest, model: string, maxTokens: number, 
 
 export const anthropic = defineProvider({
   type: 'anthropic',
+  genAi: 'anthropic',
   baseUrl: 'https://api.anthropic.com/v1',
   // Anthropic's published multipliers: cache reads 0.1× input, 5-minute writes 1.25×, 1-hour writes 2×.
   cache: { cached_input: 100, cache_write: 1250, cache_write_1h: 2000 },

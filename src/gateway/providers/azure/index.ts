@@ -48,6 +48,7 @@ async function* chunks<T extends { choices?: unknown[]; usage?: unknown }>(
 
 export const azure = defineProvider({
   type: 'azure',
+  genAi: 'azure.ai.openai',
   settings: {
     api_version: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}(-preview)?$' },
     output_limit: { enum: [...OUTPUT_LIMITS] },

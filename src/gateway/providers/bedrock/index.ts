@@ -31,6 +31,7 @@ const credential = { type: 'string', minLength: 1 };
 
 export const bedrock = defineProvider({
   type: 'bedrock',
+  genAi: 'aws.bedrock',
   baseUrl: (settings) => `https://bedrock-runtime.${regionOf(settings)}.amazonaws.com`,
   settings: {
     region: { type: 'string', pattern: '^[a-z]{2}(-gov)?-[a-z]+-\\d$' },

@@ -50,6 +50,7 @@ export const readError: ErrorReader = (body, status) => {
 
 export const gemini = defineProvider<Map<string, string>>({
   type: 'gemini',
+  genAi: 'gcp.gemini',
   baseUrl: 'https://generativelanguage.googleapis.com/v1beta',
   headers: (c): Record<string, string> => (c.api_key ? { 'x-goog-api-key': c.api_key } : {}),
   errors: readError,

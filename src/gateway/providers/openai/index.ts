@@ -235,6 +235,7 @@ const responsesBody = (body: ResponsesRequest, ctx: CallContext) => {
 
 export const openai = defineProvider({
   type: 'openai',
+  genAi: 'openai',
   settings: { output_limit: { enum: [...OUTPUT_LIMITS] } },
   headers: (c): Record<string, string> => (c.api_key ? { authorization: `Bearer ${c.api_key}` } : {}),
   operations: {

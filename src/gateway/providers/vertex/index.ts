@@ -111,6 +111,7 @@ function fromPredict(json: unknown, model: string, count: number): EmbeddingResp
 
 export const vertex = defineProvider<State>({
   type: 'vertex',
+  genAi: 'gcp.vertex_ai',
   // `global` has no regional host.
   baseUrl: (s) =>
     s.location === 'global'
