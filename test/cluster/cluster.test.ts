@@ -54,6 +54,7 @@ let load: Load;
 const events: {
   startedAt?: number;
   killedAt?: number;
+  diedAt?: number;
   victimPid?: number;
   victimLeases?: string[];
   drainedAt?: number;
@@ -192,6 +193,7 @@ test('a node killed with SIGKILL mid-stream, then restarted on its port: the swe
   events.victimPid = victim.proc.pid;
   events.killedAt = Date.now();
   await victim.stop('SIGKILL');
+  events.diedAt = Date.now(); // a request that reached it before it was seen dead may have been in flight on it
   console.log(`cluster: n1 (pid ${events.victimPid}) killed at ${new Date(events.killedAt).toISOString()}`);
   const owner = `${os.hostname()}:${events.victimPid}`;
   events.victimLeases = (await db('leases').where('owner', owner).select('id')).map((l) => l.id);
@@ -253,7 +255,7 @@ function verdict(o: Outcome): string | null {
   // The only failures allowed: requests the killed node had taken before it died, ended by its death — a stream
   // cut, or HAProxy's 502 for a node that went away before answering. Never a 500, a hang, or an answer from
   // another node that broke.
-  const onVictim = o.node === 'n1' && o.start < events.killedAt! && o.end >= events.killedAt!;
+  const onVictim = o.node === 'n1' && o.start < events.diedAt! && o.end >= events.killedAt!;
   if (onVictim && o.status === 200 && o.cut) return 'stream cut by the kill';
   if (onVictim && o.status === 502 && o.body?.error?.code === 'node_connection_lost') return 'node lost';
   // A gap of the gateway's, counted here rather than failed (see the README's Tests): a node sent SIGTERM closes its
