@@ -14,7 +14,7 @@ NODE22 ?= 22.22.0
 NODE24 ?= 24.21.0
 export SWITCHYARD_CONFIG ?= $(if $(wildcard switchyard.yaml),switchyard.yaml,switchyard.example.yaml)
 
-.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql integration-pg contract e2e agents test-node22 test-node24 mock migrate bench bench-usage clean
+.PHONY: install services generate generate-check build run serve test typecheck lint format format-check unit integration integration-mysql integration-pg cluster contract e2e agents test-node22 test-node24 mock migrate bench bench-usage clean
 
 # Exactly the lockfile's tree. If npm ci says "Missing: X@ from lock file" after the lockfile was regenerated, see
 # scripts/lock-missing-optionals.mjs.
@@ -75,6 +75,13 @@ integration-pg: install
 	@bash scripts/services.sh postgres redis
 	DATABASE_URL=$(PG_URL) $(NPM) exec -- jest test/integration
 
+# Three `serve` nodes (dist/) behind a real HAProxy on one database and one Redis, with a node killed, one drained
+# and the database cut for 5 s under load (test/cluster). CLUSTER_DATABASE_URL picks the database (default
+# postgres://postgres@127.0.0.1:5432/switchyard_cluster, created when missing; mysql://... works too).
+cluster: build
+	@bash scripts/services.sh postgres redis haproxy
+	$(NPM) exec -- jest test/cluster
+
 # The unit tests and the integration suite (SQLite) on Node 22 or 24, from the npm registry into .cache/ (see
 # scripts/other-node.sh; the first run compiles better-sqlite3 for that Node, about two minutes).
 test-node22 test-node24: test-node%: install
@@ -103,7 +110,7 @@ mock: install
 	node_modules/.bin/prism mock -h 127.0.0.1 -p 4010 openapi/openapi.yaml
 
 # Needs nothing but the repository (and Node 20, make): services first, then every suite, then Node 22.
-test: services typecheck lint format-check generate-check unit integration integration-mysql integration-pg contract e2e agents test-node22
+test: services typecheck lint format-check generate-check unit integration integration-mysql integration-pg cluster contract e2e agents test-node22
 
 # Switchyard against a bare Node proxy, with wrk and h2load as the load generators (test/bench/bench.mjs; BENCH_*
 # settings there). A default run on two databases takes 15-25 minutes.

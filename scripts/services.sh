@@ -6,6 +6,7 @@
 #             (integration-pg)
 #   redis     Redis on 127.0.0.1:6379 (integration: processes sharing rate limits)
 #   chromium  /usr/bin/chromium, Debian's `chromium` package, or CHROMIUM_PATH (e2e)
+#   haproxy   /usr/sbin/haproxy, Debian's `haproxy` package, or HAPROXY_PATH (cluster: nodes behind a load balancer)
 # Something that is missing and cannot be installed here ends the script with one line saying what to install.
 set -euo pipefail
 
@@ -87,10 +88,27 @@ ensure_chromium() {
   [ -x /usr/bin/chromium ] || fail "apt-get installed chromium but /usr/bin/chromium is missing: $how"
 }
 
-[ $# -gt 0 ] || set -- mariadb postgres redis chromium
+# The cluster test puts gateway nodes behind a real HAProxy; it starts its own (the package's service stays off).
+ensure_haproxy() {
+  if [ -n "${HAPROXY_PATH:-}" ]; then
+    [ -x "$HAPROXY_PATH" ] || fail "HAPROXY_PATH=$HAPROXY_PATH is not an executable: point it at an HAProxy, or unset it to use Debian's haproxy package"
+    return
+  fi
+  [ -x /usr/sbin/haproxy ] && return
+  local how="install Debian's haproxy package (apt-get install haproxy) or set HAPROXY_PATH to an HAProxy (2.2 or later)"
+  command -v apt-get >/dev/null || fail "HAProxy is missing (/usr/sbin/haproxy): $how"
+  [ "$(id -u)" = 0 ] || fail "HAProxy is missing (/usr/sbin/haproxy) and installing it needs root: $how"
+  echo "services: installing HAProxy (Debian's haproxy package)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q haproxy >/dev/null ||
+    fail "apt-get could not install haproxy: $how"
+  [ -x /usr/sbin/haproxy ] || fail "apt-get installed haproxy but /usr/sbin/haproxy is missing: $how"
+}
+
+[ $# -gt 0 ] || set -- mariadb postgres redis chromium haproxy
 for part in "$@"; do
   case $part in
-    mariadb | postgres | redis | chromium) "ensure_$part" ;;
-    *) fail "unknown part '$part' (mariadb, postgres, redis, chromium)" ;;
+    mariadb | postgres | redis | chromium | haproxy) "ensure_$part" ;;
+    *) fail "unknown part '$part' (mariadb, postgres, redis, chromium, haproxy)" ;;
   esac
 done

@@ -524,6 +524,20 @@ async function insertRecord(trx: Knex.Transaction, record: Record<string, unknow
 }
 
 /**
+ * The checkpoints whose request has no usage record yet. One that has was settled by its process, which then lost
+ * its connection before it knew (a commit whose answer never came: it kept the checkpoint, not knowing it was
+ * written); charging it again would break the ledger's once-per-request rule, and fail on it for every sweep after.
+ */
+async function notSettled<R extends HoldRow>(trx: Knex.Transaction, rows: R[]): Promise<R[]> {
+  if (!rows.length) return rows;
+  const ids = rows.map((r) => r.request_id);
+  const done = new Set(
+    (await trx('usage_records').whereIn('request_id', ids).select('request_id')).map((r) => String(r.request_id)),
+  );
+  return rows.filter((r) => !done.has(r.request_id));
+}
+
+/**
  * Settles an expired lease: each checkpoint of a request in flight under it is charged at its recorded progress
  * (never more than the lease holds), and the rest of the lease goes back. Returns the requests charged; none
  * when another process swept it first.
@@ -545,7 +559,7 @@ export function sweepLease(db: Knex, id: string, now: number): Promise<number> {
     let left = Number(lease.amount_micros);
     let balance = Number(account.balance_micros);
     let total = 0;
-    for (const r of rows) {
+    for (const r of await notSettled(trx, rows)) {
       const charge = Math.min(Number(r.progress_micros), left);
       left -= charge;
       total += charge;

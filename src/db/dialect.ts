@@ -103,9 +103,18 @@ const PG_DOWN_MESSAGES =
 
 /** Errors that say the database cannot be reached (down, restarting, refusing connections), not that a query is wrong. */
 export function isDatabaseDown(e: unknown): boolean {
-  const { code, name, message } = (e ?? {}) as { code?: string; name?: string; message?: string };
+  const { code, name, message, fatal, errno } = (e ?? {}) as {
+    code?: string;
+    name?: string;
+    message?: string;
+    fatal?: boolean;
+    errno?: number;
+  };
   return (
     name === 'KnexTimeoutError' ||
+    // mysql2's "Can't add new command when connection is in closed state" (a transaction's ROLLBACK on a connection
+    // the server dropped; found by test/cluster, where it was a 500): fatal, with no code and no server error number
+    (fatal === true && code === undefined && errno === undefined) ||
     (!!code && DOWN_CODES.has(code)) ||
     (!code && typeof message === 'string' && PG_DOWN_MESSAGES.test(message))
   );

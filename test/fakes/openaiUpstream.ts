@@ -7,12 +7,21 @@ import { FakeUpstream, type Plan, type Received } from './fakeUpstream';
 
 export type { Plan, Received };
 
+/**
+ * How slow the default answers are, like a real model's: a JSON answer comes `latencyMs` after the request, and each
+ * event of a stream `chunkDelayMs` after the one before (so a test can kill or stop a gateway mid-stream).
+ */
+export interface Pace {
+  latencyMs?: number;
+  chunkDelayMs?: number;
+}
+
 export class FakeOpenAI extends FakeUpstream {
-  constructor() {
+  constructor(pace: Pace = {}) {
     super({
       base: '/v1',
       keepAliveMs: 5000,
-      defaultPlan,
+      defaultPlan: (r) => paced(defaultPlan(r), pace),
       frame: (ev) => `data: ${JSON.stringify(ev)}\n\n`,
       end: 'data: [DONE]\n\n',
     });
@@ -20,6 +29,13 @@ export class FakeOpenAI extends FakeUpstream {
 }
 
 const CREATED = 1_735_689_600;
+
+function paced(plan: Plan, { latencyMs = 0, chunkDelayMs = 0 }: Pace): Plan {
+  if (plan.kind === 'json' && latencyMs > 0)
+    return { ...plan, wait: new Promise((r) => setTimeout(r, latencyMs)).then(() => plan.wait) };
+  if (plan.kind === 'sse' && chunkDelayMs > 0) return { ...plan, delayMs: chunkDelayMs };
+  return plan;
+}
 
 function lastUserText(body: any): string {
   const m = [...(body.messages ?? [])].reverse().find((x: any) => x.role === 'user');

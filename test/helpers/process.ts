@@ -30,21 +30,26 @@ export async function freePort(): Promise<number> {
   });
 }
 
+export interface StartOptions {
+  /** A given port (a process restarted where its load balancer expects it); default: a free one. */
+  port?: number;
+  /** Run the compiled dist/cli.js (`npm run build`) rather than the sources: starts faster, as deployed. */
+  dist?: boolean;
+}
+
 export async function startProcess(
   configFile: string,
   env: NodeJS.ProcessEnv = {},
   args: string[] = [],
+  opts: StartOptions = {},
 ): Promise<GatewayProcess> {
-  const port = await freePort();
-  const proc = spawn(
-    process.execPath,
-    [path.join(ROOT, 'bin', 'switchyard.js'), 'serve', '--port', String(port), ...args],
-    {
-      cwd: ROOT,
-      env: { ...process.env, SWITCHYARD_CONFIG: configFile, LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const port = opts.port ?? (await freePort());
+  const entry = opts.dist ? path.join(ROOT, 'dist', 'cli.js') : path.join(ROOT, 'bin', 'switchyard.js');
+  const proc = spawn(process.execPath, [entry, 'serve', '--port', String(port), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, SWITCHYARD_CONFIG: configFile, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
