@@ -41,7 +41,10 @@ export async function refusalRows(
   const rows = (await filtered(db, f)
     .select({ at, key_id: 'key_id', endpoint: 'endpoint', status: 'status', reason: 'reason' })
     .sum({ count: 'count' })
-    .groupBy(at, 'key_id', 'endpoint', 'status', 'reason')
+    // Two calls: knex's groupBy with an expression first drops the columns after it (MySQL and SQLite then grouped
+    // by the minute alone and picked any key's row; PostgreSQL refuses such a query).
+    .groupBy(at)
+    .groupBy('key_id', 'endpoint', 'status', 'reason')
     .orderBy([{ column: 'at', order: 'desc' }, { column: 'count', order: 'desc' }, { column: 'key_id' }])
     .limit(limit)) as Record<string, unknown>[];
   // MariaDB answers a SUM as a decimal string, SQLite as a number (and PostgreSQL as numeric, read as a number).
