@@ -621,6 +621,7 @@ export class Billing {
         if (this.spans.size) this.written(batch.map((b) => b.s));
       } catch (e) {
         this.log.error({ err: (e as Error).message, rows: batch.length }, 'could not write settlements; trying again');
+        for (const b of batch) b.s.retried = true;
         this.queue.unshift(...batch);
         this.flushTimer ??= setTimeout(() => void this.flush(), Math.max(this.config.flush_ms, 1000));
       } finally {

@@ -36,6 +36,8 @@ const keyMoney = (k: Record<string, unknown>, now: number): KeyMoney => ({
 /** What writing a batch needs from the database, row locks taken where it reads. */
 export interface SettlementTx {
   aliveLeases(ids: string[]): Promise<Set<string>> | Set<string>;
+  /** The requests among these whose usage record is already written (asked only when a batch is tried again). */
+  recorded(requestIds: string[]): Promise<Set<string>> | Set<string>;
   /** Deletes the checkpoint rows of these requests; returns the ids that had one. */
   takeCheckpoints(requestIds: string[]): Promise<Set<string>> | Set<string>;
   accounts(ids: number[]): Promise<Map<number, AccountMoney>> | Map<number, AccountMoney>;
@@ -61,6 +63,10 @@ function knexTx(trx: Knex.Transaction): SettlementTx {
     async aliveLeases(ids) {
       if (!ids.length) return new Set();
       return new Set((await trx('leases').whereIn('id', ids).forUpdate().select('id')).map((r) => String(r.id)));
+    },
+    async recorded(ids) {
+      const rows = await trx('usage_records').whereIn('request_id', ids).select('request_id');
+      return new Set(rows.map((r) => String(r.request_id)));
     },
     async takeCheckpoints(ids) {
       if (!ids.length) return new Set();
@@ -204,6 +210,7 @@ const prepared = new WeakMap<Db, ReturnType<typeof prepare>>();
 function prepare(conn: Db) {
   return {
     lease: conn.prepare('SELECT id FROM leases WHERE id = ?'),
+    recorded: conn.prepare('SELECT 1 FROM usage_records WHERE request_id = ?'),
     checkpoint: conn.prepare('DELETE FROM holds WHERE request_id = ?'),
     account: conn.prepare('SELECT balance_micros, held_micros FROM accounts WHERE id = ?'),
     key: conn.prepare(
@@ -228,6 +235,7 @@ function sqliteTx(conn: Db): SettlementTx {
   const st = s;
   return {
     aliveLeases: (ids) => new Set(ids.filter((id) => st.lease.get(id))),
+    recorded: (ids) => new Set(ids.filter((id) => st.recorded.get(id))),
     takeCheckpoints: (ids) =>
       new Set(ids.filter((id) => ((st.checkpoint.run(id) as { changes: number }).changes ?? 0) > 0)),
     accounts(ids) {

@@ -48,6 +48,11 @@ export interface Settlement {
    * its receipt; null or absent when nothing was held (a free model) or it is not known (settled by the sweeper).
    */
   held?: { micros: number; promptTokens: number; outputTokens: number } | null;
+  /**
+   * Its batch failed before: the commit may have gone through with its answer lost (the connection dropped during
+   * COMMIT), so the next try first skips what is already written instead of failing on the unique request id forever.
+   */
+  retried?: boolean;
 }
 
 /**
@@ -293,6 +298,7 @@ export function writeSettlements(
   return withSettlementTx(db, async (tx) => {
     const leaseIds = [...new Set(batch.map((s) => s.leaseId).filter((x): x is string => !!x))];
     const alive = await tx.aliveLeases(leaseIds);
+    const done = batch.some((s) => s.retried) ? await tx.recorded(batch.map((s) => s.requestId)) : NONE;
     const present = await tx.takeCheckpoints(batch.filter((s) => s.checkpointed).map((s) => s.requestId));
     const accounts = withTotals(await tx.accounts([...new Set(batch.map((s) => s.accountId))]));
     const keys = withTotals(await tx.keys([...new Set(batch.map((s) => s.keyId))]));
@@ -301,6 +307,10 @@ export function writeSettlements(
     const records: Record<string, unknown>[] = [];
     const written: Settlement[] = [];
     for (const s of batch) {
+      if (done.has(s.requestId)) {
+        written.push(s); // by an earlier try whose commit went through unanswered: charged then, not again
+        continue;
+      }
       const account = accounts.get(s.accountId);
       if (!account) continue; // the account was deleted
       const key = keys.get(s.keyId);
@@ -332,6 +342,8 @@ export function writeSettlements(
     return { goneLeases: leaseIds.filter((id) => !alive.has(id)), written };
   });
 }
+
+const NONE: ReadonlySet<string> = new Set();
 
 type Totals = { charged: number; released: number };
 

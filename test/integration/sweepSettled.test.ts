@@ -61,3 +61,57 @@ test('an expired lease whose checkpoint was settled already is swept without a s
   const check = await verifyLedger(db, now + 60_000);
   expect(check.problems.filter((p) => p.account_id === account.id)).toEqual([]);
 });
+
+/**
+ * A settlement batch whose COMMIT went through while the connection dropped before its answer (found by the cluster
+ * test's database outage): the process saw an error and tried the batch again. It must skip what the first try wrote
+ * — it used to fail on the usage records' unique request id on every try, and the process's queue stopped for good.
+ */
+test('a settlement batch tried again after a commit whose answer was lost is charged once, and the queue goes on', async () => {
+  const now = Date.now();
+  const account = await createAccount(db, `retry-${crypto.randomUUID()}@example.com`, 1_000_000);
+  const { key } = await createKey(db, { accountId: account.id });
+  const lease = `lease_${crypto.randomUUID().replace(/-/g, '')}`;
+  const ids = { accountId: account.id, keyId: key.id };
+  await openLease(db, { id: lease, ...ids, owner: 'test:1', amount: 10_000, expiresAt: now + 60_000, now });
+  const settlement = (requestId: string, charge: number) => ({
+    requestId,
+    ...ids,
+    model: 'm',
+    endpoint: 'chat',
+    charge,
+    uncovered: 0,
+    status: 200,
+    provider: 'up',
+    counted: 'upstream',
+    usage: usage(10, 8),
+    latencyMs: 10,
+    ttfbMs: 5,
+    at: now,
+    leaseId: lease,
+    checkpointed: false,
+  });
+  const first = settlement(`req_${crypto.randomUUID().replace(/-/g, '')}`, 400);
+  await writeSettlements(db, [first]); // committed; its process never heard so
+  // Without knowing it was tried, the same batch fails on the unique request id (what kept the queue stuck)...
+  await expect(writeSettlements(db, [{ ...first }])).rejects.toHaveProperty(
+    'message',
+    expect.stringMatching(/unique|duplicate/i),
+  );
+  // ...marked as tried again, it is skipped, and a settlement queued behind it is written.
+  const second = settlement(`req_${crypto.randomUUID().replace(/-/g, '')}`, 250);
+  const { written } = await writeSettlements(db, [
+    { ...first, retried: true },
+    { ...second, retried: true },
+  ]);
+  expect(written.map((w) => w.requestId)).toEqual([first.requestId, second.requestId]);
+  const debits = await db('ledger').whereIn('ref', [first.requestId, second.requestId]).andWhere('kind', 'usage');
+  expect(debits.map((d) => Number(d.amount_micros)).sort()).toEqual([-400, -250].sort());
+  expect(await db('usage_records').whereIn('request_id', [first.requestId, second.requestId])).toHaveLength(2);
+  const a = await db('accounts').where('id', account.id).first();
+  expect(Number(a.balance_micros)).toBe(1_000_000 - 650);
+  const l = await db('leases').where('id', lease).first();
+  expect(Number(l.amount_micros)).toBe(10_000 - 650);
+  const rollup = await db('usage_rollups').where('account_id', account.id);
+  expect(rollup.reduce((n, r) => n + Number(r.requests), 0)).toBe(2);
+});
