@@ -240,12 +240,18 @@ export function growLease(
   );
 }
 
-/** Gives a lease's money back and deletes it; false when it was gone already. */
+/**
+ * Gives a lease's money back and deletes it; false when it was gone already. Its process closes it only when every
+ * request under it is settled and written, so a checkpoint row still under it is stale — one whose write committed
+ * while the connection dropped (its process never knew it was there, so its settlement did not take it): it goes too,
+ * or it would outlive its lease for ever (no sweeper reads a checkpoint without its lease).
+ */
 export function closeLease(db: Knex, id: string): Promise<boolean> {
   return transact(db, async (trx) => {
     const lease = await trx('leases').where('id', id).forUpdate().first('account_id', 'key_id', 'amount_micros');
     if (!lease) return false;
     await trx('leases').where('id', id).del();
+    await trx('holds').where('lease_id', id).del();
     const amount = Number(lease.amount_micros);
     await trx('accounts').where('id', lease.account_id).decrement('held_micros', amount);
     await trx('api_keys').where('id', lease.key_id).decrement('held_micros', amount);

@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import { createAccount } from '../../src/accounts/accounts';
 import { createKey } from '../../src/accounts/keys';
 import { verifyLedger } from '../../src/billing/verify';
-import { checkpoint, openLease, sweepLease, writeSettlements } from '../../src/billing/store';
+import { checkpoint, closeLease, openLease, sweepLease, writeSettlements } from '../../src/billing/store';
 import { connect } from '../../src/db';
 import { usage } from '../../src/usage';
 
@@ -114,4 +114,44 @@ test('a settlement batch tried again after a commit whose answer was lost is cha
   expect(Number(l.amount_micros)).toBe(10_000 - 650);
   const rollup = await db('usage_rollups').where('account_id', account.id);
   expect(rollup.reduce((n, r) => n + Number(r.requests), 0)).toBe(2);
+});
+
+test('a lease closed by its process takes a stale checkpoint of a settled request with it', async () => {
+  const now = Date.now();
+  const account = await createAccount(db, `close-${crypto.randomUUID()}@example.com`, 1_000_000);
+  const { key } = await createKey(db, { accountId: account.id });
+  const lease = `lease_${crypto.randomUUID().replace(/-/g, '')}`;
+  const requestId = `req_${crypto.randomUUID().replace(/-/g, '')}`;
+  const ids = { accountId: account.id, keyId: key.id };
+  await openLease(db, { id: lease, ...ids, owner: 'test:1', amount: 10_000, expiresAt: now + 60_000, now });
+  const row = { request_id: requestId, endpoint: 'chat', account_id: account.id, key_id: key.id, model: 'm' };
+  const progress = { amount_micros: 0, progress_micros: 300, prompt_tokens: 10, completion_tokens: 5 };
+  // the checkpoint's commit went through unanswered: its process settles the request without taking it
+  await checkpoint(db, [{ ...row, ...progress, lease_id: lease, fresh: true }], now + 60_000, now);
+  await writeSettlements(db, [
+    {
+      requestId,
+      ...ids,
+      model: 'm',
+      endpoint: 'chat',
+      charge: 400,
+      uncovered: 0,
+      status: 200,
+      provider: 'up',
+      counted: 'upstream',
+      usage: usage(10, 8),
+      latencyMs: 10,
+      ttfbMs: 5,
+      at: now,
+      leaseId: lease,
+      checkpointed: false,
+    },
+  ]);
+  expect(await closeLease(db, lease)).toBe(true); // idle: every request under it written
+  expect(await db('holds').where('request_id', requestId)).toHaveLength(0);
+  const a = await db('accounts').where('id', account.id).first();
+  expect([Number(a.balance_micros), Number(a.held_micros)]).toEqual([1_000_000 - 400, 0]);
+  const check = await verifyLedger(db, now + 120_000);
+  expect(check.problems.filter((p) => p.account_id === account.id)).toEqual([]);
+  expect(check.stale_holds.filter((h) => h.request_id === requestId)).toEqual([]);
 });
