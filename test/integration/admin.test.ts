@@ -1,7 +1,7 @@
 /**
  * The admin API (`/admin/api`, bearer ADMIN_TOKEN) and the same operations in the CLI: listing accounts, granting and
  * removing credits, redemption codes in batches, disabling an account (its keys are refused at once). Runs on
- * DATABASE_URL (SQLite, then MariaDB).
+ * DATABASE_URL (SQLite, then MariaDB and PostgreSQL).
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';

@@ -3,7 +3,7 @@
  * and referral credits, log-in and its limits, keys (and /v1 refusing disabled or deleted ones at once), redemption
  * codes (two concurrent redemptions: one wins), Stripe Checkout against a fake Stripe API on loopback and webhooks
  * signed with the library's own test helper (replays credit once, a bad signature nothing), usage, daily usage,
- * ledger — and nobody reaching another account's data. Runs on DATABASE_URL (SQLite, then MariaDB).
+ * ledger — and nobody reaching another account's data. Runs on DATABASE_URL (SQLite, then MariaDB and PostgreSQL).
  */
 import crypto from 'node:crypto';
 import Stripe from 'stripe';

@@ -1,7 +1,8 @@
 /**
  * Several gateway processes on one database (and one Redis): concurrent spending never overdraws and every
  * success is charged exactly once; a process killed with streams in flight leaves holds that another process
- * settles; rate limits are shared through Redis and survive its absence. Runs on DATABASE_URL (SQLite, MariaDB).
+ * settles; rate limits are shared through Redis and survive its absence. Runs on DATABASE_URL (SQLite, MariaDB,
+ * PostgreSQL).
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';

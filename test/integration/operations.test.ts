@@ -2,7 +2,7 @@
  * Operations: /healthz, /readyz, /metrics (Prometheus text; METRICS_TOKEN), SIGTERM drain (503 for new work while
  * streams in flight finish, exit 0, everything settled), SIGHUP reload (a new price applies to the next request
  * without a restart; an invalid file is refused and the old configuration kept), `serve --workers N`.
- * Runs on DATABASE_URL (SQLite, MariaDB).
+ * Runs on DATABASE_URL (SQLite, MariaDB, PostgreSQL).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';

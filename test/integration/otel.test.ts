@@ -4,7 +4,7 @@
  * (continuing the caller's traceparent), its admission, the upstream attempt (whose traceparent the upstream
  * received), the settlement — with the GenAI attributes and the real token counts; a stream likewise; a fallback has
  * two attempts, the first failed with its cause. No attribute carries the key or the prompt. SIGTERM flushes.
- * Runs on DATABASE_URL (SQLite, MariaDB).
+ * Runs on DATABASE_URL (SQLite, MariaDB, PostgreSQL).
  */
 import crypto from 'node:crypto';
 import http from 'node:http';

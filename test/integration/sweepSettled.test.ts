@@ -3,7 +3,7 @@
  * dropped the connection as a checkpoint's transaction committed, so its process never knew the checkpoint row was
  * written and settled the request without taking it; then the process died. The sweeper must settle the lease
  * without charging that request a second time — it used to fail on the ledger's unique (ref, kind) on every sweep,
- * and the lease stayed, stale, for ever. Runs on DATABASE_URL (SQLite, MariaDB).
+ * and the lease stayed, stale, for ever. Runs on DATABASE_URL (SQLite, MariaDB, PostgreSQL).
  */
 import crypto from 'node:crypto';
 import { createAccount } from '../../src/accounts/accounts';
