@@ -255,7 +255,7 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
       min_output_tokens: b.min_output_tokens ?? 16,
       hold_ttl_ms: b.hold_ttl_ms ?? 60_000,
       sweep_interval_ms: b.sweep_interval_ms ?? 30_000,
-      lease_micros: usdMicros(b.lease_usd, '10', ['billing', 'lease_usd'], fail),
+      lease_micros: usdMicros(b.lease_usd, '25', ['billing', 'lease_usd'], fail),
       lease_idle_ms: b.lease_idle_ms ?? 30_000,
       flush_ms: b.flush_ms ?? 50,
       flush_rows: b.flush_rows ?? 500,

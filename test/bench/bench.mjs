@@ -38,8 +38,8 @@
  *   BENCH_STRICT=1           exit 1 when a target is missed (otherwise only when something broke)
  *   BENCH_PROFILE=1          run the gateway under --cpu-prof and print its top functions by self time (numbers are
  *                            then slowed by the profiler, so the report is not written unless BENCH_OUT says where)
- *   BENCH_NODE_FLAGS         Node's flags for the gateway (default --max-semi-space-size=2, as the README starts it;
- *                            '' for V8's defaults)
+ *   BENCH_NODE_FLAGS         Node's flags for the gateway (default none, as `switchyard serve` starts; e.g.
+ *                            '--max-semi-space-size=2')
  *   BENCH_ROOT               the Switchyard checkout whose dist/ is run (default: the repository this file is in)
  *   BENCH_KEEP=1             keep the temporary directory (database, configuration, bodies, h2load logs, profiles)
  *
@@ -94,7 +94,7 @@ const STREAM_N = num('BENCH_STREAM_N', 200, { min: 1, int: true });
 const STREAM_CONNECTIONS = 4;
 const PROFILE = process.env.BENCH_PROFILE === '1';
 /** Node's flags for the gateway process (as a deployment would start it; see the README's Deployment section). */
-const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=2').split(/\s+/).filter(Boolean);
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const STRICT = process.env.BENCH_STRICT === '1';
 const OUT = process.env.BENCH_OUT ?? (PROFILE ? '-' : path.join(HERE, 'results.md'));
 const DATABASES = (process.env.BENCH_DATABASES || 'sqlite,mariadb')
