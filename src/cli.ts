@@ -36,7 +36,7 @@ import {
 } from './accounts/keys';
 import { MAX_BATCH } from './billing/redemption';
 import { verifyLedger } from './billing/verify';
-import { ConfigError } from './config';
+import { ConfigError, MIN_RETENTION_DAYS } from './config';
 import { connect, migrate } from './db';
 import { DuplicateLedgerEntry, entries } from './db/ledger';
 import { pruneUsageRecords, usageRecords } from './db/queries/usage';
@@ -344,6 +344,10 @@ const COMMANDS: Record<string, Command> = {
         o.values.days !== undefined ? count(String(o.values.days), '--days') : loadConfig().usage.retention_days;
       if (days === 0)
         return { deleted: 0, retention_days: 0, note: 'usage.retention_days is 0: records are kept forever' };
+      if (days < MIN_RETENTION_DAYS)
+        throw new UsageError(
+          `--days must be at least ${MIN_RETENTION_DAYS}: a key's monthly budget is recounted from the usage records of its month`,
+        );
       const before = Date.now() - days * 86_400_000;
       return {
         deleted: await pruneUsageRecords(db, before, { pauseMs: 10 }),

@@ -107,6 +107,22 @@ export function readYaml(
 }
 
 /** A Fail that throws a ConfigError naming the place (`where`), the setting and the problem. */
+/**
+ * Shortest retention of usage records (0 keeps them forever): a key's budget period, at most a calendar month, is
+ * recounted from its usage records when the budget is set or changed (billing/budgets.ts), so they must cover it.
+ */
+export const MIN_RETENTION_DAYS = 31;
+
+function usageConfig(u: RawConfig['usage'], fail: Fail): Config['usage'] {
+  const days = u?.retention_days ?? 90;
+  if (days !== 0 && days < MIN_RETENTION_DAYS)
+    fail(
+      ['usage', 'retention_days'],
+      `must be 0 (kept forever) or at least ${MIN_RETENTION_DAYS} days: a key's monthly budget is recounted from the usage records of its month`,
+    );
+  return { retention_days: days };
+}
+
 function failing(where: Locate): Fail {
   return (path, problem, key) => {
     const setting = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
@@ -264,7 +280,7 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
     },
     limits: { rpm: raw.limits?.rpm ?? 1_000, tpm: raw.limits?.tpm ?? 2_000_000 },
     responses: { keep_ms: Math.round((raw.responses?.keep_days ?? 30) * 86_400_000) },
-    usage: { retention_days: raw.usage?.retention_days ?? 90 },
+    usage: usageConfig(raw.usage, fail),
     console: consoleConfig(raw.console ?? {}, fail),
     admin: { oidc: raw.admin?.oidc ? oidcConfig(raw.admin.oidc, fail) : null },
     mail: mailConfig(raw, fail),

@@ -621,3 +621,24 @@ describe('loadConfig', () => {
     expect(c.models[4].price).toMatchObject({ audio_seconds: 100_000_000 }); // 0.0001 USD a second: 0.006 a minute
   });
 });
+
+describe('usage.retention_days and billing.lease_usd', () => {
+  const base = `
+providers: { local: { type: mock } }
+models: [ { id: m, kind: chat, routes: [ { provider: local } ] } ]
+`;
+  test('defaults: records kept 90 days, a lease of at most 25 USD (16 coding-agent requests of ~0.75 USD)', () => {
+    const c = parseConfig(base, 'gw.yaml', {});
+    expect(c.usage.retention_days).toBe(90);
+    expect(c.billing.lease_micros).toBe(25_000_000);
+  });
+  test('0 keeps records forever; 31 days or more is accepted', () => {
+    expect(parseConfig(`${base}usage: { retention_days: 0 }\n`, 'gw.yaml', {}).usage.retention_days).toBe(0);
+    expect(parseConfig(`${base}usage: { retention_days: 31 }\n`, 'gw.yaml', {}).usage.retention_days).toBe(31);
+  });
+  test('a retention shorter than a month is refused: monthly key budgets are recounted from the records', () => {
+    const message = configError(`${base}usage: { retention_days: 7 }\n`);
+    expect(message).toMatch(/usage\.retention_days/);
+    expect(message).toMatch(/at least 31 days/);
+  });
+});
