@@ -9,12 +9,42 @@ import crypto from 'node:crypto';
 import { createAccount } from '../../src/accounts/accounts';
 import { createKey } from '../../src/accounts/keys';
 import { verifyLedger } from '../../src/billing/verify';
-import { checkpoint, closeLease, openLease, sweepLease, writeSettlements } from '../../src/billing/store';
+import {
+  checkpoint,
+  closeLease,
+  openLease,
+  sweepLease,
+  writeSettlements,
+  type Settlement,
+} from '../../src/billing/store';
 import { connect } from '../../src/db';
 import { usage } from '../../src/usage';
 
 const db = connect(process.env.DATABASE_URL);
 afterAll(() => db.destroy());
+
+/** A settled chat request of this key under this lease, as the paid path queues it. */
+function settled(
+  requestId: string,
+  ids: { accountId: number; keyId: number },
+  lease: string,
+  charge: number,
+  at: number,
+): Settlement {
+  const meta = { model: 'm', endpoint: 'chat', status: 200, provider: 'up', counted: 'upstream' };
+  const timing = { latencyMs: 10, ttfbMs: 5, at };
+  return {
+    requestId,
+    ...ids,
+    ...meta,
+    ...timing,
+    charge,
+    uncovered: 0,
+    usage: usage(10, 8),
+    leaseId: lease,
+    checkpointed: false,
+  };
+}
 
 test('an expired lease whose checkpoint was settled already is swept without a second charge', async () => {
   const now = Date.now();
@@ -30,25 +60,7 @@ test('an expired lease whose checkpoint was settled already is swept without a s
   const progress = { amount_micros: 0, progress_micros: 300, prompt_tokens: 10, completion_tokens: 5 };
   await checkpoint(db, [{ ...row, ...progress, lease_id: lease, fresh: true }], now + 3000, now);
   // settled by a process that did not know its checkpoint had been written
-  await writeSettlements(db, [
-    {
-      requestId,
-      ...ids,
-      model: 'm',
-      endpoint: 'chat',
-      charge: 400,
-      uncovered: 0,
-      status: 200,
-      provider: 'up',
-      counted: 'upstream',
-      usage: usage(10, 8),
-      latencyMs: 10,
-      ttfbMs: 5,
-      at: now,
-      leaseId: lease,
-      checkpointed: false,
-    },
-  ]);
+  await writeSettlements(db, [settled(requestId, ids, lease, 400, now)]);
   expect(await db('holds').where('request_id', requestId)).toHaveLength(1);
 
   await sweepLease(db, lease, now + 60_000); // its process died: the lease expired
@@ -74,23 +86,7 @@ test('a settlement batch tried again after a commit whose answer was lost is cha
   const lease = `lease_${crypto.randomUUID().replace(/-/g, '')}`;
   const ids = { accountId: account.id, keyId: key.id };
   await openLease(db, { id: lease, ...ids, owner: 'test:1', amount: 10_000, expiresAt: now + 60_000, now });
-  const settlement = (requestId: string, charge: number) => ({
-    requestId,
-    ...ids,
-    model: 'm',
-    endpoint: 'chat',
-    charge,
-    uncovered: 0,
-    status: 200,
-    provider: 'up',
-    counted: 'upstream',
-    usage: usage(10, 8),
-    latencyMs: 10,
-    ttfbMs: 5,
-    at: now,
-    leaseId: lease,
-    checkpointed: false,
-  });
+  const settlement = (requestId: string, charge: number) => settled(requestId, ids, lease, charge, now);
   const first = settlement(`req_${crypto.randomUUID().replace(/-/g, '')}`, 400);
   await writeSettlements(db, [first]); // committed; its process never heard so
   // Without knowing it was tried, the same batch fails on the unique request id (what kept the queue stuck)...
@@ -128,25 +124,7 @@ test('a lease closed by its process takes a stale checkpoint of a settled reques
   const progress = { amount_micros: 0, progress_micros: 300, prompt_tokens: 10, completion_tokens: 5 };
   // the checkpoint's commit went through unanswered: its process settles the request without taking it
   await checkpoint(db, [{ ...row, ...progress, lease_id: lease, fresh: true }], now + 60_000, now);
-  await writeSettlements(db, [
-    {
-      requestId,
-      ...ids,
-      model: 'm',
-      endpoint: 'chat',
-      charge: 400,
-      uncovered: 0,
-      status: 200,
-      provider: 'up',
-      counted: 'upstream',
-      usage: usage(10, 8),
-      latencyMs: 10,
-      ttfbMs: 5,
-      at: now,
-      leaseId: lease,
-      checkpointed: false,
-    },
-  ]);
+  await writeSettlements(db, [settled(requestId, ids, lease, 400, now)]);
   expect(await closeLease(db, lease)).toBe(true); // idle: every request under it written
   expect(await db('holds').where('request_id', requestId)).toHaveLength(0);
   const a = await db('accounts').where('id', account.id).first();
