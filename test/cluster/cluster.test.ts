@@ -289,11 +289,14 @@ test('every answer is a success or a clean 503, except requests in flight on the
 });
 
 test('nothing is charged twice, every success is charged once, and no hold is left', async () => {
-  await until(
-    'no hold left',
-    async () => (await count(db('holds').whereIn('account_id', loadAccounts))) === 0,
-    HOLD_TTL_MS + SLACK_MS,
-  );
+  // No money held: no per-request hold, and no checkpoint of a lease that is gone (the sweeper settles both). A
+  // checkpoint row under a live node's open lease may stay until that lease closes — one whose write committed while
+  // the database went away, unknown to its node — and carries no money; the last test checks none outlives its lease.
+  const held = () =>
+    db('holds')
+      .whereIn('account_id', loadAccounts)
+      .andWhere((q) => q.whereNull('lease_id').orWhereNotIn('lease_id', db('leases').select('id')));
+  await until('no hold left', async () => (await count(held())) === 0, HOLD_TTL_MS + SLACK_MS);
   await settledEverywhere();
   // settlements are written behind: wait until every success the live processes served is in (or the time is up)
   const owed = load.outcomes.filter((o) => verdict(o) === 'served' && !(o.node === 'n1' && o.end <= events.killedAt!));
