@@ -35,5 +35,6 @@ module.exports = {
     '^content-type$': '<rootDir>/node_modules/content-type/index.js',
   },
   globalSetup: '<rootDir>/test/helpers/globalSetup.ts',
+  globalTeardown: '<rootDir>/test/helpers/globalTeardown.ts',
   testTimeout: 20000,
 };

@@ -194,11 +194,19 @@ export async function confirmTotp(db: Knex, operatorId: number, code: string, ke
  * (`switchyard catalog rotate-secret`, in its transaction). Returns how many were written.
  */
 export async function resealTotpSecrets(trx: Knex, from: Buffer, to: Buffer): Promise<number> {
-  const rows = await trx('operators').whereNotNull('totp_secret').select('id', 'totp_secret').forUpdate();
-  for (const r of rows)
+  const rows = await trx('operators').whereNotNull('totp_secret').select('id', 'email', 'totp_secret').forUpdate();
+  for (const r of rows) {
+    let secret: string;
+    try {
+      secret = openTotp(String(r.totp_secret), from);
+    } catch (e) {
+      // named, so that the operator running the rotation knows whose second factor is sealed under another key
+      throw e instanceof SecretKeyError ? new SecretKeyError(`${e.message}: operator ${r.email}`) : e;
+    }
     await trx('operators')
       .where('id', r.id)
-      .update({ totp_secret: encrypt(openTotp(String(r.totp_secret), from), to) });
+      .update({ totp_secret: encrypt(secret, to) });
+  }
   return rows.length;
 }
 

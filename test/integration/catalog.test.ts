@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { authenticator } from 'otplib';
 import { connect, dialectOf } from '../../src/db';
+import { encrypt } from '../../src/secrets';
 import { defaultPlan, FakeOpenAI } from '../fakes/openaiUpstream';
 import { LogLines, startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, uniqueEmail } from '../helpers/console';
@@ -421,6 +422,19 @@ test('export leaves credentials out (last 4 in a comment); import of it keeps th
   expect(invalid.code).toBe(1);
   expect(invalid.stderr).toContain(`${file}:2:7: providers.up: missing required setting 'base_url'`);
   const NEW = crypto.randomBytes(32).toString('hex');
+  // an operator sealed under another key stops the whole rotation, named; nothing is rewritten
+  const stray = uniqueEmail('stray');
+  await cli(['operators', 'create', '--email', stray, '--role', 'viewer']);
+  const foreign = encrypt(authenticator.generateSecret(), crypto.randomBytes(32));
+  await db('operators').where({ email: stray }).update({ totp_secret: foreign });
+  const before = await storedTotp(legacy.email);
+  const refused = await cli(['catalog', 'rotate-secret'], { SWITCHYARD_NEW_SECRET_KEY: NEW });
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain(
+    `cannot be decrypted with SWITCHYARD_SECRET_KEY (a different key?): operator ${stray}`,
+  );
+  expect(await storedTotp(legacy.email)).toBe(before);
+  await db('operators').where({ email: stray }).del();
   const rotated = await cli(['catalog', 'rotate-secret'], { SWITCHYARD_NEW_SECRET_KEY: NEW });
   expect(rotated.code).toBe(0);
   expect(JSON.parse(rotated.stdout).operators).toBeGreaterThanOrEqual(2);
