@@ -249,6 +249,41 @@ describe('stream', () => {
     expect(closed).toContain('/early');
   });
 
+  test('a long stream read slowly arrives whole and in order (the upstream is paused, then resumed)', async () => {
+    const n = 3000;
+    const pad = 'x'.repeat(1000);
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      let i = 0;
+      const more = () => {
+        while (i < n) if (!res.write(`data: {"n":${i++},"pad":"${pad}"}\n\n`)) return void res.once('drain', more);
+        res.end();
+      };
+      more();
+    };
+    const seen: number[] = [];
+    for await (const ev of client().stream(req('/slow', {}), signal(), eventObjects)) {
+      seen.push((ev as { n: number }).n);
+      if (seen.length % 500 === 0) await new Promise((resolve) => setTimeout(resolve, 20)); // 3 MB: beyond any buffer
+    }
+    expect(seen).toEqual(Array.from({ length: n }, (_, i) => i));
+  });
+
+  test("the caller's signal ends a stream under way: aborted, and the upstream connection closed", async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"n":1}\n\n'); // and never ends
+    };
+    const c = new AbortController();
+    const it = client().stream(req('/aborted', {}), c.signal, eventObjects)[Symbol.asyncIterator]();
+    expect((await it.next()).value).toEqual({ n: 1 });
+    const next = it.next();
+    c.abort();
+    expect(await failure(next)).toMatchObject({ reason: 'aborted' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(closed).toContain('/aborted');
+  });
+
   test('a stream that stalls longer than idle_ms is a timeout', async () => {
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });

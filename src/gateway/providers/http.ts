@@ -4,14 +4,12 @@
  * the upstream's error bodies come from the provider's descriptor (see provider.ts).
  */
 import { isUtf8 } from 'node:buffer';
-import { Agent, errors as undiciErrors, request } from 'undici';
+import { Agent, errors as undiciErrors } from 'undici';
 import type { ProviderConfig } from '../../config';
 import { keepSource } from '../splice';
 import { parseSse, type SseEvent } from '../sse';
 import { UpstreamError } from '../types';
 import type { ErrorReader, OutgoingRequest } from './types';
-
-type Body = Awaited<ReturnType<typeof request>>['body'];
 
 /** OpenAI's and Anthropic's error bodies: `{"error":{"message":"..."}}`. */
 export const errorMessage: ErrorReader = (body) => ({
@@ -85,15 +83,13 @@ export class UpstreamHttp {
     signal: AbortSignal,
     read: (body: AsyncIterable<Buffer>) => AsyncIterable<T>,
   ): AsyncGenerator<T> {
-    const res = await this.send(req, signal);
+    const res = await this.open(req, signal);
     try {
-      yield* read(res as AsyncIterable<Buffer>);
+      yield* read(res);
     } catch (e) {
       throw failure(e, signal);
     } finally {
-      // A consumer that stopped early closes the upstream connection. Destroying a body nobody read emits an error
-      // (a `read` that threw before iterating): ignore it rather than crash on an unhandled 'error' event.
-      res.on('error', () => {}).destroy();
+      res.close(); // a consumer that stopped early closes the upstream connection
     }
   }
 
@@ -102,38 +98,28 @@ export class UpstreamHttp {
   }
 
   /**
-   * Sends the request and returns the body of a successful answer; an error status becomes an UpstreamError.
-   * `signal` also carries the route's total time limit (the router aborts it with a timeout).
+   * Sends the request and returns the body of a successful answer, read through a dispatch handler of our own
+   * (StreamExchange) rather than undici's request(): its Readable and async iterator cost more per event of a stream
+   * than the gateway's own reading of it. An error status becomes an UpstreamError. `signal` also carries the
+   * route's total time limit (the router aborts it with a timeout).
    */
-  private async send(req: OutgoingRequest, signal: AbortSignal): Promise<Body> {
-    let statusCode: number;
-    let res: Body;
-    let headers: Record<string, string | string[] | undefined>;
+  private async open(req: OutgoingRequest, signal: AbortSignal): Promise<StreamExchange> {
+    const ex = new StreamExchange(signal);
     try {
-      ({
-        statusCode,
-        headers,
-        body: res,
-      } = await request(req.url, {
-        method: req.method,
-        dispatcher: this.agent,
-        signal,
-        headers: req.headers,
-        body: req.body,
-      }));
+      const { origin, path } = target(req.url);
+      this.agent.dispatch({ origin, path, method: req.method, headers: req.headers, body: req.body }, ex);
+      await ex.started;
     } catch (e) {
       throw failure(e, signal);
     }
-    if (statusCode >= 400) {
-      let text = '';
-      try {
-        text = await res.text();
-      } catch {
-        res.destroy();
-      }
-      throw this.statusError(statusCode, text, single(headers));
+    if (ex.status < 400) return ex;
+    let text = '';
+    try {
+      for await (const chunk of ex) text += chunk.toString('utf8');
+    } catch {
+      ex.close();
     }
-    return res;
+    throw this.statusError(ex.status, text, ex.headers);
   }
 
   /** An error status, with what the provider's error body says (never the body itself: it may echo secrets). */
@@ -212,6 +198,112 @@ class JsonExchange {
   onError(e: Error): void {
     this.signal.removeEventListener('abort', this.onAbort);
     this.reject(e);
+  }
+}
+
+/** Bytes of a stream's body held unread before the upstream is paused (undici stops reading its socket). */
+const HIGH_WATER = 64 * 1024;
+
+/**
+ * undici's dispatch handler for a streamed answer, itself the async iterator of the body's chunks: `started` settles
+ * with the status (a failure before it rejects it); chunks wait in a queue, the upstream paused while more than
+ * HIGH_WATER bytes are unread; `close` (or the signal) aborts the exchange.
+ */
+class StreamExchange implements AsyncIterableIterator<Buffer> {
+  status = 0;
+  headers: Record<string, string> = {};
+  readonly started: Promise<void>;
+  private start!: { resolve: () => void; reject: (e: unknown) => void };
+  private readonly queue: Buffer[] = [];
+  private queued = 0;
+  private ended = false;
+  private error: unknown = null;
+  private waiting: { resolve: (r: IteratorResult<Buffer>) => void; reject: (e: unknown) => void } | null = null;
+  private abort: ((reason: Error) => void) | null = null;
+  private resume: (() => void) | null = null;
+  private paused = false;
+  private readonly onAbort = () => this.abort?.(this.signal.reason);
+
+  constructor(private readonly signal: AbortSignal) {
+    this.started = new Promise((resolve, reject) => (this.start = { resolve, reject }));
+    this.started.catch(() => undefined); // a failure before the start is also thrown by the iterator, if it is read
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  onConnect(abort: (reason: Error) => void): void {
+    if (this.signal.aborted) abort(this.signal.reason);
+    else this.abort = abort;
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[] | string[] | null, resume: () => void): boolean {
+    if (statusCode < 200) return true; // 1xx are interim
+    this.status = statusCode;
+    this.resume = resume;
+    if (statusCode >= 400 && raw)
+      for (let i = 0; i + 1 < raw.length; i += 2) this.headers[raw[i].toString().toLowerCase()] = raw[i + 1].toString();
+    this.start.resolve();
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const waiting = this.waiting;
+    if (waiting) {
+      this.waiting = null;
+      waiting.resolve({ value: chunk, done: false });
+      return true;
+    }
+    this.queue.push(chunk);
+    this.queued += chunk.length;
+    return !(this.paused = this.queued > HIGH_WATER);
+  }
+
+  onComplete(): void {
+    this.finish(null);
+  }
+
+  onError(e: Error): void {
+    this.finish(e);
+  }
+
+  next(): Promise<IteratorResult<Buffer>> {
+    const chunk = this.queue.shift();
+    if (chunk) {
+      this.queued -= chunk.length;
+      if (this.paused && this.queued <= HIGH_WATER / 2) {
+        this.paused = false;
+        this.resume?.();
+      }
+      return Promise.resolve({ value: chunk, done: false });
+    }
+    if (this.error) return Promise.reject(this.error);
+    if (this.ended) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+  }
+
+  return(): Promise<IteratorResult<Buffer>> {
+    this.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** Stops the exchange (the connection is closed if the answer had not ended). */
+  close(): void {
+    if (!this.ended) this.abort?.(new Error('closed by the gateway'));
+    this.finish(null);
+  }
+
+  private finish(e: Error | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.signal.removeEventListener('abort', this.onAbort);
+    if (e) this.error = e;
+    if (!this.status) this.start.reject(e ?? new Error('the answer ended before its status'));
+    const waiting = this.waiting;
+    this.waiting = null;
+    if (waiting) e ? waiting.reject(e) : waiting.resolve({ value: undefined, done: true });
   }
 }
 
