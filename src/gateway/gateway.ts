@@ -122,20 +122,20 @@ export class Gateway {
     const started = await this.router.run(
       model,
       signal,
-      async (provider, r, s, traced) => {
+      async (provider, r, s, traced, attempt) => {
         const plan = this.plan(op, model, provider, r.model);
         const sent = plan.bridge ? plan.bridge.request(body, model) : body;
-        const firstByte = new AbortController(); // aborted when no first chunk came in time: cancels the upstream call
         const call = {
           model: r.model,
           maxOutputTokens: allowance,
-          signal: AbortSignal.any([s, firstByte.signal]),
+          signal: s,
           headers: plan.bridge ? {} : headers,
           traced,
         };
         const it = provider.stream(plan.upstream, sent as never, call)[Symbol.asyncIterator]();
         try {
-          const first = await within(it.next(), r.timeouts.first_byte_ms, firstByte, 'first chunk');
+          // no first chunk in time aborts the attempt (cancelling the upstream call), and the next route is tried
+          const first = await within(it.next(), r.timeouts.first_byte_ms, attempt, 'first chunk');
           return { plan, sent, it, first };
         } catch (e) {
           void it.return?.(undefined).catch(() => undefined);

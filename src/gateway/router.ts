@@ -25,6 +25,8 @@ export type Attempt<T> = (
   route: RouteConfig,
   signal: AbortSignal,
   traced: Record<string, string> | undefined,
+  /** The attempt's own controller (`signal` is its signal): a limit of one step of the attempt aborts it. */
+  controller: AbortController,
 ) => Promise<T>;
 
 export interface Routed<T> {
@@ -114,7 +116,7 @@ export class Router {
       if (clientSignal?.aborted) onClient();
       this.tally(route).tried += 1;
       try {
-        const value = await attempt(provider, route, controller.signal, span && traceHeaders(span));
+        const value = await attempt(provider, route, controller.signal, span && traceHeaders(span), controller);
         this.succeeded(route);
         if (span && provider.remote) span.setAttribute('http.response.status_code', 200);
         return { value, route, controller, finish, span };
