@@ -10,7 +10,7 @@ import { NO_USAGE } from '../usage';
 import type { Operation } from './operations';
 import type { Presented, Reader, StreamUsage } from './operations/types';
 import { fail, finishReasons } from '../tracing';
-import { explain, within, type Routed, type Router } from './router';
+import { explain, IdleLimit, type Routed, type Router } from './router';
 import type { Meter } from './types';
 
 export interface Progress {
@@ -77,8 +77,9 @@ export class Relay<Chunk> {
     const { route, controller, finish } = this.o.routed;
     let last: Chunk | undefined;
     let held: unknown; // a chunk that ends generation, sent once the next one (or the end) comes
+    const idle = new IdleLimit(route.timeouts.idle_ms, controller, 'chunk');
     try {
-      for (let r = first; !r.done; r = await within(it.next(), route.timeouts.idle_ms, controller, 'chunk')) {
+      for (let r = first; !r.done; r = await idle.next(it.next())) {
         this.read(r.value);
         if (held !== undefined) {
           for (const out of this.o.present(held)) yield (last = out);
@@ -109,6 +110,7 @@ export class Relay<Chunk> {
       if (this.o.routed.span) fail(this.o.routed.span, failure ? `stream_${failure.reason}` : 'error');
       throw failure ?? e;
     } finally {
+      idle.end();
       finish();
       const closing = it.return?.(undefined);
       if (!this.settled)

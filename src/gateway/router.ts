@@ -291,6 +291,56 @@ export async function within<T>(step: Promise<T>, ms: number, controller: AbortC
   }
 }
 
+/**
+ * A stream's idle limit: no wait for its next chunk may last `ms`. One deadline for the whole stream, moved on only
+ * when it is reached while no wait has lasted that long (`within` per chunk cost a deadline, a closure and a promise
+ * for every chunk of every stream). A wait starts when the next chunk is asked for: time spent writing to a slow
+ * client does not count against the upstream.
+ */
+export class IdleLimit {
+  /** When the wait for the next chunk began; 0 while not waiting. */
+  private since = 0;
+  private deadline: Deadline;
+  private readonly expired: Promise<never>;
+  private fail!: (e: UpstreamError) => void;
+
+  constructor(
+    private readonly ms: number,
+    private readonly controller: AbortController,
+    private readonly what: string,
+  ) {
+    this.expired = new Promise<never>((_, reject) => (this.fail = reject));
+    this.expired.catch(() => {}); // only a wait under way is told
+    this.deadline = deadlines.add(ms, this.check);
+  }
+
+  /** The step (the next chunk), unless no chunk comes within the limit: then the call is aborted with a timeout. */
+  async next<T>(step: Promise<T>): Promise<T> {
+    step.catch(() => {}); // it may reject after the race is decided
+    this.since = Date.now();
+    try {
+      return await Promise.race([step, this.expired]);
+    } finally {
+      this.since = 0;
+    }
+  }
+
+  end(): void {
+    deadlines.remove(this.deadline);
+  }
+
+  private readonly check = () => {
+    const waited = this.since ? Date.now() - this.since : 0;
+    if (waited < this.ms) {
+      this.deadline = deadlines.add(this.ms - waited, this.check); // the earliest moment the wait under way can expire
+      return;
+    }
+    const e = new UpstreamError('timeout', `no ${this.what} within ${this.ms} ms`);
+    this.controller.abort(e);
+    this.fail(e);
+  };
+}
+
 /** A time limit of an attempt or of one step of it: what happens when it is reached. */
 export interface Deadline {
   at: number;

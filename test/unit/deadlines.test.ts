@@ -1,4 +1,5 @@
-import { Deadlines } from '../../src/gateway/router';
+import { Deadlines, IdleLimit } from '../../src/gateway/router';
+import { UpstreamError } from '../../src/gateway/types';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -36,4 +37,37 @@ test('a limit added by an expiry (the next route of a fallback) is kept and expi
   expect(fired).toEqual(['first', 'second']);
   await sleep(130);
   expect(fired).toEqual(['first', 'second', 'third']);
+});
+
+describe('IdleLimit: a stream whose next chunk takes longer than the limit is aborted', () => {
+  const chunkAfter = (ms: number) => sleep(ms).then(() => 'chunk');
+
+  test('chunks that each come within the limit pass, however long the stream; time not waiting does not count', async () => {
+    const c = new AbortController();
+    const idle = new IdleLimit(80, c, 'chunk');
+    try {
+      for (let i = 0; i < 6; i++) expect(await idle.next(chunkAfter(40))).toBe('chunk'); // 240 ms in all
+      await sleep(150); // writing to a slow client: no wait under way
+      expect(await idle.next(chunkAfter(40))).toBe('chunk');
+    } finally {
+      idle.end();
+    }
+    expect(c.signal.aborted).toBe(false);
+  });
+
+  test('a wait that lasts the limit rejects with a timeout and aborts the call, about on time', async () => {
+    const c = new AbortController();
+    const idle = new IdleLimit(80, c, 'chunk');
+    await idle.next(chunkAfter(60));
+    await sleep(50);
+    const started = Date.now();
+    const e = await idle.next(new Promise(() => {})).catch((x: unknown) => x);
+    const waited = Date.now() - started;
+    idle.end();
+    expect(e).toBeInstanceOf(UpstreamError);
+    expect(e).toMatchObject({ reason: 'timeout', message: 'no chunk within 80 ms' });
+    expect(c.signal.reason).toBe(e);
+    expect(waited).toBeGreaterThanOrEqual(79);
+    expect(waited).toBeLessThan(400);
+  });
 });
