@@ -13,6 +13,7 @@ import { ModelRegistry } from './models';
 import { OPERATIONS, type Operation, type OperationName } from './operations';
 import type { Bridge, Reader } from './operations/types';
 import { createProviders, type Provider } from './providers';
+import type { Call } from './providers/provider';
 import type { UpstreamOp } from './providers/types';
 import { Relay, type Streamed } from './relay';
 import { Router, within } from './router';
@@ -67,21 +68,13 @@ export class Gateway {
     body: Req,
     o: CallOptions,
   ): Promise<Answer<Res>> {
-    const { allowance, signal, headers = {} } = o;
+    const { allowance } = o;
     const routed = await this.router.run(
       model,
-      signal,
+      o.signal,
       async (provider, r, s, traced) => {
-        const plan = this.plan(op, model, provider, r.model);
-        const sent = plan.bridge ? plan.bridge.request(body, model) : body;
-        const res = await provider.send(plan.upstream, sent as never, {
-          model: r.model,
-          maxOutputTokens: allowance,
-          signal: s,
-          headers: plan.bridge ? {} : headers,
-          traced,
-        });
-        return { plan, sent, res };
+        const { plan, sent, call } = this.attempt(op, model, body, o, provider, r.model, s, traced);
+        return { plan, sent, res: await provider.send(plan.upstream, sent as never, call) };
       },
       o.trace,
     );
@@ -118,20 +111,12 @@ export class Gateway {
     body: Req,
     o: CallOptions,
   ): Promise<Streamed<Chunk>> {
-    const { allowance, signal, headers = {} } = o;
+    const { allowance } = o;
     const started = await this.router.run(
       model,
-      signal,
+      o.signal,
       async (provider, r, s, traced, attempt) => {
-        const plan = this.plan(op, model, provider, r.model);
-        const sent = plan.bridge ? plan.bridge.request(body, model) : body;
-        const call = {
-          model: r.model,
-          maxOutputTokens: allowance,
-          signal: s,
-          headers: plan.bridge ? {} : headers,
-          traced,
-        };
+        const { plan, sent, call } = this.attempt(op, model, body, o, provider, r.model, s, traced);
         const it = provider.stream(plan.upstream, sent as never, call)[Symbol.asyncIterator]();
         try {
           // no first chunk in time aborts the attempt (cancelling the upstream call), and the next route is tried
@@ -214,6 +199,26 @@ export class Gateway {
   async close(): Promise<void> {
     await Promise.all([...this.providers.values()].map((p) => p.close()));
     await this.tokenizer.close();
+  }
+
+  /**
+   * What one attempt sends on a route: how the route serves the operation, the body as it goes (through the bridge,
+   * if any), and the provider call (client headers only to a provider that serves the operation natively).
+   */
+  private attempt<Req extends { model: string }>(
+    op: Operation<Req>,
+    model: ModelConfig,
+    body: Req,
+    o: CallOptions,
+    provider: Provider,
+    upstreamModel: string,
+    signal: AbortSignal,
+    traced: Record<string, string> | undefined,
+  ): { plan: Plan; sent: unknown; call: Call } {
+    const plan = this.plan(op, model, provider, upstreamModel);
+    const sent = plan.bridge ? plan.bridge.request(body, model) : body;
+    const headers = plan.bridge ? {} : (o.headers ?? {});
+    return { plan, sent, call: { model: upstreamModel, maxOutputTokens: o.allowance, signal, headers, traced } };
   }
 
   /** `upstreamModel`: the route's model id (a provider may serve an operation natively for some models only). */
