@@ -36,6 +36,12 @@ const server = http.createServer((req, res) => {
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
     res.end(`upstream error: ${e.message}\n`);
   });
+  // A client that leaves before its answer is complete (a load generator stopping mid-request) takes the upstream
+  // request with it. Left alone, its upstream response would stay paused once unpiped and keep its pooled socket
+  // for ever: after a few runs every one of the agent's sockets was held so, and the proxy answered nothing.
+  res.on('close', () => {
+    if (!res.writableFinished) up.destroy();
+  });
   req.pipe(up);
 });
 server.keepAliveTimeout = 60_000;
