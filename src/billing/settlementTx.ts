@@ -127,8 +127,28 @@ interface MysqlConn {
 const execute = (conn: MysqlConn, sql: string, values: unknown[]) =>
   new Promise<void>((resolve, reject) => conn.execute(sql, values, (e) => (e ? reject(e) : resolve())));
 
-/** Rows per INSERT; a batch's last, shorter part is a statement of its own (mysql2 keeps each prepared). */
-const MYSQL_ROWS = 100;
+/** Rows per INSERT at most (128 rows of usage records are ~3,500 placeholders, far below MySQL's 65,535). */
+const MYSQL_ROWS = 128;
+
+/**
+ * The row counts a batch is inserted in on MySQL: as many MYSQL_ROWS as fit, then the rest in powers of two (45 rows:
+ * 32, 8, 4, 1). mysql2 keeps every statement a connection prepares, each with a definition object per placeholder,
+ * and an INSERT of n rows is a statement of its own: with any count from 1 to 100 a connection came to hold about a
+ * hundred statements per table, some 125,000 placeholder definitions for usage records alone. Powers of two bound it
+ * to eight statements per table, for a few more round trips per batch (a batch is written every flush_ms).
+ */
+export function mysqlParts(n: number, max = MYSQL_ROWS): number[] {
+  const out: number[] = [];
+  for (; n >= max; n -= max) out.push(max);
+  let p = 1;
+  while (p * 2 < max) p *= 2;
+  for (; p >= 1; p /= 2) {
+    if (n < p) continue;
+    out.push(p);
+    n -= p;
+  }
+  return out;
+}
 
 function mysqlTx(trx: Knex.Transaction, conn: MysqlConn): SettlementTx {
   return {
@@ -136,9 +156,10 @@ function mysqlTx(trx: Knex.Transaction, conn: MysqlConn): SettlementTx {
     async insert(table, rows) {
       const cols = table === 'ledger' ? LEDGER : USAGE;
       const one = `(${cols.map(() => '?').join(', ')})`;
-      for (let i = 0; i < rows.length; i += MYSQL_ROWS) {
-        const part = rows.slice(i, i + MYSQL_ROWS);
-        const sql = `INSERT INTO ${table} (${cols.join(', ')}) VALUES ${Array(part.length).fill(one).join(', ')}`;
+      let i = 0;
+      for (const n of mysqlParts(rows.length)) {
+        const part = rows.slice(i, (i += n));
+        const sql = `INSERT INTO ${table} (${cols.join(', ')}) VALUES ${Array(n).fill(one).join(', ')}`;
         await execute(
           conn,
           sql,
@@ -147,9 +168,10 @@ function mysqlTx(trx: Knex.Transaction, conn: MysqlConn): SettlementTx {
       }
     },
     async rollup(rows) {
-      for (let i = 0; i < rows.length; i += ROLLUP_BATCH) {
-        const part = rows.slice(i, i + ROLLUP_BATCH);
-        await execute(conn, rollupUpsertSql('mysql', part.length), part.flatMap(rollupBindings));
+      let i = 0;
+      for (const n of mysqlParts(rows.length, Math.min(MYSQL_ROWS, ROLLUP_BATCH))) {
+        const part = rows.slice(i, (i += n));
+        await execute(conn, rollupUpsertSql('mysql', n), part.flatMap(rollupBindings));
       }
     },
   };
