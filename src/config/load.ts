@@ -106,7 +106,6 @@ export function readYaml(
   return { raw: expandEnv(doc.toJS(), [], env, failing(where)) as Record<string, unknown>, where };
 }
 
-/** A Fail that throws a ConfigError naming the place (`where`), the setting and the problem. */
 /**
  * Shortest retention of usage records (0 keeps them forever): a key's budget period, at most a calendar month, is
  * recounted from its usage records when the budget is set or changed (billing/budgets.ts), so they must cover it.
@@ -123,6 +122,7 @@ function usageConfig(u: RawConfig['usage'], fail: Fail): Config['usage'] {
   return { retention_days: days };
 }
 
+/** A Fail that throws a ConfigError naming the place (`where`), the setting and the problem. */
 function failing(where: Locate): Fail {
   return (path, problem, key) => {
     const setting = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { connect, migrate } from '../../src/db';
-import { isServerUrl, RUN_PREFIX, withDatabase, withServer } from './runDatabase';
+import { RUN_PREFIX, serverOf, withDatabase, withServer } from './runDatabase';
 
 const DAY_MS = 24 * 3600_000;
 
@@ -17,7 +17,7 @@ export default async function globalSetup(): Promise<void> {
   if (!process.env.DATABASE_URL) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-test-'));
     process.env.DATABASE_URL = `sqlite:${path.join(dir, 'test.db')}`;
-  } else if (isServerUrl(process.env.DATABASE_URL)) {
+  } else if (serverOf(process.env.DATABASE_URL)) {
     const name = `${RUN_PREFIX}${Date.now()}_${process.pid}`;
     await withServer(process.env.DATABASE_URL, async (server, dialect) => {
       await dropOld(server, dialect);

@@ -1,10 +1,14 @@
 /** The integration run's own database on a MySQL or PostgreSQL server (globalSetup creates it, globalTeardown drops it). */
 import type { Knex } from 'knex';
-import { connect } from '../../src/db';
+import { connect, knexConfig } from '../../src/db';
 
 export const RUN_PREFIX = 'switchyard_it_';
 
-export const isServerUrl = (url: string): boolean => /^(mysql|postgres(ql)?):/.test(url);
+/** The database server a URL names, as the gateway reads it (src/db knexConfig); null for an SQLite file. */
+export function serverOf(url: string): 'mysql' | 'pg' | null {
+  const client = knexConfig(url).client;
+  return client === 'mysql2' ? 'mysql' : client === 'pg' ? 'pg' : null;
+}
 
 /** The same server, another database. */
 export function withDatabase(url: string, name: string): string {
@@ -19,7 +23,7 @@ export async function withServer(
   url: string,
   fn: (server: Knex, dialect: 'mysql' | 'pg') => Promise<void>,
 ): Promise<void> {
-  const dialect = /^mysql:/.test(url) ? 'mysql' : 'pg';
+  const dialect = serverOf(url) ?? 'pg';
   const server = dialect === 'pg' ? connect(withDatabase(url, 'postgres')) : connect(url);
   try {
     await fn(server, dialect);

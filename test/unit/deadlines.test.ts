@@ -44,30 +44,30 @@ describe('IdleLimit: a stream whose next chunk takes longer than the limit is ab
 
   test('chunks that each come within the limit pass, however long the stream; time not waiting does not count', async () => {
     const c = new AbortController();
-    const idle = new IdleLimit(80, c, 'chunk');
+    const idle = new IdleLimit(250, c, 'chunk'); // each chunk comes after 5 ms: a busy machine has 245 ms of slack
     try {
-      for (let i = 0; i < 6; i++) expect(await idle.next(chunkAfter(40))).toBe('chunk'); // 240 ms in all
-      await sleep(150); // writing to a slow client: no wait under way
-      expect(await idle.next(chunkAfter(40))).toBe('chunk');
+      for (let i = 0; i < 60; i++) expect(await idle.next(chunkAfter(5))).toBe('chunk'); // 300 ms and more in all
+      await sleep(400); // writing to a slow client: no wait under way
+      expect(await idle.next(chunkAfter(5))).toBe('chunk');
     } finally {
       idle.end();
     }
     expect(c.signal.aborted).toBe(false);
   });
 
-  test('a wait that lasts the limit rejects with a timeout and aborts the call, about on time', async () => {
+  test('a wait that lasts the limit rejects with a timeout and aborts the call, not before the limit', async () => {
     const c = new AbortController();
-    const idle = new IdleLimit(80, c, 'chunk');
-    await idle.next(chunkAfter(60));
-    await sleep(50);
+    const idle = new IdleLimit(200, c, 'chunk');
+    await idle.next(chunkAfter(5));
+    await sleep(100);
     const started = Date.now();
     const e = await idle.next(new Promise(() => {})).catch((x: unknown) => x);
     const waited = Date.now() - started;
     idle.end();
     expect(e).toBeInstanceOf(UpstreamError);
-    expect(e).toMatchObject({ reason: 'timeout', message: 'no chunk within 80 ms' });
+    expect(e).toMatchObject({ reason: 'timeout', message: 'no chunk within 200 ms' });
     expect(c.signal.reason).toBe(e);
-    expect(waited).toBeGreaterThanOrEqual(79);
-    expect(waited).toBeLessThan(400);
+    expect(waited).toBeGreaterThanOrEqual(199);
+    expect(waited).toBeLessThan(1_000); // the deadline moved to when the wait under way ends, not a whole limit later
   });
 });
