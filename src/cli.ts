@@ -3,6 +3,7 @@
  * the same presenters (services/views.ts). Every command prints JSON on stdout (for scripts); failures print
  * {"error": "..."} on stderr and exit 1 (2 for a misused command). The help is made from the table.
  */
+import './startup'; // first: the young generation stays small while the modules load (heap.ts)
 import cluster from 'node:cluster';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -37,6 +38,7 @@ import {
 import { MAX_BATCH } from './billing/redemption';
 import { verifyLedger } from './billing/verify';
 import { ConfigError, MIN_RETENTION_DAYS } from './config';
+import { releaseYoungGeneration } from './heap';
 import { connect, migrate } from './db';
 import { DuplicateLedgerEntry, entries } from './db/ledger';
 import { pruneUsageRecords, usageRecords } from './db/queries/usage';
@@ -471,6 +473,7 @@ async function run(argv: string[]): Promise<void> {
     return;
   }
   if (group === 'serve') return serve([action, ...rest].filter((a) => a !== undefined));
+  releaseYoungGeneration(); // the modules are loaded: the command's own work sizes it (serve: once it listens)
   const name = `${group}${action && !action.startsWith('-') ? ` ${action}` : ''}`;
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command: ${name}`);
@@ -641,7 +644,10 @@ async function serve(args: string[]): Promise<void> {
   if (!Number.isInteger(workers) || workers < 1 || workers > 256)
     throw new UsageError('--workers must be a whole number from 1 to 256');
   const host = parsed.values.host ?? process.env.HOST ?? '127.0.0.1';
-  if (workers > 1 && cluster.isPrimary) return supervise(workers);
+  if (workers > 1 && cluster.isPrimary) {
+    releaseYoungGeneration();
+    return supervise(workers);
+  }
   const started = await start({ port, host, migrate: cluster.isPrimary });
   stopOnSignals(started);
 }

@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from './config';
+import { releaseYoungGeneration } from './heap';
 import { formatUsd } from './money';
 import { connect, migrate } from './db';
 import { buildServer } from './http/server';
@@ -40,6 +41,7 @@ export async function start(
   const app = await startServices(config, db, log, redis);
   const server = await buildServer(app, { port: opts.port, host: opts.host });
   await server.start();
+  releaseYoungGeneration(); // started: from here traffic sizes the young generation (heap.ts)
   if (!cluster.isWorker) logPrices(log, config); // with workers, the primary says it once (cli.ts)
   const { source, revision } = app.catalog;
   const models = app.config.models.length;

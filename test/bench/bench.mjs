@@ -14,7 +14,7 @@
  * Lua for the runs at 1, 32 and 128 connections, h2load --h1 --rps for the fixed-rate runs, a node:http client for
  * the streams' time to first byte. CPU per request = user + system time of a process (/proc/<pid>/stat) over the run
  * ÷ the answers; the upstream's is reported too (it is the same for both targets). RSS: idle (after start-up and one
- * request, settled for a second) and peak (VmHWM after the 128-connection runs).
+ * request, settled for a second), peak (VmHWM of the 128-connection runs, reset just before each) and the whole run's.
  *
  * For each database (BENCH_DATABASES: sqlite, a fresh file; mariadb, database switchyard_bench on
  * mysql://root@127.0.0.1:3306, dropped and re-created; postgres, BENCH_POSTGRES_URL, dropped and re-created, skipped
@@ -222,7 +222,8 @@ const TARGETS = [
     fmt: f0,
   })),
   { rss: 'idle', what: 'RSS idle, MB', max: 100 },
-  { rss: 'peak', what: 'RSS peak after 128 connections, MB', max: 160 },
+  { rss: 'peak', what: 'RSS peak during the 128-connection runs (highest round), MB', max: 160 },
+  { rss: 'lifetime', what: 'RSS peak over the whole run (every scenario; no goal), MB' },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -665,13 +666,33 @@ async function rounds(res, scenarios, targets, pids) {
     const order = round % 2 ? ['proxy', 'gateway'] : ['gateway', 'proxy'];
     for (const s of scenarios) {
       for (const name of order) {
+        const pid = pids[name];
+        // The goal is the peak of the 128-connection run itself: the high-water mark is read (for the whole run's
+        // peak) and reset before it, so that what an earlier scenario (the agents' 87 KB bodies) reached is not
+        // counted against it; the highest of the rounds is reported.
+        if (s.peakRss) lifetimePeak(res, name, pid);
+        if (s.peakRss) safe(() => fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'), null);
         const r = await runScenario(res, s, targets[name], round, pids);
         res.runs.push({ round, scenario: s.id, target: name, ...r });
-        if (s.peakRss)
-          res.rss.peak = { proxy: safe(() => peakMB(pids.proxy), NaN), gateway: safe(() => peakMB(pids.gateway), NaN) };
+        if (s.peakRss) {
+          res.rss.peak ??= { proxy: NaN, gateway: NaN };
+          res.rss.peak[name] = Math.max(
+            safe(() => peakMB(pid), NaN),
+            res.rss.peak[name] || 0,
+          );
+        }
       }
     }
   }
+}
+
+/** The highest resident set of the target's process seen so far over the whole run (read before a reset). */
+function lifetimePeak(res, name, pid) {
+  res.rss.lifetime ??= { proxy: NaN, gateway: NaN };
+  res.rss.lifetime[name] = Math.max(
+    safe(() => peakMB(pid), NaN),
+    res.rss.lifetime[name] || 0,
+  );
 }
 
 /** Stops the gateway the way an operator does, then checks the books. */
@@ -722,6 +743,7 @@ async function benchDatabase(db, scenarios) {
     res.rss.idle = await idleRss(targets, pids);
     res.paid.answered2xx += 1; // idleRss's paid request
     await rounds(res, scenarios, targets, pids);
+    for (const name of ['proxy', 'gateway']) lifetimePeak(res, name, pids[name]);
     await soundness(res, gw, env, db, database);
     if (profDir) res.profile = profileText(profDir);
   } finally {
@@ -794,6 +816,10 @@ function targetRows(res, scenarios) {
     if (t.rss) {
       const v = res.rss[t.rss];
       if (!v) continue;
+      if (t.max === undefined) {
+        rows.push({ row: `| ${t.what} | ${f1(v.proxy)} | ${f1(v.gateway)} | – | – | – | no goal |`, x: 'no goal' });
+        continue;
+      }
       const x = verdict(v.gateway, t.max);
       rows.push({ row: `| ${t.what} | ${f1(v.proxy)} | ${f1(v.gateway)} | – | ≤ ${t.max} MB | – | ${x} |`, x });
       continue;
@@ -917,7 +943,8 @@ function render({ results, errors, skipped, scenarios, mach, loadBefore, loadAft
       'Anthropic-wire route, a 60 KB Codex `/v1/responses` body to an OpenAI-wire route. CPU = user + system time of the ' +
       'process (/proc/<pid>/stat) over the run ÷ answers. Values are medians over the rounds; ratio = Switchyard ÷ proxy and ' +
       'difference = Switchyard − proxy, both per round, then the median. RSS idle: after start-up and one request, settled ' +
-      'for a second; peak: VmHWM after the 128-connection runs.',
+      'for a second; peak: VmHWM of the 128-connection run (reset with /proc/<pid>/clear_refs just before it; the ' +
+      'highest round), and VmHWM over the whole run.',
     '',
   );
   const settings = settingsText();

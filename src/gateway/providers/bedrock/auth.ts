@@ -4,9 +4,7 @@
  * chain (environment, profile, SSO, web identity, instance and container roles), which caches the credentials and
  * refreshes them before they expire. Nothing here ever puts a credential in a message.
  */
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import type { ProviderConfig } from '../../../config';
 import { UpstreamError } from '../../types';
 import type { OutgoingRequest } from '../types';
@@ -27,6 +25,8 @@ function credentials(config: ProviderConfig): Credentials | (() => Promise<Crede
     const token = typeof s.session_token === 'string' && s.session_token ? { sessionToken: s.session_token } : {};
     return { accessKeyId: s.access_key_id, secretAccessKey: s.secret_access_key, ...token };
   }
+  const { defaultProvider } =
+    require('@aws-sdk/credential-provider-node') as typeof import('@aws-sdk/credential-provider-node');
   const chain = defaultProvider(); // memoized: refreshed only when the credentials near their expiry
   return async () => {
     try {
@@ -39,9 +39,14 @@ function credentials(config: ProviderConfig): Credentials | (() => Promise<Crede
   };
 }
 
-/** A configured provider's signer, with its region (the configuration has refused a provider with none). */
+/**
+ * A configured provider's signer, with its region (the configuration has refused a provider with none). The AWS
+ * modules are loaded here, for the first Bedrock provider: a gateway with none never loads them (memory, start-up).
+ */
 export function signer(config: ProviderConfig): SignatureV4 {
-  return new SignatureV4({
+  const { SignatureV4: Signer } = require('@smithy/signature-v4') as typeof import('@smithy/signature-v4');
+  const { Hash } = require('@smithy/hash-node') as typeof import('@smithy/hash-node');
+  return new Signer({
     service: 'bedrock',
     region: regionOf(config.settings),
     credentials: credentials(config),

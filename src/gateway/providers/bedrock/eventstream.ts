@@ -4,13 +4,21 @@
  * the prelude, the headers, the body and a CRC of the whole. `@smithy/eventstream-codec` decodes (and checks) one
  * whole message; the body's chunks split messages anywhere, so they are gathered here until a message is whole.
  */
-import { EventStreamCodec } from '@smithy/eventstream-codec';
-import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import type { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { SseEvent } from '../../sse';
 import { UpstreamError } from '../../types';
 import { statusOfErrorType } from './errors';
 
-const codec = new EventStreamCodec(toUtf8, fromUtf8);
+let codec: EventStreamCodec | undefined;
+
+/** The codec, made with the first Bedrock stream: a gateway with no Bedrock provider never loads the AWS modules. */
+function codecOf(): EventStreamCodec {
+  if (codec) return codec;
+  const { EventStreamCodec: Codec } =
+    require('@smithy/eventstream-codec') as typeof import('@smithy/eventstream-codec');
+  const { fromUtf8, toUtf8 } = require('@smithy/util-utf8') as typeof import('@smithy/util-utf8');
+  return (codec = new Codec(toUtf8, fromUtf8));
+}
 
 /** The prelude: total length (4 bytes), headers length (4), prelude CRC (4). */
 const PRELUDE = 12;
@@ -40,9 +48,9 @@ export async function* eventStream(body: AsyncIterable<Buffer>): AsyncGenerator<
 }
 
 function event(bytes: Buffer): SseEvent {
-  let message: ReturnType<typeof codec.decode>;
+  let message: ReturnType<EventStreamCodec['decode']>;
   try {
-    message = codec.decode(bytes);
+    message = codecOf().decode(bytes);
   } catch {
     throw new UpstreamError('protocol', 'the upstream sent an event-stream message that does not check out');
   }

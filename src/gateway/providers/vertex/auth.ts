@@ -9,7 +9,7 @@
  * id, both public), never the key, and never the library's error objects, whose request options hold the assertion.
  */
 import { readFileSync } from 'node:fs';
-import { JWT, type Credentials } from 'google-auth-library';
+import type { JWT, Credentials } from 'google-auth-library';
 import { UpstreamError } from '../../types';
 import { str } from '../shared';
 
@@ -72,7 +72,9 @@ export class AccessTokens {
 
   private async exchange(): Promise<string> {
     const account = (this.account ??= this.load());
-    const client = new JWT({ email: account.client_email, key: account.private_key, scopes: [SCOPE] });
+    // Loaded with the first exchange: a gateway with no Vertex provider never loads google-auth-library (memory).
+    const { JWT: Jwt } = require('google-auth-library') as typeof import('google-auth-library');
+    const client = new Jwt({ email: account.client_email, key: account.private_key, scopes: [SCOPE] });
     redirect(client, account.token_uri, this.timeoutMs);
     let credentials: Credentials;
     try {
