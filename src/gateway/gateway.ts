@@ -9,6 +9,7 @@ import type { Config, ModelConfig } from '../config';
 import { errors } from '../errors';
 import { finishReasons, usageAttributes, type RequestTrace, type Span } from '../tracing';
 import type { Usage } from '../usage';
+import type { Abortable } from './cancel';
 import { ModelRegistry } from './models';
 import { OPERATIONS, type Operation, type OperationName } from './operations';
 import type { Bridge, Reader } from './operations/types';
@@ -212,7 +213,7 @@ export class Gateway {
     o: CallOptions,
     provider: Provider,
     upstreamModel: string,
-    signal: AbortSignal,
+    signal: Abortable,
     traced: Record<string, string> | undefined,
   ): { plan: Plan; sent: unknown; call: Call } {
     const plan = this.plan(op, model, provider, upstreamModel);

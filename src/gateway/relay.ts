@@ -105,7 +105,7 @@ export class Relay<Chunk> {
       for (const out of this.o.end(p)) yield (last = out);
       yield* this.o.op.tail(last, p, this.o.includeUsage);
     } catch (e) {
-      const failure = explain(e, controller.signal);
+      const failure = explain(e, controller);
       if (failure && failure.reason !== 'aborted') this.o.router.failed(route, `stream_${failure.reason}`);
       if (this.o.routed.span) fail(this.o.routed.span, failure ? `stream_${failure.reason}` : 'error');
       throw failure ?? e;

@@ -9,6 +9,7 @@
 import type { ModelConfig, RouteConfig, RoutingConfig } from '../config';
 import { ApiError, errors } from '../errors';
 import { fail, traceHeaders, type RequestTrace, type Span } from '../tracing';
+import { Cancel, type Abortable } from './cancel';
 import type { Provider } from './providers';
 import { UpstreamError } from './types';
 
@@ -23,17 +24,17 @@ type BreakerState = { failures: number; openUntil: number; probing: boolean };
 export type Attempt<T> = (
   provider: Provider,
   route: RouteConfig,
-  signal: AbortSignal,
+  signal: Abortable,
   traced: Record<string, string> | undefined,
-  /** The attempt's own controller (`signal` is its signal): a limit of one step of the attempt aborts it. */
-  controller: AbortController,
+  /** The attempt's own cancellation (`signal` is the same object): a limit of one step of the attempt aborts it. */
+  controller: Cancel,
 ) => Promise<T>;
 
 export interface Routed<T> {
   value: T;
   route: RouteConfig;
   /** Aborts the upstream call (for the route's total time limit, or when the consumer gives up). */
-  controller: AbortController;
+  controller: Cancel;
   /** Clears the route's total-time timer (and ends the attempt's span); call when the answer is complete. */
   finish(): void;
   /** The attempt's span (tracing on): what the answer said is added to it before finish() ends it. */
@@ -99,7 +100,7 @@ export class Router {
     let tried = 0;
     for (const route of this.order(model)) {
       if (!this.admit(route)) continue;
-      const controller = new AbortController();
+      const controller = new Cancel(); // not an AbortController: see cancel.ts
       const onClient = () => controller.abort(new UpstreamError('aborted', 'the client went away'));
       clientSignal?.addEventListener('abort', onClient, { once: true });
       const deadline = deadlines.add(route.timeouts.total_ms, () =>
@@ -116,12 +117,12 @@ export class Router {
       if (clientSignal?.aborted) onClient();
       this.tally(route).tried += 1;
       try {
-        const value = await attempt(provider, route, controller.signal, span && traceHeaders(span), controller);
+        const value = await attempt(provider, route, controller, span && traceHeaders(span), controller);
         this.succeeded(route);
         if (span && provider.remote) span.setAttribute('http.response.status_code', 200);
         return { value, route, controller, finish, span };
       } catch (e) {
-        const failure = explain(e, controller.signal);
+        const failure = explain(e, controller);
         if (span) fail(span, failure?.reason ?? 'error', failure?.reason === 'status' ? failure.status : undefined);
         finish();
         this.onFailure?.(`${route.provider}/${route.model}`, failure?.reason ?? 'error');
@@ -260,7 +261,7 @@ function attemptSpan(t: RequestTrace, provider: Provider, route: RouteConfig, in
 }
 
 /** The UpstreamError behind a failed attempt (our own timeouts included), or null for any other error. */
-export function explain(e: unknown, signal: AbortSignal): UpstreamError | null {
+export function explain(e: unknown, signal: Pick<Abortable, 'aborted' | 'reason'>): UpstreamError | null {
   const reason = signal.aborted ? signal.reason : undefined;
   if (
     reason instanceof UpstreamError &&
@@ -273,8 +274,11 @@ export function explain(e: unknown, signal: AbortSignal): UpstreamError | null {
   return null;
 }
 
+/** What a time limit aborts: an attempt's Cancel (or an AbortController). */
+type Aborts = { abort(reason: unknown): void };
+
 /** Races a step of an upstream call against a time limit; on expiry the call is aborted with a timeout. */
-export async function within<T>(step: Promise<T>, ms: number, controller: AbortController, what: string): Promise<T> {
+export async function within<T>(step: Promise<T>, ms: number, controller: Aborts, what: string): Promise<T> {
   step.catch(() => {}); // it may reject after the race is decided
   let deadline: Deadline | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -306,7 +310,7 @@ export class IdleLimit {
 
   constructor(
     private readonly ms: number,
-    private readonly controller: AbortController,
+    private readonly controller: Aborts,
     private readonly what: string,
   ) {
     this.expired = new Promise<never>((_, reject) => (this.fail = reject));

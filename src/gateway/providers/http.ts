@@ -6,6 +6,7 @@
 import { isUtf8 } from 'node:buffer';
 import { Agent, errors as undiciErrors } from 'undici';
 import type { ProviderConfig } from '../../config';
+import type { Abortable } from '../cancel';
 import { keepSource } from '../splice';
 import { parseSse, type SseEvent } from '../sse';
 import { UpstreamError } from '../types';
@@ -37,7 +38,7 @@ export class UpstreamHttp {
    * A JSON answer, through the dispatcher with a handler of our own (JsonExchange): no response stream and no
    * header parsing on the paid path, where undici's request() cost more than everything else it does.
    */
-  async json(req: OutgoingRequest, signal: AbortSignal, keep = false): Promise<unknown> {
+  async json(req: OutgoingRequest, signal: Abortable, keep = false): Promise<unknown> {
     let answer: { status: number; body: Buffer; headers: Record<string, string> };
     try {
       answer = await new Promise((resolve, reject) => {
@@ -65,7 +66,7 @@ export class UpstreamHttp {
   /** The answer's events (server-sent events unless `framing` says otherwise), as `read` turns them into values. */
   stream<T>(
     req: OutgoingRequest,
-    signal: AbortSignal,
+    signal: Abortable,
     read: (events: AsyncIterable<SseEvent>) => AsyncIterable<T>,
     framing: (body: AsyncIterable<Buffer>) => AsyncIterable<SseEvent> = parseSse,
   ): AsyncGenerator<T> {
@@ -73,14 +74,14 @@ export class UpstreamHttp {
   }
 
   /** The answer's bytes as they arrive (a binary answer: audio), never gathered whole. */
-  bytes(req: OutgoingRequest, signal: AbortSignal): AsyncGenerator<Buffer> {
+  bytes(req: OutgoingRequest, signal: Abortable): AsyncGenerator<Buffer> {
     return this.body(req, signal, (body) => body);
   }
 
   /** A successful answer's body, as `read` turns it into values; the connection is closed when reading stops. */
   private async *body<T>(
     req: OutgoingRequest,
-    signal: AbortSignal,
+    signal: Abortable,
     read: (body: AsyncIterable<Buffer>) => AsyncIterable<T>,
   ): AsyncGenerator<T> {
     const res = await this.open(req, signal);
@@ -103,7 +104,7 @@ export class UpstreamHttp {
    * than the gateway's own reading of it. An error status becomes an UpstreamError. `signal` also carries the
    * route's total time limit (the router aborts it with a timeout).
    */
-  private async open(req: OutgoingRequest, signal: AbortSignal): Promise<StreamExchange> {
+  private async open(req: OutgoingRequest, signal: Abortable): Promise<StreamExchange> {
     const ex = new StreamExchange(signal);
     try {
       const { origin, path } = target(req.url);
@@ -161,10 +162,10 @@ class JsonExchange {
   private headers: Record<string, string> = {};
   private readonly chunks: Buffer[] = [];
   private abort: ((reason: Error) => void) | null = null;
-  private readonly onAbort = () => this.abort?.(this.signal.reason);
+  private readonly onAbort = () => this.abort?.(this.signal.reason as Error);
 
   constructor(
-    private readonly signal: AbortSignal,
+    private readonly signal: Abortable,
     private readonly resolve: (answer: { status: number; body: Buffer; headers: Record<string, string> }) => void,
     private readonly reject: (e: unknown) => void,
   ) {
@@ -172,7 +173,7 @@ class JsonExchange {
   }
 
   onConnect(abort: (reason: Error) => void): void {
-    if (this.signal.aborted) abort(this.signal.reason);
+    if (this.signal.aborted) abort(this.signal.reason as Error);
     else this.abort = abort;
   }
 
@@ -222,16 +223,16 @@ class StreamExchange implements AsyncIterableIterator<Buffer> {
   private abort: ((reason: Error) => void) | null = null;
   private resume: (() => void) | null = null;
   private paused = false;
-  private readonly onAbort = () => this.abort?.(this.signal.reason);
+  private readonly onAbort = () => this.abort?.(this.signal.reason as Error);
 
-  constructor(private readonly signal: AbortSignal) {
+  constructor(private readonly signal: Abortable) {
     this.started = new Promise((resolve, reject) => (this.start = { resolve, reject }));
     this.started.catch(() => undefined); // a failure before the start is also thrown by the iterator, if it is read
     signal.addEventListener('abort', this.onAbort, { once: true });
   }
 
   onConnect(abort: (reason: Error) => void): void {
-    if (this.signal.aborted) abort(this.signal.reason);
+    if (this.signal.aborted) abort(this.signal.reason as Error);
     else this.abort = abort;
   }
 
@@ -333,7 +334,7 @@ export function str(v: unknown): string | undefined {
   return typeof v === 'string' && v ? v : undefined;
 }
 
-function failure(e: unknown, signal: AbortSignal): UpstreamError {
+function failure(e: unknown, signal: Abortable): UpstreamError {
   if (e instanceof UpstreamError) return e;
   // The router aborts with the reason: a timeout of the route, or the client gone.
   if (signal.aborted)

@@ -4,6 +4,7 @@
  * (or to a local adapter), and hands the answer or the stream to the descriptor's adapter.
  */
 import type { ProviderConfig } from '../../config';
+import { abortSignal, type Abortable } from '../cancel';
 import { UpstreamError } from '../types';
 import { derived, serialized } from '../splice';
 import { FormBody } from './form';
@@ -14,7 +15,7 @@ export interface Call {
   /** The model id the upstream knows. */
   model: string;
   maxOutputTokens: number;
-  signal: AbortSignal;
+  signal: Abortable;
   /** Client headers the operation passes on to a provider that serves it natively. */
   headers?: Record<string, string>;
   /** The attempt's W3C trace-context headers (tracing on): sent upstream whether or not the call is bridged. */
@@ -62,7 +63,7 @@ export class Provider {
     const ctx = this.context(call, false);
     if ('local' in adapter) {
       if (!adapter.local.send) throw unsupported(this.descriptor.type, op, 'unstreamed requests');
-      return adapter.local.send(body, ctx, call.signal);
+      return adapter.local.send(body, ctx, abortSignal(call.signal));
     }
     if (!adapter.response) throw unsupported(this.descriptor.type, op, 'unstreamed requests');
     const req = await this.request(adapter, body, ctx, undefined, call.traced);
@@ -75,7 +76,7 @@ export class Provider {
     const ctx = this.context(call, true);
     if ('local' in adapter) {
       if (!adapter.local.stream) throw unsupported(this.descriptor.type, op, 'streams');
-      yield* adapter.local.stream(body, ctx, call.signal);
+      yield* adapter.local.stream(body, ctx, abortSignal(call.signal));
       return;
     }
     if (adapter.bytes?.(body, ctx)) {
