@@ -23,15 +23,16 @@ test('listeners are called once, in order, when aborted; a removed one is not; t
   expect(calls).toEqual(['a', 'd']);
 });
 
-test('the first listener removed leaves the others', () => {
+test('the first listener removed leaves the others, and one added after them is called after them', () => {
   const c = new Cancel();
   const calls: string[] = [];
   const a = () => calls.push('a');
   c.addEventListener('abort', a);
   c.addEventListener('abort', () => calls.push('b'));
   c.removeEventListener('abort', a);
+  c.addEventListener('abort', () => calls.push('c'));
   c.abort('x');
-  expect(calls).toEqual(['b']);
+  expect(calls).toEqual(['b', 'c']);
 });
 
 test('its real signal, made on first use, follows it: before the abort and after', async () => {
