@@ -78,17 +78,25 @@ const empty = (): BodyProfile => ({
   keys: 0,
 });
 
-/** Measures and checks a parsed JSON body (see the module comment). Throws a BodyError for what must be refused. */
-export function inspect(body: unknown): BodyProfile {
+/**
+ * Measures and checks a parsed JSON body (see the module comment). Throws a BodyError for what must be refused.
+ * `raw`, when given, is the JSON text the body was parsed from: the escapes JSON writes are then counted from its
+ * escape sequences (`escapes`), not by scanning every string for the characters that need one.
+ */
+export function inspect(body: unknown, raw?: Buffer): BodyProfile {
   const p = empty();
-  walk(body, 0, p, '');
+  walk(body, 0, p, '', raw ? plainBytes : utf8Bytes);
+  if (raw) p.textBytes += escapes(raw);
   return p;
 }
 
-function walk(v: unknown, depth: number, p: BodyProfile, at: string): void {
+/** How a string is measured: as JSON writes it (`utf8Bytes`) or as UTF-8 only, its escapes counted apart. */
+type Size = (s: string) => number;
+
+function walk(v: unknown, depth: number, p: BodyProfile, at: string, size: Size): void {
   switch (typeof v) {
     case 'string':
-      p.textBytes += utf8Bytes(v);
+      p.textBytes += size(v);
       return;
     case 'number':
       if (!Number.isFinite(v))
@@ -106,14 +114,14 @@ function walk(v: unknown, depth: number, p: BodyProfile, at: string): void {
       if (depth >= MAX_DEPTH)
         throw new BodyError(`The request body is nested deeper than ${MAX_DEPTH} levels`, at || null);
       if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) walk(v[i], depth + 1, p, at);
+        for (let i = 0; i < v.length; i++) walk(v[i], depth + 1, p, at, size);
         return;
       }
-      object(v as Record<string, unknown>, depth, p, at);
+      object(v as Record<string, unknown>, depth, p, at, size);
   }
 }
 
-function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: string): void {
+function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: string, size: Size): void {
   const skip = attachment(o, p);
   // a cache breakpoint with a life other than the default's, wherever it is (policy.ts takes its ttl out)
   const cc = o.cache_control;
@@ -121,7 +129,7 @@ function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: s
     p.longCache = (p.longCache ?? 0) + 1;
   for (const k in o) {
     if (!Object.prototype.hasOwnProperty.call(o, k)) continue;
-    p.textBytes += utf8Bytes(k);
+    p.textBytes += size(k);
     p.keys!++;
     if (k === skip) {
       p.keys! += keysIn(o[k]);
@@ -131,7 +139,7 @@ function object(o: Record<string, unknown>, depth: number, p: BodyProfile, at: s
       p.tools = true;
       if (depth === 0 && k === 'tools') p.builtinTools = (o[k] as unknown[]).filter(builtin).length;
     }
-    walk(o[k], depth + 1, p, depth === 0 ? k : at);
+    walk(o[k], depth + 1, p, depth === 0 ? k : at, size);
   }
 }
 
@@ -270,6 +278,38 @@ const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
  */
 const utf8Bytes = (s: string) =>
   ESCAPED.test(s) ? Buffer.byteLength(JSON.stringify(s)) - 2 : Buffer.byteLength(s, 'utf8');
+
+const plainBytes = (s: string) => Buffer.byteLength(s, 'utf8');
+
+/**
+ * The bytes JSON's escapes add to the strings parsed from `raw` (valid JSON text), beyond their UTF-8: what
+ * `utf8Bytes` adds, found without scanning every string. Each character JSON.stringify escapes (a quote, a backslash,
+ * a control character, a lone surrogate) was written in `raw` as an escape sequence too (raw text cannot hold it),
+ * and a backslash occurs in JSON text only to begin one. So the sequences are found with indexOf, and each adds what
+ * JSON.stringify's writing of its character adds: 1 for `\"`, `\\` and a control character with a short form, 5
+ * for another control character (`\u0001`), 3 for a surrogate (as `\udc00`, 6 bytes against the 3 of the U+FFFD
+ * Buffer.byteLength counts; a pair's halves are counted so too, an over-count), 0 for anything else (`\/`,
+ * `\u00e9`). The sum is at least what the scan finds, and equal to it without escaped surrogate pairs. Measured on
+ * an 87 KB Claude Code body: 3 µs against the scan's 217 µs.
+ */
+export function escapes(raw: Buffer): number {
+  let n = 0;
+  for (let i = raw.indexOf(BACKSLASH); i !== -1; i = raw.indexOf(BACKSLASH, i + 2)) {
+    const c = raw[i + 1];
+    if (c === U) {
+      const code = parseInt(raw.toString('latin1', i + 2, i + 6), 16);
+      n += SHORT.has(code) ? 1 : code < 0x20 ? 5 : code >= 0xd800 && code <= 0xdfff ? 3 : 0;
+      i += 4;
+    } else if (c !== SLASH) n++;
+  }
+  return n;
+}
+
+const BACKSLASH = 0x5c;
+const U = 0x75;
+const SLASH = 0x2f;
+/** What JSON.stringify writes with a two-byte escape: the quote, the backslash, \b \f \n \r \t. */
+const SHORT = new Set([0x22, 0x5c, 0x08, 0x0c, 0x0a, 0x0d, 0x09]);
 
 /**
  * Attachments a model does not take: references to files stored at the upstream (they would read the operator's

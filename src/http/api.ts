@@ -300,7 +300,7 @@ function parse(raw: Buffer | null): { body: unknown; profile: BodyProfile } {
     throw errors.invalidJson();
   }
   try {
-    const profile = inspect(body);
+    const profile = inspect(body, raw); // raw: the escapes are counted from its bytes (gateway/bound.ts)
     // Forwarded as written where the upstream's wire is the caller's (splice.ts); bytes that are not UTF-8 are not:
     // what we read of them (U+FFFD for each bad byte) is what goes upstream.
     if (isUtf8(raw)) keepSource(body, raw, 'request', profile.keys);
