@@ -17,7 +17,8 @@ export const createResponse: Handler<'createResponse'> = async ({ app, body, ...
   return app.metered.serve(responses, {
     ...call,
     body: whole,
-    profile: whole === body ? call.profile : measured(whole),
+    // the same input (no earlier turns, input already a list): the request's own measure is the whole body's
+    profile: whole.input === body.input ? call.profile : measured(whole),
     onAnswer: (res) => app.responses.keep(accountId, body, input, res as ResponseObject),
   });
 };
