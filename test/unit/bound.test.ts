@@ -4,16 +4,7 @@
  * never below the scan's (the hold must cover the bill) and equal to it unless surrogate pairs were written escaped.
  */
 import { escapes, inspect } from '../../src/gateway/bound';
-
-function rng(seed: number) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
+import { rng } from '../helpers/rng';
 
 /** Every kind of character JSON treats apart: quotes, backslashes, each control character, surrogates, the rest. */
 const CHARS = [

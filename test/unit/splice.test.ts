@@ -10,6 +10,7 @@ import { anthropic } from '../../src/gateway/providers/anthropic';
 import { openai } from '../../src/gateway/providers/openai';
 import type { CallContext, HttpAdapter } from '../../src/gateway/providers/types';
 import { derived, keepSource, members, serialized } from '../../src/gateway/splice';
+import { rng } from '../helpers/rng';
 
 const model = (allow: string[] = []) => ({ id: 'client-model', allow }) as unknown as ModelConfig;
 const ctx = (stream: boolean, output_limit?: string): CallContext =>
@@ -81,16 +82,6 @@ function expectSame(r: { old: string; spliced: string }) {
 
 // ---------------------------------------------------------------------------------------------------------------
 // A small deterministic generator of JSON texts as clients write them
-
-function rng(seed: number) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 const KEYS = [
   'model',
