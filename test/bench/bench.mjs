@@ -25,7 +25,8 @@
  *
  * Environment (all optional):
  *   BENCH_ROUNDS=3           rounds per scenario              BENCH_DURATION=5    seconds measured per timed run
- *   BENCH_RATE_DURATION=10   seconds measured of the fixed-rate paid chat run (default BENCH_DURATION when that is set)
+ *   BENCH_RATE_DURATION=10   seconds measured of the fixed-rate runs (paid chat, agents' bodies; default BENCH_DURATION
+ *                            when that is set)
  *   BENCH_WARMUP=1           seconds of warm-up before each timed run (same command; the streaming client too)
  *   BENCH_CHECK_N=200        requests of the check pass before each timed run (16 at a time)
  *   BENCH_RATE=2000          req/s of the fixed-rate paid chat run (h2load --rps), over BENCH_RATE_CONNECTIONS=32
@@ -158,6 +159,9 @@ const agent = (id, name, wire) => ({
   wire,
   rate: AGENT_RATE,
   connections: AGENT_CONNECTIONS,
+  // as long as the fixed-rate chat run: at 100 req/s, 5 s gave 500 answers, CPU known to ±20 µs (the clock ticks
+  // every 10 ms), and ratios that moved by 0.5× from round to round
+  seconds: RATE_DURATION,
   paid: true,
 });
 const SCENARIOS = [
@@ -938,7 +942,7 @@ function render({ results, errors, skipped, scenarios, mach, loadBefore, loadAft
       `generator. ${ROUNDS} round(s); in each, every scenario runs against the proxy and against Switchyard (order swapped every ` +
       `other round): first a check pass (${CHECK_N} requests, ${CHECK_CONNECTIONS} at a time, by a Node client that checks each ` +
       'answer: status 200, shape, model, text, usage), then a warm-up and the timed run with the command below. ' +
-      `Timed runs: ${WARMUP} s warm-up then ${DURATION} s (the fixed-rate run ${RATE_DURATION} s); streams: ${STREAM_N} requests, ${STREAM_CONNECTIONS} at a time (time to first ` +
+      `Timed runs: ${WARMUP} s warm-up then ${DURATION} s (the fixed-rate runs — paid chat and the agents' bodies — ${RATE_DURATION} s); streams: ${STREAM_N} requests, ${STREAM_CONNECTIONS} at a time (time to first ` +
       'byte, by a node:http client). Agent bodies (`test/bench/bodies.mjs`): an 87 KB Claude Code `/v1/messages` body to an ' +
       'Anthropic-wire route, a 60 KB Codex `/v1/responses` body to an OpenAI-wire route. CPU = user + system time of the ' +
       'process (/proc/<pid>/stat) over the run ÷ answers. Values are medians over the rounds; ratio = Switchyard ÷ proxy and ' +
