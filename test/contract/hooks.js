@@ -527,9 +527,14 @@ async function setUpConsole() {
   }
 }
 
-/** Operators' TOTP codes: one time step after the last used (each code is good once), within a step of drift. */
+/**
+ * Operators' TOTP codes: one time step after the last used (each code is good once), within a step of drift; the
+ * step before only while the current one has 15 s left (its code is refused the moment the current step ends).
+ */
 function totpCode(who) {
-  const step = Math.max((who.lastStep ?? -Infinity) + 1, Math.floor(Date.now() / 30_000) - 1);
+  const t = Date.now();
+  const now = Math.floor(t / 30_000);
+  const step = Math.max((who.lastStep ?? -Infinity) + 1, 30_000 - (t % 30_000) > 15_000 ? now - 1 : now);
   who.lastStep = step;
   return authenticator.clone({ epoch: step * 30_000 + 1000 }).generate(who.secret);
 }

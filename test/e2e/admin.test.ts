@@ -20,19 +20,18 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { authenticator } from 'otplib';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { connect } from '../../src/db';
 import { ADMIN_DIST } from '../../src/http/consoleStatic';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, PASSWORD, registered, uniqueEmail } from '../helpers/console';
 import { freePort } from '../helpers/process';
+import { Authenticator } from '../helpers/totp';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = 'e2e-admin-token-for-the-operators-app';
 const ROOT = path.resolve(__dirname, '..', '..');
 const OUT = path.join(ROOT, '.tmp', 'e2e');
-const STEP = 30_000;
 /** The key the catalog's credentials are sealed with (both gateways of this file read the same catalog). */
 const SWITCHYARD_SECRET_KEY = crypto.randomBytes(32).toString('base64');
 
@@ -152,31 +151,13 @@ async function bearer(method: string, url: string, body?: unknown): Promise<{ st
 }
 
 /** An operator as their authenticator app knows them. */
-class Operator {
-  secret = '';
-  private lastStep = -Infinity;
-
+class Operator extends Authenticator {
   constructor(
     readonly email: string,
     readonly password: string,
     readonly id: number,
-  ) {}
-
-  /**
-   * A code of a time step after the last one used (each is accepted once): the current step, or the next (the one
-   * step of drift the gateway allows), waiting for the clock when both are used. Never the step before: were the
-   * clock to pass a step's end on the way to the gateway, it would be two behind.
-   */
-  async code(): Promise<string> {
-    for (;;) {
-      const now = Math.floor(Date.now() / STEP);
-      const step = Math.max(this.lastStep + 1, now);
-      if (step <= now + 1) {
-        this.lastStep = step;
-        return authenticator.clone({ epoch: step * STEP + 1000 }).generate(this.secret);
-      }
-      await new Promise((r) => setTimeout(r, 1000));
-    }
+  ) {
+    super();
   }
 }
 

@@ -11,17 +11,16 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { authenticator } from 'otplib';
 import { createKey } from '../../src/accounts/keys';
 import { verifyLedger } from '../../src/billing/verify';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, registered, uniqueEmail } from '../helpers/console';
+import { Authenticator } from '../helpers/totp';
 
 jest.setTimeout(60_000); // operators are made with the CLI, a process of its own: seconds each on a busy machine
 
 const TOKEN = 'admin-token-for-admin-pages-tests-0123456789';
 const ROOT = path.resolve(__dirname, '../..');
-const STEP = 30_000;
 /** Model ids of this file only: other files write to the same database at the same time. */
 const PAID = `pages-chat-${process.pid}`;
 const DEAD = `pages-dead-${process.pid}`;
@@ -91,10 +90,9 @@ function cli(args: string[]): Promise<any> {
   );
 }
 
-/** An operator's browser: its cookie, its CSRF token, its authenticator's secret. */
+/** An operator's browser: its cookie, its CSRF token, its authenticator app. */
 class OperatorClient extends ConsoleClient {
-  secret = '';
-  lastStep = -Infinity;
+  app = new Authenticator();
 
   constructor(
     readonly email: string,
@@ -104,18 +102,12 @@ class OperatorClient extends ConsoleClient {
     super(gw.url);
   }
 
-  code(): string {
-    const step = Math.max(this.lastStep + 1, Math.floor(Date.now() / STEP) - 1);
-    this.lastStep = step;
-    return authenticator.clone({ epoch: step * STEP + 1000 }).generate(this.secret);
-  }
-
   /** With a fresh code of the authenticator once enrolled, unless `code` is false (a password that fails first). */
   async signIn(password = this.password, code = true) {
     const r = await this.post('/admin/api/session', {
       email: this.email,
       password,
-      ...(this.secret && code && { code: this.code() }),
+      ...(this.app.secret && code && { code: await this.app.code() }),
     });
     if (r.status === 200) this.csrf = r.body.csrf_token;
     return r;
@@ -130,8 +122,8 @@ async function operator(role: string): Promise<OperatorClient> {
   const c = new OperatorClient(email, made.password, made.id);
   expect((await c.signIn()).status).toBe(200);
   const started = await c.post('/admin/api/session/totp');
-  c.secret = new URL(started.body.otpauth_uri).searchParams.get('secret')!;
-  expect((await c.post('/admin/api/session/totp/confirm', { code: c.code() })).status).toBe(200);
+  c.app.secret = new URL(started.body.otpauth_uri).searchParams.get('secret')!;
+  expect((await c.post('/admin/api/session/totp/confirm', { code: await c.app.code() })).status).toBe(200);
   return c;
 }
 
@@ -537,10 +529,8 @@ describe('operators', () => {
   test("change one's own password: the current one checked, the new one as strong as at creation; other sessions end", async () => {
     const me = await operator('support');
     const elsewhere = new OperatorClient(me.email, me.password, me.id);
-    elsewhere.secret = me.secret;
-    elsewhere.lastStep = me.lastStep; // one authenticator: each code is accepted once
+    elsewhere.app = me.app; // one authenticator app: each code is accepted once
     expect((await elsewhere.signIn()).status).toBe(200);
-    me.lastStep = elsewhere.lastStep;
     const change = (current: string, next: string) =>
       me.post('/admin/api/session/password', { current_password: current, new_password: next });
     const wrong = await change('not my password 1', 'a new password 42');

@@ -7,16 +7,15 @@
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { authenticator } from 'otplib';
 import { toString as qrCode } from 'qrcode';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { ConsoleClient, uniqueEmail } from '../helpers/console';
+import { Authenticator } from '../helpers/totp';
 
 jest.setTimeout(60_000); // operators are made with the CLI, a process of its own: seconds each on a busy machine
 
 const TOKEN = 'admin-token-for-operator-tests-0123456789';
 const ROOT = path.resolve(__dirname, '../..');
-const STEP = 30_000;
 
 let gw: TestGateway;
 /** Everything the gateway answered in this file, to grep for secrets at the end. */
@@ -56,10 +55,9 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<any> {
   );
 }
 
-/** An operator's browser: its cookie, its CSRF token, and (once enrolled) its authenticator's secret. */
+/** An operator's browser: its cookie, its CSRF token, and (once enrolled) its authenticator app. */
 class OperatorClient extends ConsoleClient {
-  secret = '';
-  lastStep = -Infinity;
+  readonly app = new Authenticator();
 
   constructor(
     readonly email: string,
@@ -77,18 +75,8 @@ class OperatorClient extends ConsoleClient {
     return r;
   }
 
-  /**
-   * A code of the authenticator, of a time step after the last one used (each is accepted once) and within the
-   * one step of drift the gateway allows either way.
-   */
-  code(): string {
-    const step = Math.max(this.lastStep + 1, Math.floor(Date.now() / STEP) - 1);
-    this.lastStep = step;
-    return authenticator.clone({ epoch: step * STEP + 1000 }).generate(this.secret);
-  }
-
   async signIn(o: { code?: string; password?: string } = {}) {
-    const code = o.code ?? (this.secret ? this.code() : undefined);
+    const code = o.code ?? (this.app.secret ? await this.app.code() : undefined);
     const r = await this.post('/admin/api/session', {
       email: this.email,
       password: o.password ?? this.password,
@@ -103,9 +91,9 @@ class OperatorClient extends ConsoleClient {
     expect(started.status).toBe(200);
     const uri = new URL(started.body.otpauth_uri);
     expect(uri.protocol).toBe('otpauth:');
-    this.secret = uri.searchParams.get('secret')!;
-    totpSecrets.push(this.secret);
-    return this.post('/admin/api/session/totp/confirm', { code: this.code() });
+    this.app.secret = uri.searchParams.get('secret')!;
+    totpSecrets.push(this.app.secret);
+    return this.post('/admin/api/session/totp/confirm', { code: await this.app.code() });
   }
 }
 
@@ -153,8 +141,8 @@ test('the first sign-in takes the password alone and can only enrol; the confirm
   const wrong = await c.post('/admin/api/session/totp/confirm', { code: '000000' });
   expect(wrong.status).toBe(400);
   expect(wrong.body.error).toMatchObject({ code: 'invalid_code', type: 'invalid_request_error' });
-  c.secret = secret;
-  const confirmed = await c.post('/admin/api/session/totp/confirm', { code: c.code() });
+  c.app.secret = secret;
+  const confirmed = await c.post('/admin/api/session/totp/confirm', { code: await c.app.code() });
   expect(confirmed.body).toMatchObject({ operator: { totp_enabled: true }, second_factor: true });
   expect((await c.get('/admin/api/accounts')).status).toBe(200);
   expect((await c.post('/admin/api/session/totp')).status).toBe(409); // a stolen session cannot swap the factor
@@ -170,7 +158,7 @@ test('a wrong code, a wrong password, a replayed code and a disabled operator ar
     expect(r.status).toBe(401);
     expect(r.body.error).toMatchObject({ code: 'invalid_credentials', type: 'authentication_error' });
   }
-  const code = c.code();
+  const code = await c.app.code();
   expect((await c.signIn({ code })).status).toBe(200);
   expect((await c.signIn({ code })).status).toBe(401); // a code is good once
   await cli(['operators', 'disable', String(c.id)]);
