@@ -49,18 +49,17 @@ export async function start(
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      log.info(
-        { grace_ms: app.config.server.shutdown_grace_ms },
-        'shutting down: new requests get 503, requests in flight finish',
-      );
+      const { shutdown_grace_ms: grace, shutdown_delay_ms: delay } = app.config.server;
+      log.info({ grace_ms: grace, delay_ms: delay }, 'shutting down: new requests get 503, requests in flight finish');
       app.gateway.drain();
       // Still listening while paid requests and streams finish: new /v1 requests get a 503 (clients and load
-      // balancers go elsewhere) and /readyz says so. Then Hapi stops, with what is left of the grace period.
-      const deadline = Date.now() + app.config.server.shutdown_grace_ms;
-      await Promise.race([
-        app.billing.settled(),
-        new Promise((r) => setTimeout(r, app.config.server.shutdown_grace_ms).unref()),
-      ]);
+      // balancers go elsewhere) and /readyz says so; and for at least `shutdown_delay_ms`, so that a balancer whose
+      // health checks have not yet seen /readyz fail gets a 503 rather than a refused or dropped connection. Then
+      // Hapi stops, with what is left of the grace period.
+      const signalled = Date.now();
+      const deadline = signalled + grace;
+      await Promise.race([app.billing.settled(), sleep(grace)]);
+      await sleep(signalled + delay - Date.now());
       await server.stop({ timeout: Math.max(0, deadline - Date.now()) });
       const left = await stopApp(app);
       redis?.disconnect();
@@ -144,6 +143,9 @@ export function logPrices(log: Logger, config: Config): void {
       );
   }
 }
+
+/** Resolves after `ms` (at once when it is not positive); its timer does not keep the process up. */
+const sleep = (ms: number) => new Promise<void>((r) => (ms > 0 ? setTimeout(r, ms).unref() : r()));
 
 export function stopOnSignals(started: Pick<Started, 'stop' | 'reload'>): void {
   // A second signal during the drain changes nothing (stop() is the same promise); it does not kill the process.

@@ -171,7 +171,12 @@ export function checkConfig(
 }
 
 interface RawConfig {
-  server?: { max_body_bytes?: number; trust_proxy?: boolean | number | string[]; shutdown_grace_ms?: number };
+  server?: {
+    max_body_bytes?: number;
+    trust_proxy?: boolean | number | string[];
+    shutdown_grace_ms?: number;
+    shutdown_delay_ms?: number;
+  };
   routing?: Partial<RoutingConfig>;
   billing?: Partial<Omit<BillingConfig, 'lease_micros'>> & { lease_usd?: number };
   limits?: Partial<LimitsConfig>;
@@ -262,6 +267,7 @@ function normalise(raw: RawConfig, file: string | null, catalog: ProviderCatalog
       max_body_bytes: raw.server?.max_body_bytes ?? 10 * 1024 * 1024,
       trust_proxy: trustProxy(raw.server?.trust_proxy, fail),
       shutdown_grace_ms: raw.server?.shutdown_grace_ms ?? 30_000,
+      shutdown_delay_ms: raw.server?.shutdown_delay_ms ?? 0,
     },
     routing: {
       breaker_failures: raw.routing?.breaker_failures ?? 3,

@@ -86,7 +86,9 @@ const SERVER = object({
       { type: 'array', items: { type: 'string', minLength: 1 } },
     ],
   },
-  shutdown_grace_ms: int(0),
+  // at most an hour: a longer wait is a mistake, and Node's timers cannot wait past 2^31 ms (they fire at once)
+  shutdown_grace_ms: { ...int(0), maximum: 3_600_000 },
+  shutdown_delay_ms: { ...int(0), maximum: 3_600_000 },
 });
 
 const CONSOLE = object({

@@ -156,8 +156,15 @@ export interface Config {
    * trust_proxy: behind reverse proxies, the client is the rightmost X-Forwarded-For entry that is not one of them
    * (false: the connection's own address; a number: that many hops; a list: their addresses / CIDRs).
    * shutdown_grace_ms: on SIGTERM, how long requests and streams in flight may take to finish.
+   * shutdown_delay_ms: on SIGTERM, how long the listener stays open at least (new requests answered 503, /readyz
+   * failing), so that a load balancer's health checks take the node out before its connections are refused.
    */
-  server: { max_body_bytes: number; trust_proxy: false | number | string[]; shutdown_grace_ms: number };
+  server: {
+    max_body_bytes: number;
+    trust_proxy: false | number | string[];
+    shutdown_grace_ms: number;
+    shutdown_delay_ms: number;
+  };
   routing: RoutingConfig;
   billing: BillingConfig;
   limits: LimitsConfig;

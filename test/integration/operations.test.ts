@@ -253,6 +253,35 @@ models:
     expect(await db('usage_records').where({ account_id: a.accountId, status: 200 })).toHaveLength(1);
   });
 
+  test('SIGTERM with shutdown_delay_ms: with nothing in flight the listener still answers 503 for the delay, then exit 0', async () => {
+    const DELAY = 1500;
+    const gw = await startProcess(
+      writeConfig(SLOW.replace('shutdown_grace_ms: 20000', `shutdown_grace_ms: 20000, shutdown_delay_ms: ${DELAY}`)),
+      INFO,
+    );
+    running.push(gw);
+    const a = await account();
+    const exited = new Promise((r) => gw.proc.once('exit', r));
+    const signalled = Date.now();
+    gw.proc.kill('SIGTERM');
+    await until(async () => gw.output().includes('shutting down'));
+    expect(gw.output()).toContain(`"delay_ms":${DELAY}`);
+    // No request in flight: without the delay the listener closed at once and these were refused connections (a
+    // balancer's 502). With it, every request until the delay is over gets a clean 503 the client can act on.
+    const answers: number[] = [];
+    while (Date.now() - signalled < DELAY * 0.6) {
+      answers.push((await chat(gw.url, a.secret)).status, (await fetch(`${gw.url}/readyz`)).status);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(answers.length).toBeGreaterThan(4);
+    expect(new Set(answers)).toEqual(new Set([503]));
+    await exited;
+    expect(Date.now() - signalled).toBeGreaterThanOrEqual(DELAY);
+    expect(gw.proc.exitCode).toBe(0);
+    expect(gw.output()).toContain('stopped: settlements written, leases returned');
+    expect(await db('usage_records').where('account_id', a.accountId)).toEqual([]); // nothing was served, nothing charged
+  });
+
   test('SIGTERM: a stream still running when the grace period ends is cut and billed for what it sent; exit 0, nothing left held', async () => {
     const gw = await startProcess(
       writeConfig(`

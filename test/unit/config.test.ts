@@ -101,6 +101,7 @@ models:
     );
     expect(c.file).toBeNull();
     expect(c.server.max_body_bytes).toBe(10 * 1024 * 1024);
+    expect(c.server).toMatchObject({ shutdown_grace_ms: 30_000, shutdown_delay_ms: 0 });
   });
 });
 
@@ -553,6 +554,10 @@ models:
     const body =
       'server:\n  max_body_bytes: 10\nproviders: { mock: { type: mock } }\nmodels: [ { id: a, kind: chat, routes: [ { provider: mock } ] } ]\n';
     expect(configError(body)).toBe('gw.yaml:2:19: server.max_body_bytes: must be >= 1024');
+    // Node's timers cannot wait past 2^31 ms (they fire at once): a longer shutdown wait is refused, not cut short
+    const delay = body.replace('max_body_bytes: 10', 'shutdown_delay_ms: 86400000');
+    expect(configError(delay)).toBe('gw.yaml:2:22: server.shutdown_delay_ms: must be <= 3600000');
+    expect(parseConfig(delay.replace('86400000', '3000')).server.shutdown_delay_ms).toBe(3000);
   });
 
   test('no providers or no models', () => {
