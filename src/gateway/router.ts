@@ -305,32 +305,49 @@ export class IdleLimit {
   /** When the wait for the next chunk began; 0 while not waiting. */
   private since = 0;
   private deadline: Deadline;
-  private readonly expired: Promise<never>;
-  private fail!: (e: UpstreamError) => void;
+  /** Rejects the wait under way. */
+  private reject: ((e: UpstreamError) => void) | null = null;
+  private expired: UpstreamError | null = null;
 
   constructor(
     private readonly ms: number,
     private readonly controller: Aborts,
     private readonly what: string,
   ) {
-    this.expired = new Promise<never>((_, reject) => (this.fail = reject));
-    this.expired.catch(() => {}); // only a wait under way is told
     this.deadline = deadlines.add(ms, this.check);
   }
 
-  /** The step (the next chunk), unless no chunk comes within the limit: then the call is aborted with a timeout. */
-  async next<T>(step: Promise<T>): Promise<T> {
-    step.catch(() => {}); // it may reject after the race is decided
+  /**
+   * The step (the next chunk), unless no chunk comes within the limit: then the call is aborted with a timeout.
+   * Not `Promise.race` with one promise of the limit's for the whole stream: every race adds a reaction to that
+   * promise, which stays pending until the stream ends, and each reaction holds its race's result — the chunk.
+   * So every chunk of a stream lived as long as the stream, and a scavenge promoted them (~35 KB a chat stream).
+   */
+  next<T>(step: Promise<T>): Promise<T> {
+    if (this.expired) return Promise.reject(this.expired);
     this.since = Date.now();
-    try {
-      return await Promise.race([step, this.expired]);
-    } finally {
-      this.since = 0;
-    }
+    return new Promise<T>((resolve, reject) => {
+      this.reject = reject;
+      step.then(
+        (v) => {
+          this.waited();
+          resolve(v);
+        },
+        (e: unknown) => {
+          this.waited();
+          reject(e);
+        },
+      );
+    });
   }
 
   end(): void {
     deadlines.remove(this.deadline);
+  }
+
+  private waited(): void {
+    this.since = 0;
+    this.reject = null;
   }
 
   private readonly check = () => {
@@ -339,9 +356,11 @@ export class IdleLimit {
       this.deadline = deadlines.add(this.ms - waited, this.check); // the earliest moment the wait under way can expire
       return;
     }
-    const e = new UpstreamError('timeout', `no ${this.what} within ${this.ms} ms`);
+    const e = (this.expired = new UpstreamError('timeout', `no ${this.what} within ${this.ms} ms`));
+    const reject = this.reject;
+    this.waited();
     this.controller.abort(e);
-    this.fail(e);
+    reject?.(e);
   };
 }
 
