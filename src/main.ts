@@ -1,8 +1,9 @@
 /**
  * Process entry for `switchyard serve`: configuration, database, the app's services, HTTP server, and the signals:
  * SIGTERM / SIGINT drain (new /v1 requests get 503 and /readyz fails; requests and streams in flight finish within
- * `server.shutdown_grace_ms`; holds and leases are settled; exit 0), SIGHUP reloads the configuration's models,
- * routes, prices and providers (an invalid file is refused, with where it is wrong, and the old one kept).
+ * `server.shutdown_grace_ms`; the listener stays open at least `server.shutdown_delay_ms`; holds and leases are
+ * settled; exit 0), SIGHUP reloads the configuration's models, routes, prices and providers (an invalid file is
+ * refused, with where it is wrong, and the old one kept).
  */
 import cluster from 'node:cluster';
 import type { Server } from '@hapi/hapi';
