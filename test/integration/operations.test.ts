@@ -254,7 +254,7 @@ models:
   });
 
   test('SIGTERM with shutdown_delay_ms: with nothing in flight the listener still answers 503 for the delay, then exit 0', async () => {
-    const DELAY = 1500;
+    const DELAY = 3000; // long enough for a loaded machine to log the signal and answer a few requests within half of it
     const gw = await startProcess(
       writeConfig(SLOW.replace('shutdown_grace_ms: 20000', `shutdown_grace_ms: 20000, shutdown_delay_ms: ${DELAY}`)),
       INFO,
@@ -269,11 +269,11 @@ models:
     // No request in flight: without the delay the listener closed at once and these were refused connections (a
     // balancer's 502). With it, every request until the delay is over gets a clean 503 the client can act on.
     const answers: number[] = [];
-    while (Date.now() - signalled < DELAY * 0.6) {
+    while (Date.now() - signalled < DELAY / 2) {
       answers.push((await chat(gw.url, a.secret)).status, (await fetch(`${gw.url}/readyz`)).status);
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect(answers.length).toBeGreaterThan(4);
+    expect(answers.length).toBeGreaterThanOrEqual(2);
     expect(new Set(answers)).toEqual(new Set([503]));
     await exited;
     expect(Date.now() - signalled).toBeGreaterThanOrEqual(DELAY);
