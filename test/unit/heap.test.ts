@@ -73,7 +73,7 @@ test("a request's bytes kept beside its body (splice.ts) do not outlive it: the 
 test("a stream's chunks do not live as long as the stream: its idle limit keeps none of them", () => {
   // 2,000 chunks of ~16 KB through one idle limit, as a long stream's relay takes them, the stream still running at
   // the end. With Promise.race against one promise of the limit's, each chunk stayed reachable from it until the
-  // stream ended: 32 MB here, and a long generation's every event in a real stream.
+  // stream ended: 31 MB here, and a long generation's every event in a real stream.
   const kept = run(`
     require('node:v8').setFlagsFromString('--expose-gc');
     const gc = require('node:vm').runInNewContext('gc');
