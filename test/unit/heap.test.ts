@@ -90,3 +90,56 @@ test("a stream's chunks do not live as long as the stream: its idle limit keeps 
     })();`);
   expect(kept.mb).toBeLessThan(4);
 });
+
+test("start-up's garbage is collected and its pages compacted and given back once serve listens (heap.ts)", () => {
+  // Start-up leaves survivors scattered among its garbage, as loading the contract does: a full collection frees the
+  // garbage, but only compaction gives back the pages the survivors are spread over.
+  const heap = run(`
+    const { compactAfterStart } = require('./src/heap');
+    const old = () => require('node:v8').getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
+    let all = [];
+    for (let i = 0; i < 300000; i++) all.push({ i, s: 'x' + i, a: [i] });
+    const kept = all.filter((_, i) => i % 10 === 0);
+    all = null;
+    const before = old().space_size / 2 ** 20;
+    compactAfterStart();
+    const after = old();
+    process.stdout.write(JSON.stringify({ before, size: after.space_size / 2 ** 20, used: after.space_used_size / 2 ** 20,
+      kept: kept.length, gc: typeof globalThis.gc }));`);
+  expect(heap.before).toBeGreaterThan(25);
+  expect(heap.size).toBeLessThan(heap.used + 3); // the pages the garbage was on are no longer the old generation's
+  expect(heap.kept).toBe(30000);
+  expect(heap.gc).toBe('undefined'); // V8's gc function is not left exposed to the application
+});
+
+test("the contract's text is not kept once it is parsed: no string holds it", () => {
+  // The YAML parser's strings were slices of the file's text, which each kept the whole (two copies: openapi-backend
+  // parsed the file twice). A heap snapshot after loading the API lists every string with its size.
+  const found = run(`
+    const fs = require('node:fs'), os = require('node:os'), path = require('node:path'), v8 = require('node:v8');
+    const { Api } = require('./src/http/api');
+    Api.load({}).then((api) => {
+      const file = v8.writeHeapSnapshot(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'heap-')), 'contract.heapsnapshot'));
+      const snap = JSON.parse(fs.readFileSync(file, 'utf8'));
+      fs.rmSync(path.dirname(file), { recursive: true });
+      const { node_fields: f, node_types: t } = snap.snapshot.meta;
+      const [type, name, size] = ['type', 'name', 'self_size'].map((k) => f.indexOf(k));
+      const big = [];
+      for (let i = 0; i < snap.nodes.length; i += f.length)
+        if (t[0][snap.nodes[i + type]] === 'string' && snap.nodes[i + size] > 300000)
+          big.push(snap.strings[snap.nodes[i + name]].slice(0, 30));
+      process.stdout.write(JSON.stringify({ loaded: !!api, big }));
+    });`);
+  expect(found.loaded).toBe(true);
+  expect(found.big.filter((s: string) => s.startsWith('openapi:'))).toEqual([]);
+});
+
+test("the upstreams' HTTP client loads undici's Agent, not the whole of undici (fetch, WebSocket, caches, mocks)", () => {
+  const loaded = run(`
+    require('./src/gateway/providers/http');
+    const undici = Object.keys(require.cache).filter((m) => m.includes('/node_modules/undici/'));
+    process.stdout.write(JSON.stringify({ count: undici.length, web: undici.filter((m) => m.includes('/lib/web/')).length }));`);
+  expect(loaded.count).toBeGreaterThan(0);
+  expect(loaded.web).toBe(0);
+  expect(loaded.count).toBeLessThan(40); // 110 with the package's entry
+});
