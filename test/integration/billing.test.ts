@@ -597,6 +597,38 @@ describe('credit leases and write-behind settlement', () => {
     expect(Number((await db()('accounts').where('id', a.accountId).first()).held_micros)).toBe(0);
   });
 
+  test('a gateway that answers faster than its database writes waits for the batch under way: its queue of settlements stays bounded', async () => {
+    // A process of its own with batches of 5 rows and no timer: requests admitted and settled one after the other as
+    // fast as they go. Without back-pressure every one of them was queued before the first batch was written.
+    const a = await account(10_000_000);
+    const billing = new Billing(
+      db(),
+      { ...gw.app.config.billing, flush_rows: 5, flush_ms: 60_000 },
+      pino({ level: 'silent' }),
+    );
+    const key = (await getKey(db(), a.keyId))!;
+    const model = gw.app.config.models.find((m) => m.id === 'priced')!;
+    let most = 0;
+    for (let i = 0; i < 200; i++) {
+      const admitted = await billing.admit({
+        requestId: `req_backlog_${a.keyId}_${i}`,
+        principal: { key, accountId: a.accountId },
+        model,
+        endpoint: 'chat',
+        promptTokens: 100,
+        outputTokens: 50,
+        promptBytes: 400,
+      });
+      await admitted.settle({ status: 200, used: { provider: 'up', counted: 'upstream', usage: usage(100, 50) } });
+      most = Math.max(most, billing.depth.queued);
+    }
+    await billing.settled();
+    await billing.stop();
+    expect(most).toBeLessThanOrEqual(4 * 5 + 1); // BACKLOG_BATCHES batches, and the one settled while waiting
+    expect((await ledger(a.accountId)).filter((r) => r.kind === 'usage')).toHaveLength(200);
+    expect(await balance(a.accountId)).toBe(10_000_000 - 200 * 45);
+  });
+
   test('an upstream that bills more than the account can pay: the charge stops at what it can pay, the shortfall is its own ledger row, reported by ledger verify', async () => {
     const a = await account(200); // a per-request hold
     const warned = jest.spyOn(gw.app.log, 'warn');
