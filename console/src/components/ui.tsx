@@ -1,6 +1,6 @@
 /** The console's building blocks: buttons, links, cards, fields, alerts, dialogs, empty and loading states. */
 import type { ButtonHTMLAttributes, ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { BASE, navigate } from '../router';
 import { Icon, type IconName } from './icons';
 
@@ -385,7 +385,10 @@ export function Modal({
   const [asking, setAsking] = useState(false);
   const close = useRef(() => {});
   close.current = confirmClose ? () => setAsking(true) : onClose;
-  useEffect(() => {
+  // A layout effect: the focus moves in and Tab is kept inside as the modal appears. After paint (useEffect) left a
+  // moment when the modal was on screen and a Tab still went to the page behind it (from where the modal it replaced,
+  // unmounting, gave the focus back): the new key's dialog, replacing the creation form, lost Tab that way.
+  useLayoutEffect(() => {
     const prev = document.activeElement as HTMLElement | null;
     const first = ref.current?.querySelector<HTMLElement>('input, select, textarea, button:not(.modal-close)');
     first?.focus();
