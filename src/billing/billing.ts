@@ -602,8 +602,12 @@ export class Billing {
 
   private enqueue(s: store.Settlement, lease: Lease | null): void {
     this.queue.push({ s, lease });
-    if (this.queue.length >= this.config.flush_rows) void this.flush();
-    else this.flushTimer ??= setTimeout(() => void this.flush(), this.config.flush_ms);
+    // A full batch starts a write unless one is under way: that one goes on to the next full batch when it is done.
+    // (Each settlement queued behind a write under way used to add a flush() waiting for it: under overload tens of
+    // thousands of them, each kept and woken again at every batch.)
+    if (this.queue.length >= this.config.flush_rows) {
+      if (!this.flushing) void this.flush();
+    } else this.flushTimer ??= setTimeout(() => void this.flush(), this.config.flush_ms);
   }
 
   /**
