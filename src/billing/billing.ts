@@ -614,9 +614,9 @@ export class Billing {
    * Back-pressure on the write-behind: while more than BACKLOG_BATCHES batches wait to be written, a new request
    * waits for the batch being written. A gateway that answers faster than its database takes the settlements (on a
    * saturated CPU, where the batches' statements compete with the requests) otherwise queues them without bound:
-   * measured on MariaDB at 128 connections, 36,000 settlements after 10 s, holding their requests' memory (the old
-   * generation at 360 MB, collections of it the p99's stalls) and leaving seconds of traffic unwritten, where the
-   * write-behind promises at most `flush_ms` of it. Not while writes fail: a failed batch is tried again later, and
+   * measured on MariaDB at 128 connections, 36,000 settlements after 10 s (with the flush() calls that piled up
+   * behind them then: see `enqueue`), holding memory and leaving seconds of traffic unwritten, where the write-behind
+   * promises at most `flush_ms` of it. Not while writes fail: a failed batch is tried again later, and
    * requests go on under their leases meanwhile, as they did (a database outage is served from leases).
    */
   private async behind(): Promise<void> {

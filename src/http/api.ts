@@ -397,7 +397,7 @@ async function loadContract(): Promise<OpenAPIBackend> {
     },
   });
   // In quick mode `init` parses the file twice: into `document` (read only by the full mode's check of the document)
-  // and again to dereference it. One parse is enough: a second would be 2–3 MB of the idle heap.
+  // and again to dereference it. One parse is enough (with `unslice` below: ~1.1 MB less idle heap, measured).
   api.loadDocument = async () => api.document;
   await api.init(); // every operationId has its handler: the table is generated from the same contract (checkTables)
   unslice(api.definition, new Set());
