@@ -13,6 +13,7 @@ import { Billing } from '../../src/billing/billing';
 import { FakeOpenAI, chatStreamEvents } from '../fakes/openaiUpstream';
 import { startGateway, type TestGateway } from '../helpers/app';
 import { verifyLedger } from '../../src/billing/verify';
+import { MYSQL_STATEMENTS } from '../../src/db';
 import { Price } from '../../src/billing/prices';
 import { inspect, promptBound } from '../../src/gateway/bound';
 import { usage } from '../../src/usage';
@@ -596,6 +597,27 @@ describe('credit leases and write-behind settlement', () => {
     expect(await db()('leases').where('account_id', a.accountId)).toEqual([]);
     expect(Number((await db()('accounts').where('id', a.accountId).first()).held_micros)).toBe(0);
   });
+
+  (process.env.DATABASE_URL?.startsWith('mysql') ? test : test.skip)(
+    "MySQL: the batches' prepared statements are kept in a cache sized for them, on every pooled connection",
+    async () => {
+      const a = await account(10_000_000);
+      await Promise.all(
+        Array.from({ length: 5 }, () =>
+          a.client.chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'x' }] }),
+        ),
+      );
+      await gw.settled();
+      expect((await ledger(a.accountId)).filter((r) => r.kind === 'usage')).toHaveLength(5);
+      const client = db().client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): unknown };
+      const conn = (await client.acquireConnection()) as { _statements: { max: number } };
+      try {
+        expect(conn._statements.max).toBe(MYSQL_STATEMENTS); // mysql2's default: 16,000, allocated at once
+      } finally {
+        await client.releaseConnection(conn);
+      }
+    },
+  );
 
   test('a gateway that answers faster than its database writes waits for the batch under way: its queue of settlements stays bounded', async () => {
     // A process of its own with batches of 5 rows and no timer: requests admitted and settled one after the other as

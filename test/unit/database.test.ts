@@ -4,7 +4,7 @@
  * suite runs the same code against real ones (`make integration-pg`).
  */
 import knex from 'knex';
-import { knexConfig, DEFAULT_QUERY_TIMEOUT_MS } from '../../src/db';
+import { knexConfig, DEFAULT_QUERY_TIMEOUT_MS, MYSQL_PARSERS, MYSQL_STATEMENTS } from '../../src/db';
 import { dialectOf, isDatabaseDown, isDuplicateKey, isTransientConflict, likeOperator } from '../../src/db/dialect';
 
 type PgConnection = {
@@ -86,6 +86,22 @@ describe('knexConfig: PostgreSQL', () => {
   test('an unknown scheme is refused with a message naming all three databases', () => {
     expect(() => knexConfig('mongodb://h/db')).toThrow(/sqlite:.*mysql:\/\/.*postgres:\/\//);
     expect(() => knexConfig('pg://h/db')).toThrow(/DATABASE_URL must start with sqlite:, mysql:\/\/ or postgres:\/\//);
+  });
+});
+
+describe('knexConfig: MySQL', () => {
+  test("mysql2's caches are sized for what the gateway prepares, not its defaults (allocated whole: 512 KB a connection)", () => {
+    const mysql2 = require('mysql2') as typeof import('mysql2');
+    const parsers = jest.spyOn(mysql2, 'setMaxParserCache');
+    try {
+      const c = knexConfig('mysql://u:p@127.0.0.1:3306/db');
+      expect((c.connection as { maxPreparedStatements: number }).maxPreparedStatements).toBe(MYSQL_STATEMENTS);
+      expect(parsers).toHaveBeenCalledWith(MYSQL_PARSERS);
+    } finally {
+      parsers.mockRestore();
+    }
+    // room for every statement the settlement batches prepare: eight sizes of INSERT per table and of the upsert
+    expect(MYSQL_STATEMENTS).toBeGreaterThanOrEqual(3 * 8);
   });
 });
 
