@@ -99,8 +99,8 @@ export function knexConfig(
  * most eight sizes of INSERT per table and of the rollups' upsert), knex's queries are not. mysql2's caches are
  * lru.min LRUs that allocate four arrays of their whole capacity when made: at its defaults (16,000 statements per
  * connection, 15,000 row parsers per process) 512 KB on every pooled connection and 480 KB more, measured as 2.5 MB
- * of the old generation of an idle gateway on MariaDB (heap snapshot: four connections) — and 5 MB more once the
- * pool's ten are open. A statement or parser dropped from a full cache is only prepared or compiled again.
+ * of the old generation of an idle gateway on MariaDB (heap snapshot: four connections), 5.5 MB once the pool's ten
+ * are open. A statement or parser dropped from a full cache is only prepared or compiled again.
  */
 export const MYSQL_STATEMENTS = 64;
 export const MYSQL_PARSERS = 1_000;
