@@ -6,6 +6,8 @@
 import knex from 'knex';
 import { knexConfig, DEFAULT_QUERY_TIMEOUT_MS, MYSQL_PARSERS, MYSQL_STATEMENTS } from '../../src/db';
 import { dialectOf, isDatabaseDown, isDuplicateKey, isTransientConflict, likeOperator } from '../../src/db/dialect';
+import { ROLLUP_BATCH } from '../../src/db/rollups';
+import { mysqlParts } from '../../src/billing/settlementTx';
 
 type PgConnection = {
   host: string;
@@ -100,8 +102,11 @@ describe('knexConfig: MySQL', () => {
     } finally {
       parsers.mockRestore();
     }
-    // room for every statement the settlement batches prepare: eight sizes of INSERT per table and of the upsert
-    expect(MYSQL_STATEMENTS).toBeGreaterThanOrEqual(3 * 8);
+    // room for every statement the settlement batches prepare (settlementTx.ts): each size of INSERT into the ledger
+    // and the usage records, and each size of the rollups' upsert (at most ROLLUP_BATCH rows a part)
+    const sizes = (max?: number) =>
+      new Set(Array.from({ length: 2_000 }, (_, i) => mysqlParts(i + 1, max)).flat()).size;
+    expect(MYSQL_STATEMENTS).toBeGreaterThanOrEqual(2 * sizes() + sizes(ROLLUP_BATCH));
   });
 });
 
