@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from './config';
-import { compactAfterStart, releaseYoungGeneration } from './heap';
+import { compactAfterStart, releaseYoungGeneration, steadyOldGeneration } from './heap';
 import { formatUsd } from './money';
 import { connect, migrate } from './db';
 import { buildServer } from './http/server';
@@ -43,6 +43,7 @@ export async function start(
   const server = await buildServer(app, { port: opts.port, host: opts.host });
   await server.start();
   releaseYoungGeneration(); // started: from here traffic sizes the young generation (heap.ts)
+  steadyOldGeneration(); // full collections as often at 100 req/s after an idle spell as under load (heap.ts)
   compactAfterStart(); // start-up's garbage collected and its pages given back (heap.ts)
   if (!cluster.isWorker) logPrices(log, config); // with workers, the primary says it once (cli.ts)
   const { source, revision } = app.catalog;
