@@ -70,9 +70,10 @@ const OLD_GENERATION_GROWTH_PERCENT = 100;
  * (the 128-connection peak), and at a low rate, or once its memory reducer has shrunk an idle heap, barely a tenth.
  * A tenth of the gateway's ~30 MB is less than its young generation, which grows to 16 MB under traffic (34 MB with
  * both semi-spaces), and V8 starts marking whenever the headroom left is smaller than the young generation could
- * promote: so a gateway that had been idle for a few seconds ran a full collection every half second at 100 req/s,
- * 11–13 in 10 s, and spent ~1,000 µs more CPU per 87 KB request (README, Performance). Twice the kept size leaves
- * room for a whole young generation; a fixed factor also stops the fourfold growth after bursts.
+ * promote: so a gateway that had been idle for 20 s ran a full collection every half second at 100 req/s (up to 19
+ * in 10 s) and spent about twice the CPU per 87 KB request (medians of an A/B: 2,020 against 1,110 µs; README,
+ * Performance). Twice the kept size leaves room for a whole young generation; a fixed factor also stops the fourfold
+ * growth after bursts.
  *
  * V8 reads the flag whenever it sets the limits (after each full collection), so setting it at run time takes
  * effect; it exists, off by default (0), in the V8 of Node 20, 22 and 24.
