@@ -67,13 +67,13 @@ const OLD_GENERATION_GROWTH_PERCENT = 100;
 /**
  * Lets the old generation grow to twice what the last full collection kept before the next one starts, whatever the
  * traffic. V8 sizes that headroom from how fast the process allocates: after a burst it allows up to four times
- * (the 128-connection peak), and at a low rate, or once its memory reducer has shrunk an idle heap, barely a tenth.
- * A tenth of the gateway's ~30 MB is less than its young generation, which grows to 16 MB under traffic (34 MB with
- * both semi-spaces), and V8 starts marking whenever the headroom left is smaller than the young generation could
- * promote: so a gateway that had been idle for 20 s ran a full collection every half second at 100 req/s (up to 19
- * in 10 s) and spent about twice the CPU per 87 KB request (medians of an A/B: 2,020 against 1,110 µs; README,
- * Performance). Twice the kept size leaves room for a whole young generation; a fixed factor also stops the fourfold
- * growth after bursts.
+ * (the 128-connection peak), and little at a low rate once its memory reducer has shrunk an idle heap (measured:
+ * full collections starting at 34–43 MB of heap, young generation included, and keeping 29–32 MB). That is less
+ * than its young generation, which grows to 16 MB under traffic (34 MB with both semi-spaces), and V8 starts marking
+ * whenever the headroom left is smaller than the young generation could promote: so a gateway that had been idle
+ * for 20 s ran a full collection every half second at 100 req/s (up to 19 in 10 s) and spent about twice the CPU
+ * per 87 KB request (medians of an A/B: 2,020 against 1,110 µs; README, Performance). Twice the kept size leaves
+ * room for a whole young generation; a fixed factor also stops the fourfold growth after bursts.
  *
  * V8 reads the flag whenever it sets the limits (after each full collection), so setting it at run time takes
  * effect; it exists, off by default (0), in the V8 of Node 20, 22 and 24.

@@ -43,7 +43,7 @@ export async function start(
   const server = await buildServer(app, { port: opts.port, host: opts.host });
   await server.start();
   releaseYoungGeneration(); // started: from here traffic sizes the young generation (heap.ts)
-  steadyOldGeneration(); // full collections as often at 100 req/s after an idle spell as under load (heap.ts)
+  steadyOldGeneration(); // no full collection every half second at low rates after an idle spell (heap.ts)
   compactAfterStart(); // start-up's garbage collected and its pages given back (heap.ts)
   if (!cluster.isWorker) logPrices(log, config); // with workers, the primary says it once (cli.ts)
   const { source, revision } = app.catalog;

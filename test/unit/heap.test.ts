@@ -148,8 +148,8 @@ test('once serve listens, the old generation may grow to twice what a full colle
   // V8 prints the factor of every limit it sets with --trace-gc-verbose: Node 20 and 22 at the end of the limit's line
   // ("[HeapController] Limit: old size: …, new limit: … (4.0)"), Node 24 on the line before ("[HeapController] factor
   // 4.0 based on …"; on 20 and 22 that line has V8's own choice, before the flag). Left to itself V8 chose 4.0 here,
-  // as after a burst, and ~1.1 at a low rate once its memory reducer had run, when a full collection came every half
-  // second (README, Performance).
+  // as after a burst, and little at a low rate once its memory reducer had run, when a full collection came every
+  // half second (README, Performance).
   const factors = (steady: boolean) => {
     const out = execFileSync(
       process.execPath,
