@@ -83,7 +83,7 @@ cluster: build
 	$(NPM) exec -- jest test/cluster
 
 # The unit tests and the integration suite (SQLite) on Node 22 or 24, from the npm registry into .cache/ (see
-# scripts/other-node.sh; the first run compiles better-sqlite3 for that Node, about two minutes).
+# scripts/other-node.sh).
 test-node22 test-node24: test-node%: install
 	@bash scripts/services.sh redis
 	bash scripts/other-node.sh $(NODE$*) test/unit test/integration
@@ -109,8 +109,8 @@ agents: install test/agents/node_modules/.installed
 mock: install
 	node_modules/.bin/prism mock -h 127.0.0.1 -p 4010 openapi/openapi.yaml
 
-# Needs nothing but the repository (and Node 20, make): services first, then every suite, then Node 22.
-test: services typecheck lint format-check generate-check unit integration integration-mysql integration-pg cluster contract e2e agents test-node22
+# Needs nothing but the repository (and Node 20, make): services first, then every suite, then Node 22 and 24.
+test: services typecheck lint format-check generate-check unit integration integration-mysql integration-pg cluster contract e2e agents test-node22 test-node24
 
 # Switchyard against a bare Node proxy, with wrk and h2load as the load generators (test/bench/bench.mjs; BENCH_*
 # settings there). A default run on two databases takes 15-25 minutes.

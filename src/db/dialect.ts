@@ -17,16 +17,14 @@ const CLIENTS: Record<string, Dialect> = {
   postgresql: 'pg',
 };
 
-/** The database behind a knex instance (or transaction). */
+/** The database behind a knex instance (or transaction): its driver's name (the SQLite client is a class, ./sqlite.ts). */
 export function dialectOf(db: Knex | Knex.Transaction): Dialect {
-  const client = String((db.client as { config: Knex.Config }).config.client);
+  const c = db.client as { driverName?: string; config: Knex.Config };
+  const client = c.driverName ?? String(c.config.client);
   const dialect = CLIENTS[client];
   if (!dialect) throw new Error(`unsupported knex client '${client}'`);
   return dialect;
 }
-
-/** The knex client name of a dialect (for knexConfig). */
-export const KNEX_CLIENT: Record<Dialect, string> = { sqlite: 'better-sqlite3', mysql: 'mysql2', pg: 'pg' };
 
 const codeOf = (e: unknown): string | undefined => (e as { code?: string } | null)?.code;
 

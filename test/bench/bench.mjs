@@ -604,7 +604,8 @@ async function prepareDatabase(db) {
 /** Usage records by status and open holds, read straight from the database after the gateway exited. */
 async function countUsage(db, database) {
   if (db === 'sqlite') {
-    const Database = createRequire(path.join(ROOT, 'package.json'))('better-sqlite3');
+    const { sqliteDriver } = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'db', 'sqlite.js'));
+    const Database = sqliteDriver(); // better-sqlite3 12 or 13, as the gateway picks it on this Node
     const conn = new Database(database.file, { readonly: true, fileMustExist: true });
     try {
       const byStatus = Object.fromEntries(
