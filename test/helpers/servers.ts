@@ -15,11 +15,44 @@ export interface OwnServer {
   port: number;
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** SIGSTOP / SIGCONT: a server that accepts connections and never answers (a hung host, a network partition). */
-  freeze(): void;
+  /**
+   * SIGSTOP / SIGCONT: a server that accepts connections and never answers (a hung host, a network partition).
+   * freeze() resolves once every thread of the server's processes is stopped: a thread inside a system call that
+   * cannot be interrupted (an fsync on a loaded disk) stops only when the call returns, and may answer meanwhile.
+   */
+  freeze(): Promise<void>;
   thaw(): void;
   /** Stops it for good and deletes its data (a MariaDB's data directory is over 100 MB). */
   remove(): Promise<void>;
+}
+
+/** Whether every thread of process `pid` is stopped (state T in /proc), or the process is gone. */
+function isStopped(pid: number): boolean {
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return true; // ended
+  }
+  return tids.every((tid) => {
+    try {
+      // the state follows the command's name, which is in parentheses and may hold spaces
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      return /^[Tt]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+    } catch {
+      return true; // the thread ended meanwhile
+    }
+  });
+}
+
+/** Sends SIGSTOP to each process and waits (up to 20 s) until all their threads are stopped. */
+async function stopAll(pids: number[]): Promise<void> {
+  for (const pid of pids) process.kill(pid, 'SIGSTOP');
+  for (let i = 0; i < 200; i++) {
+    if (pids.every(isStopped)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`SIGSTOP sent, but threads of ${pids.join(', ')} still run after 20 s`);
 }
 
 function exited(p: ChildProcess): Promise<void> {
@@ -87,7 +120,9 @@ export async function ownMariaDB(): Promise<OwnServer> {
       await exited(proc);
       proc = null;
     },
-    freeze: () => proc?.kill('SIGSTOP'),
+    freeze: async () => {
+      if (proc?.pid) await stopAll([proc.pid]);
+    },
     thaw: () => proc?.kill('SIGCONT'),
     async remove() {
       await server.stop();
@@ -145,13 +180,16 @@ export async function ownPostgres(): Promise<OwnServer> {
   };
   // Every backend makes itself a process group leader (so the postmaster can signal its children): the postmaster
   // and each of its children are signalled one by one.
-  const all = (signal: NodeJS.Signals) => {
-    if (!proc?.pid) return;
+  const pids = () => {
+    if (!proc?.pid) return [];
     const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(proc.pid)])
       .toString()
       .trim()
       .split(/\s+/);
-    for (const pid of [proc.pid, ...children.filter(Boolean).map(Number)]) {
+    return [proc.pid, ...children.filter(Boolean).map(Number)];
+  };
+  const all = (signal: NodeJS.Signals) => {
+    for (const pid of pids()) {
       try {
         process.kill(pid, signal);
       } catch {
@@ -180,7 +218,7 @@ export async function ownPostgres(): Promise<OwnServer> {
       await exited(proc);
       proc = null;
     },
-    freeze: () => all('SIGSTOP'),
+    freeze: () => stopAll(pids()),
     thaw: () => all('SIGCONT'),
     async remove() {
       await server.stop();
@@ -223,7 +261,9 @@ export async function ownRedis(): Promise<OwnServer> {
       proc = null;
       out = '';
     },
-    freeze: () => proc?.kill('SIGSTOP'),
+    freeze: async () => {
+      if (proc?.pid) await stopAll([proc.pid]);
+    },
     thaw: () => proc?.kill('SIGCONT'),
     remove: () => server.stop(),
   };

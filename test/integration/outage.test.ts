@@ -104,7 +104,7 @@ test('database frozen (it accepts connections and never answers): /v1 answers 50
   expect((await chat(gw.url, before.secret)).status).toBe(200); // the pool now holds open connections to it
   const unseen = await key(db); // not cached: its request must ask the database
 
-  server.freeze();
+  await server.freeze();
   const r = await ready(gw.url);
   expect(r.status).toBe(503);
   expect(await r.json()).toEqual({ ready: false, database: 'unreachable', draining: false });
