@@ -17,7 +17,10 @@ const CLIENTS: Record<string, Dialect> = {
   postgresql: 'pg',
 };
 
-/** The database behind a knex instance (or transaction): its driver's name (the SQLite client is a class, ./sqlite.ts). */
+/**
+ * The database behind a knex instance (or transaction), by its driver's name: the SQLite client is a class
+ * (./sqlite.ts), the others are named in the configuration.
+ */
 export function dialectOf(db: Knex | Knex.Transaction): Dialect {
   const c = db.client as { driverName?: string; config: Knex.Config };
   const client = c.driverName ?? String(c.config.client);
