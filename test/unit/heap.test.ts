@@ -20,16 +20,21 @@ const KEEP = `
   const newSpace = () => require('node:v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 2 ** 20;
   const keep = (n) => { for (let i = 0; i < n; i++) kept.push({ i, s: 'x' + i }); return newSpace(); };`;
 
-test('held while modules load, the young generation stays at its first size; released, it grows with the work', () => {
+test('held while modules load, the young generation stays small; released, it grows with the work', () => {
   const held = run(`${KEEP}
+    const first = newSpace();
     require('./src/startup');
     const during = keep(1e6);
     require('./src/heap').releaseYoungGeneration();
     const after = keep(1e6);
-    process.stdout.write(JSON.stringify({ during, after }));`);
+    process.stdout.write(JSON.stringify({ first, during, after }));`);
   const unheld = run(`${KEEP} process.stdout.write(JSON.stringify({ during: keep(1e6) }));`);
-  expect(unheld.during).toBeGreaterThan(8); // the same work grows it when nothing holds it
-  expect(held.during).toBeLessThanOrEqual(4);
+  expect(unheld.during).toBeGreaterThan(8); // the same work grows it to 32 MB on Node 20 and 22, 64 on Node 24
+  // Held, it stays at its first size (2 MB on Node 20, 4 on Node 24) — except on Node 24 under CPU load, where V8
+  // 13.6 sometimes grows it anyway, around a full collection (13.75 MB in 1 run of 5 with both cores busy; the
+  // first full run of `make test-node24` failed on `<= 4`). Still a quarter of the unheld size or less.
+  if (Number(process.versions.node.split('.')[0]) < 24) expect(held.during).toBe(held.first);
+  expect(held.during).toBeLessThanOrEqual(unheld.during / 4);
   expect(held.after).toBeGreaterThan(8);
 });
 
