@@ -10,7 +10,7 @@ import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { migrationSource } from './migrations';
 import { isDuplicateKey, isTransientConflict } from './dialect';
-import { SqliteClient } from './sqlite';
+import { sqliteClient } from './sqlite';
 
 export { dialectOf, isDatabaseDown, isDuplicateKey, type Dialect } from './dialect';
 
@@ -44,7 +44,7 @@ export function knexConfig(
   if (url.startsWith('sqlite:')) {
     const filename = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || DEFAULT_DATABASE_URL.slice(7);
     return {
-      client: SqliteClient,
+      client: sqliteClient(),
       connection: { filename },
       useNullAsDefault: true,
       migrations,
@@ -225,7 +225,7 @@ function limited(conn: MysqlConnection, call: MysqlCall, ms: number): MysqlCall 
 
 export function connect(url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL, o: ConnectOptions = {}): Knex {
   const config = knexConfig(url, o);
-  if (config.client === SqliteClient) {
+  if (url.startsWith('sqlite:')) {
     const file = (config.connection as { filename: string }).filename;
     if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   }

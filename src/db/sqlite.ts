@@ -22,12 +22,20 @@ export function sqliteDriver(): unknown {
   return require(sqlitePackage());
 }
 
-// knex exports no type for its dialects' classes
-const BetterSqlite3Client = require('knex/lib/dialects/better-sqlite3') as typeof Knex.Client;
+let client: typeof Knex.Client | undefined;
 
-/** knex's better-sqlite3 client (its `driverName` stays 'better-sqlite3'), loading the driver chosen above. */
-export class SqliteClient extends BetterSqlite3Client {
-  _driver(): unknown {
-    return sqliteDriver();
-  }
+/**
+ * knex's better-sqlite3 client (its `driverName` stays 'better-sqlite3'), loading the driver chosen above. Made on
+ * first use: knex's SQLite dialect is 16 modules, which a gateway on MySQL or PostgreSQL never needs.
+ */
+export function sqliteClient(): typeof Knex.Client {
+  if (client) return client;
+  // knex exports no type for its dialects' classes
+  const Base = require('knex/lib/dialects/better-sqlite3') as typeof Knex.Client;
+  client = class SqliteClient extends Base {
+    _driver(): unknown {
+      return sqliteDriver();
+    }
+  };
+  return client;
 }

@@ -42,6 +42,27 @@ test('statements freed by the garbage collector while work goes on leave the pro
   expect(out.toString()).toBe('7');
 });
 
+test("knex's SQLite dialect is loaded by a SQLite configuration, not by the database module", () => {
+  const loaded = execFileSync(
+    process.execPath,
+    [
+      '--require',
+      'tsx/cjs',
+      '-e',
+      `const sqlite = () => Object.keys(require.cache).filter((m) => /knex.lib.dialects.(better-)?sqlite3/.test(m)).length;
+       const db = require('./src/db');
+       db.knexConfig('mysql://root@127.0.0.1:3306/test');
+       const before = sqlite();
+       db.knexConfig('sqlite::memory:');
+       process.stdout.write(JSON.stringify([before, sqlite()]));`,
+    ],
+    { cwd: path.join(__dirname, '..', '..'), env: { PATH: process.env.PATH } },
+  );
+  const [before, after] = JSON.parse(loaded.toString());
+  expect(before).toBe(0); // a gateway on MySQL or PostgreSQL never needs it
+  expect(after).toBeGreaterThan(0);
+});
+
 test('the gateway reads and writes its embedded database through the driver this Node runs', async () => {
   const db = connect('sqlite::memory:');
   try {
