@@ -3,6 +3,7 @@
  * password hash and a referral code.
  */
 import crypto from 'node:crypto';
+import { sha256Hex } from '../digest';
 import type { Knex } from 'knex';
 import { isUniqueViolation, transact } from '../db';
 import { postWithin } from '../db/ledger';
@@ -177,7 +178,7 @@ export interface SignupCredits {
   referralsPerMonth: number;
 }
 
-const mailboxRef = (key: string) => crypto.createHash('sha256').update(key).digest('hex').slice(0, 40);
+const mailboxRef = (key: string) => sha256Hex(key).slice(0, 40);
 
 /**
  * Marks the address confirmed and pays what sign-up earns, once: the starter credits, once per mailbox (ref

@@ -3,14 +3,13 @@
  * password, 1 h): random, single use, expiring; only their SHA-256 is stored, so a leaked table opens nothing.
  */
 import crypto from 'node:crypto';
+import { sha256Hex } from '../digest';
 import type { Knex } from 'knex';
 import { transact } from '../db';
 
 export type TokenPurpose = 'verify' | 'reset';
 
 export const TOKEN_TTL_MS: Record<TokenPurpose, number> = { verify: 48 * 3_600_000, reset: 3_600_000 };
-
-const hash = (token: string) => crypto.createHash('sha256').update(token).digest('hex');
 
 /**
  * A new token for the account (earlier unused ones of the same purpose stop working). On MariaDB the UPDATE takes a
@@ -28,7 +27,7 @@ export async function issueToken(
     await trx('email_tokens').insert({
       account_id: accountId,
       purpose,
-      token_hash: hash(token),
+      token_hash: sha256Hex(token),
       expires_at: now + TOKEN_TTL_MS[purpose],
       created_at: now,
     });
@@ -45,7 +44,7 @@ export async function peekToken(
 ): Promise<number | null> {
   if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const row = await db('email_tokens')
-    .where({ token_hash: hash(token), purpose })
+    .where({ token_hash: sha256Hex(token), purpose })
     .whereNull('used_at')
     .andWhere('expires_at', '>', now)
     .first('account_id');
@@ -60,7 +59,7 @@ export async function consumeToken(
   now = Date.now(),
 ): Promise<number | null> {
   if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
-  const h = hash(token);
+  const h = sha256Hex(token);
   const used = await db('email_tokens')
     .where({ token_hash: h, purpose })
     .whereNull('used_at')
@@ -78,7 +77,7 @@ export async function consumeToken(
 export async function issuedTo(db: Knex, token: string, purpose: TokenPurpose): Promise<number | null> {
   if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const row = await db('email_tokens')
-    .where({ token_hash: hash(token), purpose })
+    .where({ token_hash: sha256Hex(token), purpose })
     .first('account_id');
   return row ? Number(row.account_id) : null;
 }

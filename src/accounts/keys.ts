@@ -3,6 +3,7 @@
  * entropy, so a plain hash cannot be reversed by guessing), with a short display prefix such as `sk-Ab3dE9`.
  */
 import crypto from 'node:crypto';
+import { sha256Hex } from '../digest';
 import type { Knex } from 'knex';
 import { SCOPES, type Scope } from '../contract';
 import { insertId, likeOperator } from '../db/dialect';
@@ -65,7 +66,7 @@ export function generateKey(): string {
 }
 
 export function hashKey(key: string): string {
-  return crypto.createHash('sha256').update(key).digest('hex');
+  return sha256Hex(key);
 }
 
 function toKey(r: Record<string, unknown>): ApiKey {

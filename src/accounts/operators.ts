@@ -12,6 +12,7 @@
  * are sealed at the next enrolment or by `switchyard catalog rotate-secret` (resealTotpSecrets).
  */
 import crypto from 'node:crypto';
+import { sha256Hex } from '../digest';
 import type { Knex } from 'knex';
 import type { authenticator } from 'otplib';
 import { OPERATOR_ROLES, type OperatorRole } from '../contract';
@@ -46,7 +47,6 @@ export interface OperatorSession {
 
 export class OperatorError extends Error {}
 
-const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 const ID_FORMAT = /^[A-Za-z0-9_-]{43}$/;
 const STEP_MS = 30_000;
 let authenticatorWithWindow: typeof authenticator | undefined;
@@ -220,7 +220,7 @@ export async function createOperatorSession(
   const id = crypto.randomBytes(32).toString('base64url');
   const csrfToken = crypto.randomBytes(24).toString('base64url');
   await db('operator_sessions').insert({
-    id_hash: sha256(id),
+    id_hash: sha256Hex(id),
     operator_id: operatorId,
     csrf_token: csrfToken,
     second_factor: secondFactor,
@@ -244,7 +244,7 @@ export async function findOperatorSession(
   if (!id || !ID_FORMAT.test(id)) return null;
   const row = await db('operator_sessions as s')
     .join('operators as o', 'o.id', 's.operator_id')
-    .where('s.id_hash', sha256(id))
+    .where('s.id_hash', sha256Hex(id))
     .andWhere('s.expires_at', '>', now)
     .andWhere('o.disabled', false)
     .first('s.id_hash', 's.csrf_token', 's.second_factor', 's.expires_at', 'o.*');

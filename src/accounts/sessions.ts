@@ -3,6 +3,7 @@
  * the expiry and the session's CSRF token (sent back by the browser in `x-csrf-token` on state-changing calls).
  */
 import crypto from 'node:crypto';
+import { sha256Hex } from '../digest';
 import type { Knex } from 'knex';
 
 export interface Session {
@@ -12,7 +13,6 @@ export interface Session {
   expiresAt: number;
 }
 
-const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 const ID_FORMAT = /^[A-Za-z0-9_-]{43}$/; // 32 bytes, base64url
 
 /** Creates a session; returns the id for the cookie (never stored) and the session. */
@@ -24,7 +24,7 @@ export async function createSession(
 ): Promise<{ id: string; session: Session }> {
   const id = crypto.randomBytes(32).toString('base64url');
   const session: Session = {
-    idHash: sha256(id),
+    idHash: sha256Hex(id),
     accountId,
     csrfToken: crypto.randomBytes(24).toString('base64url'),
     expiresAt: now + ttlMs,
@@ -50,7 +50,7 @@ export async function findSession(db: Knex, id: string | undefined, now = Date.n
   if (!id || !ID_FORMAT.test(id)) return null;
   const row = await db('sessions as s')
     .join('accounts as a', 'a.id', 's.account_id')
-    .where('s.id_hash', sha256(id))
+    .where('s.id_hash', sha256Hex(id))
     .andWhere('s.expires_at', '>', now)
     .andWhere('a.status', 'active')
     .first('s.id_hash', 's.account_id', 's.csrf_token', 's.expires_at');

@@ -5,7 +5,7 @@
  * `redemption` ledger row (ref = the code's id, unique with its kind); the other finds it taken. An account that owes
  * pays its debt out of it first (debt.ts).
  */
-import crypto from 'node:crypto';
+import { sha256Hex } from '../digest';
 import type { Knex } from 'knex';
 import { canonicalCode, randomCode } from '../accounts/accounts';
 import { isUniqueViolation, transact } from '../db';
@@ -29,7 +29,6 @@ export interface NewCode {
 }
 
 const CANONICAL = /^SY[0-9A-Z]{20}$/;
-const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 
 export const MAX_BATCH = 1000;
 
@@ -56,7 +55,7 @@ export async function createCodes(
     const out: NewCode[] = [];
     for (const code of codes) {
       const id = await insertId(trx, 'redemption_codes', {
-        code_hash: sha256(canonicalCode(code)),
+        code_hash: sha256Hex(canonicalCode(code)),
         prefix: code.slice(0, 8),
         amount_micros: amountMicros,
         note,
@@ -130,7 +129,7 @@ export async function redeemCode(
   const canonical = canonicalCode(code);
   const unknown = () => new RedemptionError('unknown', `Unknown redemption code: ${code.trim().slice(0, 40)}`);
   if (!CANONICAL.test(canonical)) throw unknown();
-  const hash = sha256(canonical);
+  const hash = sha256Hex(canonical);
   try {
     return await transact(db, async (trx) => {
       const row = await trx('redemption_codes').where('code_hash', hash).first('id', 'amount_micros');

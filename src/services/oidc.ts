@@ -13,6 +13,7 @@
  * and the next one tries again: a provider down at start-up does not stop the gateway.
  */
 import crypto from 'node:crypto';
+import { sha256Hex } from '../digest';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type * as OpenId from 'openid-client';
@@ -33,8 +34,6 @@ let lib: typeof OpenId | undefined;
  * compiles it, see jest.config.js), so that a gateway without OpenID Connect never loads it.
  */
 const openid = (): typeof OpenId => (lib ??= require('openid-client') as typeof OpenId);
-
-const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 
 /** The `sy_oidc` cookie: sent back with the provider's redirect (a top-level GET from another site: SameSite=Lax). */
 export function oidcCookie(id: string, secure: boolean): string {
@@ -107,7 +106,7 @@ export class OidcSignIn {
       redirect_uri: redirectUri,
     };
     await db('operator_oidc_logins').insert({
-      id_hash: sha256(cookie),
+      id_hash: sha256Hex(cookie),
       ...pending,
       created_at: now,
       expires_at: now + LOGIN_MS,
@@ -193,7 +192,7 @@ export class OidcSignIn {
 /** The sign-in a `sy_oidc` cookie started, taken once: two callbacks racing with one cookie, one gets it. */
 async function takePending(db: Knex, cookie: string | undefined): Promise<PendingLogin | null> {
   if (!cookie || !ID_FORMAT.test(cookie)) return null;
-  const idHash = sha256(cookie);
+  const idHash = sha256Hex(cookie);
   const row = await db('operator_oidc_logins').where('id_hash', idHash).first();
   if (!row || (await db('operator_oidc_logins').where('id_hash', idHash).del()) !== 1) return null;
   return { ...row, expires_at: Number(row.expires_at) };

@@ -14,7 +14,7 @@ const SRC = path.join(__dirname, '..', '..', 'src');
 
 /** Lower layers first; a module may import its own layer and the ones below. */
 const LAYERS: [number, RegExp][] = [
-  [0, /^(errors|money|usage|log|limiter|redis|metrics|contract|secrets|tracing|heap|startup)\.ts$/],
+  [0, /^(errors|money|usage|log|limiter|redis|metrics|contract|secrets|digest|tracing|heap|startup)\.ts$/],
   [1, /^config\//],
   [2, /^db\//],
   [3, /^(accounts|gateway)\//],

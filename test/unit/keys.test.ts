@@ -51,6 +51,8 @@ describe('hashKey', () => {
     expect(hashKey('sk-abc')).toBe(crypto.createHash('sha256').update('sk-abc').digest('hex'));
     expect(hashKey('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(hashKey('sk-abc')).toMatch(/^[0-9a-f]{64}$/);
+    // a string is hashed as UTF-8, as createHash().update(string) did: hashes stored before stay valid
+    expect(hashKey('clé-ü')).toBe(crypto.createHash('sha256').update(Buffer.from('clé-ü', 'utf8')).digest('hex'));
   });
 });
 
