@@ -233,9 +233,14 @@ export const NO_USAGE: Usage = Object.freeze(usage(0, 0));
 /** What a usage says of one class (0 when it says nothing). */
 export const countOf = (u: Usage, c: Pick<UsageClass, 'field'>): number => fields(u)[c.field] ?? 0;
 
-/** A usage as the usage_records columns that store it. */
-export function usageColumns(u: Usage): Record<UsageColumn, number> {
-  return Object.fromEntries(USAGE_CLASSES.map((c) => [c.column, countOf(u, c)])) as Record<UsageColumn, number>;
+/**
+ * A usage as the usage_records columns that store it, added to `into` (a new object unless given). A loop, not
+ * Object.fromEntries: a quarter of the cost, once per settled request.
+ */
+export function usageColumns<T extends object = object>(u: Usage, into = {} as T): T & Record<UsageColumn, number> {
+  const out = into as Record<string, unknown>;
+  for (const c of USAGE_CLASSES) out[c.column] = countOf(u, c);
+  return out as T & Record<UsageColumn, number>;
 }
 
 /** Counts of some classes, by usage field (what an operation knows it uses before it is sent: operations/types.ts). */

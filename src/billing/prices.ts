@@ -30,6 +30,9 @@ interface Tier {
 export class Price {
   private readonly tiers: Tier[];
   private readonly billedApart: readonly UsageClass[];
+  /** By the index of a class in `classes`: the index of the class it is part of (-1: none); `billedApart`'s indices. */
+  private readonly whole: readonly number[];
+  private readonly apart: readonly number[];
   /** This price at each set of grades asked for so far (few: the subsets a request's size and quality pick). */
   private readonly byGrades = new Map<string, Price>();
 
@@ -57,6 +60,13 @@ export class Price {
     };
     this.tiers = [tier(-1, p), ...(p.tiers ?? []).map((t) => tier(t.above_prompt_tokens, t))];
     this.billedApart = classes.filter((c) => c.price !== null);
+    // a whole not among the classes: past the end (counted as 0, as one listed after its part)
+    const wholeOf = (c: UsageClass) => {
+      const at = c.partOf === null ? -1 : classes.findIndex((w) => w.name === c.partOf);
+      return c.partOf !== null && at < 0 ? classes.length : at;
+    };
+    this.whole = classes.map(wholeOf);
+    this.apart = this.billedApart.map((c) => classes.indexOf(c));
   }
 
   /**
@@ -80,7 +90,7 @@ export class Price {
   cost(u: Usage): number {
     const rates = this.tierOf(u.prompt).rates;
     const own = this.ownCounts(u);
-    return ceilMillionth(this.billedApart.map((c) => [own.get(c.name)!, rates[c.price!] ?? 0]));
+    return ceilMillionth(this.billedApart.map((c, i) => [own[this.apart[i]], rates[c.price!] ?? 0]));
   }
 
   /**
@@ -92,7 +102,7 @@ export class Price {
   worstCase(promptTokens: number, outputTokens: number, others: Readonly<Record<string, number>> = {}): number {
     return Math.max(
       ...this.reachable(promptTokens).map((t) =>
-        ceilMillionth(this.holdTerms(t, { ...others, prompt: promptTokens, completion: outputTokens })),
+        ceilMillionth(this.holdTerms(t, withTokens(others, promptTokens, outputTokens))),
       ),
     );
   }
@@ -104,7 +114,7 @@ export class Price {
   affordableOutput(promptTokens: number, budget: number, others: Readonly<Record<string, number>> = {}): number | null {
     let fits: number | null = null;
     for (const t of this.reachable(promptTokens)) {
-      const rest = this.holdTerms(t, { ...others, prompt: promptTokens, completion: 0 });
+      const rest = this.holdTerms(t, withTokens(others, promptTokens, 0));
       const output = t.top.completion ?? 0;
       if (output === 0) {
         if (ceilMillionth(rest) > budget) return -1;
@@ -138,15 +148,31 @@ export class Price {
    * billed apart. Fresh input is the prompt less its cache reads and writes; 5-minute writes are the writes less the
    * 1-hour ones.
    */
-  private ownCounts(u: Usage): Map<string, number> {
-    const count = new Map<string, number>();
-    for (const c of this.classes)
-      count.set(c.name, c.partOf === null ? countOf(u, c) : Math.min(countOf(u, c), count.get(c.partOf) ?? 0));
-    const own = new Map(count);
-    for (const c of this.billedApart) if (c.partOf !== null) own.set(c.partOf, own.get(c.partOf)! - count.get(c.name)!);
-    for (const [name, n] of own) own.set(name, Math.max(0, n));
+  private ownCounts(u: Usage): number[] {
+    // arrays by class index, not Maps by name: a third of the cost, once per settled request
+    const { classes, whole } = this;
+    const count: number[] = [];
+    for (let i = 0; i < classes.length; i++) {
+      const n = countOf(u, classes[i]);
+      // a whole is counted before its parts (USAGE_CLASSES' order); one listed after would count as 0
+      count.push(whole[i] < 0 ? n : Math.min(n, whole[i] < i ? count[whole[i]] : 0));
+    }
+    const own = count.slice();
+    for (const i of this.apart) if (whole[i] >= 0 && whole[i] < own.length) own[whole[i]] -= count[i];
+    for (let i = 0; i < own.length; i++) own[i] = Math.max(0, own[i]);
     return own;
   }
+}
+
+/**
+ * `others` with the prompt's and the output's bounds (which replace any `others` gives). Built field by field: on
+ * Node 20 `{ ...others, prompt, completion }` costs ~1 µs even when `others` is empty (see fieldsOf,
+ * gateway/providers/shared.ts).
+ */
+function withTokens(others: Readonly<Record<string, number>>, prompt: number, completion: number) {
+  const bounds: Record<string, number> = { prompt, completion };
+  for (const k of Object.keys(others)) if (k !== 'prompt' && k !== 'completion') bounds[k] = others[k];
+  return bounds;
 }
 
 /**

@@ -217,7 +217,10 @@ export class Router {
   }
 
   private succeeded(route: RouteConfig): void {
-    this.breakers.set(key(route), { failures: 0, openUntil: 0, probing: false });
+    const b = this.breaker(route); // closed again, in place: no new object per answer
+    b.failures = 0;
+    b.openUntil = 0;
+    b.probing = false;
   }
 
   /** Closed: go. Open: skip until the cool-down ends. Then half-open: let one probe through at a time. */

@@ -78,7 +78,9 @@ export function logAnswer(app: App, a: AnswerLog): void {
   app.metrics.duration.observe({ operation: a.operation }, ms / 1000);
   if (!app.log.isLevelEnabled('info')) return;
   const { operation: _op, received: _at, ...line } = a;
-  app.log.info({ ...line, method: a.method.toUpperCase(), ms });
+  line.method = a.method.toUpperCase(); // fields set, not spread in: see fieldsOf (gateway/providers/shared.ts)
+  line.ms = ms;
+  app.log.info(line);
 }
 
 export const errorsPlugin: Plugin<{ app: App }> = {

@@ -12,7 +12,7 @@ import type { Reply } from '../handlers/types';
 import type { App } from '../services/app';
 import { refusalReason } from '../billing/refusals';
 import { usageAttributes, type RequestTrace } from '../tracing';
-import { isApiConsolePath, logAnswer, newRequestId, toApiError } from './errors';
+import { isApiConsolePath, logAnswer, newRequestId, toApiError, type AnswerLog } from './errors';
 import type { Caller } from './security';
 
 export interface Exchange {
@@ -90,7 +90,8 @@ function closeWithConnection(req: IncomingMessage, res: ServerResponse): void {
 function logExchange(app: App, ex: Exchange): void {
   const meter = ex.meter?.();
   const c = ex.caller;
-  logAnswer(app, {
+  // the fields that may be absent are set, not spread in: see fieldsOf (gateway/providers/shared.ts)
+  const a: AnswerLog = {
     operation: ex.operationId,
     reqId: ex.requestId,
     method: ex.req.method ?? 'GET',
@@ -99,11 +100,16 @@ function logExchange(app: App, ex: Exchange): void {
     received: ex.received,
     key: c.keyPrefix,
     account: c.accountId,
-    ...(c.operator && { operator: c.operator.operatorId }), // who did what in /admin/api, beside the audit log
-    ...(ex.model && { model: ex.model }),
-    ...(meter && { provider: meter.provider, usage: meter.usage, counted: meter.counted }),
-    ...(ex.error && { error: ex.error.code, cause: ex.error.message, ...ex.error.logged }),
-  });
+  };
+  if (c.operator) a.operator = c.operator.operatorId; // who did what in /admin/api, beside the audit log
+  if (ex.model) a.model = ex.model;
+  if (meter) {
+    a.provider = meter.provider;
+    a.usage = meter.usage;
+    a.counted = meter.counted;
+  }
+  if (ex.error) Object.assign(a, { error: ex.error.code, cause: ex.error.message, ...ex.error.logged });
+  logAnswer(app, a);
   if (ex.trace) endTrace(ex.trace, ex, meter);
 }
 

@@ -3,6 +3,8 @@ import type { Config, ModelConfig } from '../../src/config';
 import { ENDPOINTS, WIRES, type Wire } from '../../src/contract';
 import { ApiError } from '../../src/errors';
 import { ModelRegistry } from '../../src/gateway/models';
+import { chatBody } from '../../src/gateway/providers/openai';
+import { fieldsOf } from '../../src/gateway/providers/shared';
 import { OPERATIONS } from '../../src/gateway/operations';
 import type * as T from '../../src/gateway/types';
 
@@ -69,4 +71,33 @@ test("each wire's request, answer and chunk are its contract operation's (not ne
     true satisfies Same<Wire['speech']['chunk'], T.SpeechChunk>,
   ];
   expect(same).not.toContain(false);
+});
+
+describe('request bodies built field by field (fieldsOf)', () => {
+  test('fieldsOf copies the own fields in order but those excluded; a `__proto__` field stays a field', () => {
+    const parsed = JSON.parse('{"a":1,"__proto__":{"polluted":true},"max_tokens":5,"b":[2]}');
+    const copy = fieldsOf(parsed, ['max_tokens']);
+    expect(JSON.stringify(copy)).toBe('{"a":1,"__proto__":{"polluted":true},"b":[2]}');
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect((copy as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(copy.b).toBe(parsed.b); // the same values: splice.ts writes them from the client's bytes
+  });
+
+  test("the OpenAI chat body: the client's fields in their order, the limits and usage on streams set", () => {
+    const body = JSON.parse(
+      '{"model":"alias","max_tokens":9,"messages":[],"stream":true,"stream_options":{"x":1},"temperature":0}',
+    );
+    const ctx = { model: 'up', stream: true, maxOutputTokens: 7, headers: {}, state: undefined };
+    const config = (output_limit?: string) =>
+      ({ base_url: 'http://127.0.0.1:1/v1', settings: output_limit ? { output_limit } : {} }) as never;
+    expect(JSON.stringify(chatBody(body, { ...ctx, config: config() }))).toBe(
+      '{"model":"up","messages":[],"stream":true,"stream_options":{"x":1,"include_usage":true},"temperature":0,' +
+        '"max_completion_tokens":7,"max_tokens":7}',
+    );
+    expect(JSON.stringify(chatBody(body, { ...ctx, stream: false, config: config('max_tokens') }))).toBe(
+      '{"model":"up","messages":[],"stream":false,"stream_options":{"x":1},"temperature":0,"max_tokens":7}',
+    );
+    expect(body.stream_options).toEqual({ x: 1 }); // the client's body is not changed
+    expect(body.max_tokens).toBe(9);
+  });
 });

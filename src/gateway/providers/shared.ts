@@ -8,6 +8,24 @@ export function str(v: unknown): string | undefined {
 
 export const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
+/**
+ * A copy of `o`'s own enumerable fields but those in `except`, to add fields to. Not `{ ...o, k: v }`: on Node 20
+ * (V8 11.3) a field added to an object made by spread, in the literal or assigned after it, costs about 1 µs, 30 to 50
+ * times its cost on Node 22; one added to an object built field by field costs what it costs anywhere. A `__proto__`
+ * field (JSON.parse makes it an own field) is copied as a field, as spread copies it, not as the prototype.
+ */
+export function fieldsOf(o: object, except: readonly string[] = []): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(o)) {
+    if (except.includes(k)) continue;
+    const v = (o as Record<string, unknown>)[k];
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[k] = v;
+  }
+  return out;
+}
+
 /** The caller's fault, found before anything was sent: refused as the upstream itself would refuse it (not retried). */
 export function badRequest(provider: string, message: string): UpstreamError {
   return new UpstreamError('invalid', `the ${provider} provider cannot send this request: ${message}`, 400, message);

@@ -37,7 +37,7 @@ export interface HttpAdapter<Req, Res, Chunk, State = unknown> {
   request(body: Req, ctx: CallContext<State>): unknown;
   /**
    * The upstream's wire is the operation's: `request` only replaces, adds or removes top-level fields of the body
-   * (object spread) and `response` returns the upstream's answer object itself, changing nothing in it. The request
+   * (a copy of its fields: shared.ts fieldsOf) and `response` returns the upstream's answer object itself, changing nothing in it. The request
    * then goes as the client's own bytes with those fields spliced in, and the answer comes back as the upstream's
    * bytes (splice.ts): nothing is serialised again.
    */

@@ -19,7 +19,7 @@ import {
 } from '../../types';
 import { FormBody } from '../form';
 import { eventObject } from '../http';
-import { isObject, str } from '../shared';
+import { fieldsOf, isObject, str } from '../shared';
 import { defineProvider, type CallContext } from '../types';
 
 export const OUTPUT_LIMITS = ['max_completion_tokens', 'max_tokens', 'both'] as const;
@@ -44,25 +44,31 @@ const limits = new WeakMap<ProviderConfig, OutputLimit>();
 
 /** The chat body for the upstream: its model id, the allowance in the right field(s), usage asked for on streams. */
 export function chatBody(body: ChatRequest, ctx: CallContext): object {
-  const { max_tokens: _a, max_completion_tokens: _b, ...rest } = body;
   const field = outputLimit(ctx.config);
-  return {
-    ...rest,
-    model: ctx.model,
-    ...(field !== 'max_tokens' ? { max_completion_tokens: ctx.maxOutputTokens } : {}),
-    ...(field !== 'max_completion_tokens' ? { max_tokens: ctx.maxOutputTokens } : {}),
-    ...streaming(body, ctx),
-  };
+  const out = fieldsOf(body, LIMIT_FIELDS); // built field by field: see fieldsOf
+  out.model = ctx.model;
+  if (field !== 'max_tokens') out.max_completion_tokens = ctx.maxOutputTokens;
+  if (field !== 'max_completion_tokens') out.max_tokens = ctx.maxOutputTokens;
+  return streaming(out, body, ctx);
 }
+const LIMIT_FIELDS = ['max_tokens', 'max_completion_tokens'];
 
 export function completionBody(body: CompletionRequest, ctx: CallContext): object {
-  return { ...body, model: ctx.model, max_tokens: ctx.maxOutputTokens, ...streaming(body, ctx) };
+  const out = fieldsOf(body);
+  out.model = ctx.model;
+  out.max_tokens = ctx.maxOutputTokens;
+  return streaming(out, body, ctx);
 }
 
 /** A streaming request always asks for usage; the gateway hides the usage chunk from clients that did not ask. */
-function streaming(body: { stream_options?: unknown }, ctx: CallContext): object {
-  if (!ctx.stream) return { stream: false };
-  return { stream: true, stream_options: { ...(body.stream_options as object | null), include_usage: true } };
+function streaming(out: Record<string, unknown>, body: { stream_options?: unknown }, ctx: CallContext): object {
+  out.stream = ctx.stream;
+  if (ctx.stream) {
+    const options = isObject(body.stream_options) ? fieldsOf(body.stream_options) : {};
+    options.include_usage = true;
+    out.stream_options = options;
+  }
+  return out;
 }
 
 /** The JSON of each event until [DONE]; an error reported inside the stream ends it. */
