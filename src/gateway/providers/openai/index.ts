@@ -235,8 +235,12 @@ export const imageEditForm = (body: object, ctx: CallContext) =>
 
 /** A Responses request for the upstream: its model id, the allowance, and nothing stored there (the gateway stores). */
 const responsesBody = (body: ResponsesRequest, ctx: CallContext) => {
-  const { previous_response_id: _expanded, ...rest } = body;
-  return { ...rest, model: ctx.model, max_output_tokens: ctx.maxOutputTokens, stream: ctx.stream, store: false };
+  const out = fieldsOf(body, ['previous_response_id']); // built field by field: see fieldsOf
+  out.model = ctx.model;
+  out.max_output_tokens = ctx.maxOutputTokens;
+  out.stream = ctx.stream;
+  out.store = false;
+  return out;
 };
 
 export const openai = defineProvider({
