@@ -3,6 +3,7 @@ import type { Config, ModelConfig } from '../../src/config';
 import { ENDPOINTS, WIRES, type Wire } from '../../src/contract';
 import { ApiError } from '../../src/errors';
 import { ModelRegistry } from '../../src/gateway/models';
+import { native } from '../../src/gateway/providers/anthropic';
 import { chatBody } from '../../src/gateway/providers/openai';
 import { fieldsOf } from '../../src/gateway/providers/shared';
 import { OPERATIONS } from '../../src/gateway/operations';
@@ -99,5 +100,20 @@ describe('request bodies built field by field (fieldsOf)', () => {
     );
     expect(body.stream_options).toEqual({ x: 1 }); // the client's body is not changed
     expect(body.max_tokens).toBe(9);
+  });
+
+  test("the Anthropic Messages body: the client's fields in their order; a lowered allowance lowers the thinking budget", () => {
+    const text =
+      '{"model":"a","max_tokens":8000,"messages":[],"thinking":{"type":"enabled","budget_tokens":5000},"system":"s"}';
+    const body = JSON.parse(text);
+    expect(JSON.stringify(native(body, 'up', 3000, false))).toBe(
+      '{"model":"up","max_tokens":3000,"messages":[],"thinking":{"type":"enabled","budget_tokens":2999},"system":"s",' +
+        '"stream":false}',
+    );
+    expect(JSON.stringify(native(body, 'up', 9000, true))).toBe(
+      '{"model":"up","max_tokens":9000,"messages":[],"thinking":{"type":"enabled","budget_tokens":5000},"system":"s",' +
+        '"stream":true}',
+    );
+    expect(JSON.stringify(body)).toBe(text);
   });
 });

@@ -7,7 +7,7 @@ import type { SseEvent } from '../../sse';
 import { UpstreamError, type AnthropicEvent, type ChatChunk, type MessagesRequest } from '../../types';
 import { eventObject, str } from '../http';
 import { object } from '../openai';
-import { unixNow } from '../shared';
+import { fieldsOf, unixNow } from '../shared';
 import { defineProvider } from '../types';
 import {
   StreamTranslator,
@@ -58,7 +58,10 @@ const MIN_THINKING_BUDGET = 1024;
  * a thinking budget it cannot hold is lowered with it: Anthropic refuses a budget_tokens that is not below max_tokens.
  */
 export function native(body: MessagesRequest, model: string, maxTokens: number, stream: boolean): MessagesRequest {
-  const out = { ...body, model, max_tokens: maxTokens, stream };
+  const out = fieldsOf(body) as unknown as MessagesRequest; // built field by field: see fieldsOf
+  out.model = model;
+  out.max_tokens = maxTokens;
+  out.stream = stream;
   const t = body.thinking;
   if (
     t?.type !== 'enabled' ||
