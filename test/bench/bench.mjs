@@ -29,6 +29,11 @@
  *                            when that is set)
  *   BENCH_WARMUP=1           seconds of warm-up before each timed run (same command; the streaming client too)
  *   BENCH_CHECK_N=200        requests of the check pass before each timed run (16 at a time)
+ *   BENCH_JIT_WARMUP=2000    requests of each kind (each body, streamed or not) sent to each target once, after
+ *                            start-up and before the first round, checked like the check pass (16 at a time): V8
+ *                            compiles a path only once it has run many times, so a kind of request that the rounds
+ *                            send at a low rate (streams, the agents' bodies) would otherwise be measured while its
+ *                            path is still being compiled — up to twice the cost of the same path warm (README)
  *   BENCH_RATE=2000          req/s of the fixed-rate paid chat run (h2load --rps), over BENCH_RATE_CONNECTIONS=32
  *   BENCH_AGENT_RATE=100     req/s of the agent-body runs (h2load --rps), over 20 connections
  *   BENCH_STREAM_N=200       streaming requests per time-to-first-byte run (4 connections)
@@ -87,6 +92,7 @@ const RATE_DURATION = num('BENCH_RATE_DURATION', process.env.BENCH_DURATION ? DU
 const WARMUP = num('BENCH_WARMUP', 1, { int: true });
 const CHECK_N = num('BENCH_CHECK_N', 200, { min: 1, int: true });
 const CHECK_CONNECTIONS = 16;
+const JIT_WARMUP = num('BENCH_JIT_WARMUP', 2000, { int: true });
 const RATE = num('BENCH_RATE', 2000, { min: 1 });
 const RATE_CONNECTIONS = num('BENCH_RATE_CONNECTIONS', 32, { min: 1, int: true });
 const AGENT_RATE = num('BENCH_AGENT_RATE', 100, { min: 1 });
@@ -667,6 +673,7 @@ async function accountKey(db, env) {
 
 /** Every round: each scenario against both targets, the order swapped every other round. */
 async function rounds(res, scenarios, targets, pids) {
+  await jitWarmup(res, scenarios, targets);
   for (let round = 1; round <= ROUNDS; round++) {
     const order = round % 2 ? ['proxy', 'gateway'] : ['gateway', 'proxy'];
     for (const s of scenarios) {
@@ -687,6 +694,31 @@ async function rounds(res, scenarios, targets, pids) {
           );
         }
       }
+    }
+  }
+}
+
+/**
+ * Before the first round, JIT_WARMUP requests of every kind the scenarios send (each wire once, however many
+ * scenarios share it), to each target, read and judged like the check pass; not timed. The rounds then measure what a
+ * gateway that has run for a while costs, not V8 compiling it: measured on a rig of the bench's processes, the 87 KB
+ * Claude Code body at 100 req/s cost the gateway 2,060, 1,350, 1,030, 1,090, 1,050 µs per request in five 10 s runs
+ * after start-up (the proxy 560), and a stream 7,870 falling to 4,470 µs over six runs of 300. In the bench itself (the
+ * agents' scenarios, two runs each way, alternated) the gateway's cost per Claude Code request was 1,220–1,610 µs with
+ * this pass and 1,750–2,440 without; the proxy's fell too (470–710 against 570–1,060), so the ratios moved less.
+ */
+async function jitWarmup(res, scenarios, targets) {
+  if (!JIT_WARMUP) return;
+  const wires = [...new Map(scenarios.map((s) => [s.wire, s])).values()];
+  for (const s of wires) {
+    for (const t of Object.values(targets)) {
+      const tag = `${res.db} JIT warm-up: ${WIRES[s.wire].path} (${s.wire}) via ${t.name === 'proxy' ? 'bare proxy' : 'Switchyard'}`;
+      const started = Date.now();
+      const r = await runCheck({ ...request(s, t), count: JIT_WARMUP, connections: CHECK_CONNECTIONS });
+      if (t.name === 'gateway' && s.paid) res.paid.answered2xx += r.answered2xx;
+      process.stderr.write(`bench: ${tag}: ${r.ok}/${JIT_WARMUP} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+      if (r.ok !== r.requests || r.requests !== JIT_WARMUP)
+        res.broken.push(`${tag}: ${JIT_WARMUP - r.ok} of ${JIT_WARMUP} answers wrong: ${r.failures.join(' | ')}`);
     }
   }
 }
@@ -912,6 +944,7 @@ function settingsText() {
     BENCH_RATE_DURATION: [RATE_DURATION, 10],
     BENCH_WARMUP: [WARMUP, 1],
     BENCH_CHECK_N: [CHECK_N, 200],
+    BENCH_JIT_WARMUP: [JIT_WARMUP, 2000],
     BENCH_RATE: [RATE, 2000],
     BENCH_RATE_CONNECTIONS: [RATE_CONNECTIONS, 32],
     BENCH_AGENT_RATE: [AGENT_RATE, 100],
@@ -940,7 +973,8 @@ function render({ results, errors, skipped, scenarios, mach, loadBefore, loadAft
       'send 20 chunks 5 ms apart), a bare Node reverse proxy in front of it (`test/bench/proxy.mjs`: node:http, a keep-alive ' +
       'agent with 256 sockets, bodies piped, no logic) and Switchyard (`switchyard serve`, two priced models, no rate limits, ' +
       'max_connections 256 to the upstream, log level warn), each its own process on 127.0.0.1, sharing the cores with the load ' +
-      `generator. ${ROUNDS} round(s); in each, every scenario runs against the proxy and against Switchyard (order swapped every ` +
+      `generator. ${JIT_WARMUP ? `Before the first round, ${JIT_WARMUP} requests of each kind (each body, streamed or not) to each target, checked like the check pass and not timed, so that V8 has compiled every path measured. ` : ''}` +
+      `${ROUNDS} round(s); in each, every scenario runs against the proxy and against Switchyard (order swapped every ` +
       `other round): first a check pass (${CHECK_N} requests, ${CHECK_CONNECTIONS} at a time, by a Node client that checks each ` +
       'answer: status 200, shape, model, text, usage), then a warm-up and the timed run with the command below. ' +
       `Timed runs: ${WARMUP} s warm-up then ${DURATION} s (the fixed-rate runs — paid chat and the agents' bodies — ${RATE_DURATION} s); streams: ${STREAM_N} requests, ${STREAM_CONNECTIONS} at a time (time to first ` +
