@@ -470,13 +470,8 @@ async function runScenario(res, s, t, round, pids) {
   const tag = `${res.db} round ${round}/${ROUNDS}: ${s.name} via ${t.name === 'proxy' ? 'bare proxy' : 'Switchyard'}`;
   const req = request(s, t);
   const seconds = s.seconds ?? DURATION;
-  const check = await runCheck({ ...req, count: CHECK_N, connections: CHECK_CONNECTIONS });
+  const check = await checkedPass(res, s, t, req, CHECK_N, `${tag}: check pass`);
   const paid = t.name === 'gateway' && s.paid;
-  if (paid) res.paid.answered2xx += check.answered2xx;
-  if (check.ok !== check.requests || check.requests !== CHECK_N)
-    res.broken.push(
-      `${tag}: check pass: ${CHECK_N - check.ok} of ${CHECK_N} answers wrong: ${check.failures.join(' | ')}`,
-    );
   const runs = [];
   if (s.tool === 'stream') {
     process.stderr.write(`bench: ${tag}: checked ${check.ok}/${CHECK_N}; ${WARMUP} s warm-up, ${STREAM_N} streams\n`);
@@ -504,6 +499,18 @@ async function runScenario(res, s, t, round, pids) {
       `CPU ${f0(r.cpu.self)} µs/req (upstream ${f0(r.cpu.upstream)}); non-2xx ${r.non2xx}, socket errors ${r.sockErrors}\n`,
   );
   return { ...r, cmd: undefined };
+}
+
+/**
+ * `count` requests of scenario `s` to target `t` by the checking client (CHECK_CONNECTIONS at a time): the gateway's
+ * paid answers are counted for the usage-record check, and wrong answers reported under `tag`.
+ */
+async function checkedPass(res, s, t, req, count, tag) {
+  const check = await runCheck({ ...req, count, connections: CHECK_CONNECTIONS });
+  if (t.name === 'gateway' && s.paid) res.paid.answered2xx += check.answered2xx;
+  if (check.ok !== check.requests || check.requests !== count)
+    res.broken.push(`${tag}: ${count - check.ok} of ${count} answers wrong: ${check.failures.join(' | ')}`);
+  return check;
 }
 
 /** Resident memory of both targets after start-up and one paid request each, settled for a second. */
@@ -703,9 +710,9 @@ async function rounds(res, scenarios, targets, pids) {
  * scenarios share it), to each target, read and judged like the check pass; not timed. The rounds then measure what a
  * gateway that has run for a while costs, not V8 compiling it: measured on a rig of the bench's processes, the 87 KB
  * Claude Code body at 100 req/s cost the gateway 2,060, 1,350, 1,030, 1,090, 1,050 µs per request in five 10 s runs
- * after start-up (the proxy 560), and a stream 7,870 falling to 4,470 µs over six runs of 300. In the bench itself (the
- * agents' scenarios, two runs each way, alternated) the gateway's cost per Claude Code request was 1,220–1,610 µs with
- * this pass and 1,750–2,440 without; the proxy's fell too (470–710 against 570–1,060), so the ratios moved less.
+ * after start-up (the proxy 560), and a stream 7,870 falling to 4,470 µs over six runs of 300. In the bench itself (two
+ * alternated pairs of runs of the Claude Code scenarios) the gateway's cost per Claude Code request was 1,220–1,610 µs
+ * with this pass and 1,750–2,440 without; the proxy's fell too (470–710 against 570–1,060), so the ratios moved less.
  */
 async function jitWarmup(res, scenarios, targets) {
   if (!JIT_WARMUP) return;
@@ -714,11 +721,8 @@ async function jitWarmup(res, scenarios, targets) {
     for (const t of Object.values(targets)) {
       const tag = `${res.db} JIT warm-up: ${WIRES[s.wire].path} (${s.wire}) via ${t.name === 'proxy' ? 'bare proxy' : 'Switchyard'}`;
       const started = Date.now();
-      const r = await runCheck({ ...request(s, t), count: JIT_WARMUP, connections: CHECK_CONNECTIONS });
-      if (t.name === 'gateway' && s.paid) res.paid.answered2xx += r.answered2xx;
+      const r = await checkedPass(res, s, t, request(s, t), JIT_WARMUP, tag);
       process.stderr.write(`bench: ${tag}: ${r.ok}/${JIT_WARMUP} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-      if (r.ok !== r.requests || r.requests !== JIT_WARMUP)
-        res.broken.push(`${tag}: ${JIT_WARMUP - r.ok} of ${JIT_WARMUP} answers wrong: ${r.failures.join(' | ')}`);
     }
   }
 }
